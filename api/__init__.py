@@ -1,0 +1,1 @@
+"""Typed models of the kueue.x-k8s.io API and of the Kubernetes objects pykueue reads."""

@@ -1,0 +1,1 @@
+"""Benchmarks; each prints one JSON line last (see the design contract)."""

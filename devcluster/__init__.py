@@ -1,0 +1,1 @@
+"""A local control plane of real Kubernetes binaries built from Go modules."""

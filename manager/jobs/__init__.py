@@ -1,0 +1,1 @@
+"""One module per job integration (batch Job, PyTorchJob, LeaderWorkerSet, pods)."""

@@ -1,0 +1,1 @@
+"""I/O: informers, reconcilers, status writers, leader election, metrics, visibility."""

@@ -1,0 +1,5 @@
+"""Allow ``python -m pykueue``."""
+
+from pykueue.cli import main
+
+raise SystemExit(main())

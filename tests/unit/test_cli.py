@@ -1,0 +1,26 @@
+"""The command line exposes every subcommand of the design contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykueue.cli import COMMANDS, main
+
+CONTRACT = {"run", "manager", "webhook", "extender", "simulate", "certs", "dev"}
+
+
+def test_every_contract_command_is_registered() -> None:
+    assert CONTRACT <= {c.name for c in COMMANDS}
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT))
+def test_each_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    assert exc.value.code == 0
+    assert "usage: pykueue " + name in capsys.readouterr().out
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage" in capsys.readouterr().err

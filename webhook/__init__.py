@@ -1,0 +1,1 @@
+"""The admission webhook (AdmissionReview v1, ConversionReview) over HTTPS."""
