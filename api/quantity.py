@@ -13,7 +13,7 @@ and ``resource_quantity`` convert between the two views with those rules.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from functools import total_ordering
 from typing import Any
 
@@ -37,7 +37,7 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message says why."""
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     BINARY_SI = "BinarySI"
     DECIMAL_SI = "DecimalSI"
     DECIMAL_EXPONENT = "DecimalExponent"
