@@ -2,7 +2,7 @@
 # exactly what .ci/run executes: it installs everything it needs, lints, then runs the suite.
 PY ?= python3
 
-.PHONY: install lint test crds
+.PHONY: install lint test crds devcluster-bin
 
 install:
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -14,5 +14,9 @@ lint:
 crds:
 	$(PY) -m pykueue crds --out manifests/crds
 
-test: install lint
+# Builds (once, then reuses from ~/.cache/pykueue) the real Kubernetes binaries the e2e tests run.
+devcluster-bin:
+	$(PY) -m devcluster build
+
+test: install lint devcluster-bin
 	$(PY) -m pytest -q -p no:cacheprovider

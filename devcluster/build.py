@@ -1,0 +1,135 @@
+"""Build the control-plane binaries from the pinned Go modules into the cache.
+
+``python -m devcluster build`` and ``pykueue dev build`` land here. Each binary goes to
+``<cache>/bin/<version-key>/<name>``; one that is already there is skipped, so only a
+fresh machine (or a changed pin) pays for compilation. A binary is written under a
+temporary name and renamed when ``go build`` succeeds, so an interrupted build never
+leaves a half-written executable that a later run would mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from devcluster.paths import GO_DIR, bin_root
+from devcluster.versions import BINARIES, GoBinary, version_key
+
+Report = Callable[[str], None]
+
+# How often a long compile says it is still alive.
+_PROGRESS_EVERY_S = 30.0
+
+
+class BuildError(RuntimeError):
+    """A binary could not be built; the message says which and where the log is."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    bin_dir: Path
+    built: tuple[str, ...]
+    reused: tuple[str, ...]
+    seconds: float
+
+
+def bin_dir(key: str | None = None) -> Path:
+    return bin_root() / (key or version_key())
+
+
+def missing_binaries(directory: Path) -> list[str]:
+    return [b.name for b in BINARIES if not (directory / b.name).is_file()]
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    flags = env.get("GOFLAGS", "").split()
+    # The modules live inside a git checkout; stamping VCS data would make every commit
+    # a cache miss for the Go build cache and fails where git is absent.
+    if not any(f.startswith("-buildvcs") for f in flags):
+        flags.append("-buildvcs=false")
+    env["GOFLAGS"] = " ".join(flags)
+    return env
+
+
+def _run_go_build(go: str, binary: GoBinary, target: Path, log_path: Path, report: Report) -> None:
+    tmp = target.with_name(f".{binary.name}.partial-{os.getpid()}")
+    argv = [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), binary.package]
+    started = time.monotonic()
+    with log_path.open("w") as log:
+        # Own process group: on Ctrl-C or failure we stop go and every compiler it forked.
+        proc = subprocess.Popen(argv, cwd=GO_DIR / binary.module, env=_go_env(), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=_PROGRESS_EVERY_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    report(f"    ... {binary.name} still compiling ({time.monotonic() - started:.0f}s)")
+        except BaseException:
+            _kill_group(proc)
+            tmp.unlink(missing_ok=True)
+            raise
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+        raise BuildError(f"go build of {binary.name} failed (exit {proc.returncode}); "
+                         f"full log: {log_path}\n{tail}")
+    tmp.replace(target)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = print) -> BuildResult:
+    key = version_key()
+    directory = bin_dir(key)
+    directory.mkdir(parents=True, exist_ok=True)
+    logs = bin_root() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    wanted = [b for b in BINARIES if not only or b.name in only]
+    unknown = set(only) - {b.name for b in BINARIES}
+    if unknown:
+        raise BuildError(f"unknown binaries: {', '.join(sorted(unknown))}")
+    report(f"binaries for {key}")
+    report(f"  into {directory}")
+    started = time.monotonic()
+    built: list[str] = []
+    reused: list[str] = []
+    go: str | None = None
+    for index, binary in enumerate(wanted, 1):
+        target = directory / binary.name
+        prefix = f"[{index}/{len(wanted)}] {binary.name}"
+        if target.is_file() and not force:
+            report(f"{prefix}: already built")
+            reused.append(binary.name)
+            continue
+        if go is None:
+            go = shutil.which("go")
+            if go is None:
+                raise BuildError("the Go toolchain (go >= 1.26) is not on PATH; it is needed once "
+                                 "to build the dev-cluster binaries")
+        report(f"{prefix}: building (module go/{binary.module}, package {binary.package}) ...")
+        one_started = time.monotonic()
+        _run_go_build(go, binary, target, logs / f"{binary.name}.log", report)
+        report(f"{prefix}: built in {time.monotonic() - one_started:.0f}s")
+        built.append(binary.name)
+    seconds = time.monotonic() - started
+    report(f"done in {seconds:.0f}s ({len(built)} built, {len(reused)} already there)")
+    return BuildResult(directory, tuple(built), tuple(reused), seconds)

@@ -1,0 +1,83 @@
+"""``pykueue dev``: build, start, stop and inspect the local control plane.
+
+``up`` prints a few ``label: value`` lines and always ends with ``kubeconfig: PATH`` so a
+script can take the last line; progress goes to stderr so that stdout stays parseable.
+Exit codes: 0 success, 1 failure (message on stderr), 2 usage; ``status`` exits 1 when the
+cluster is not (completely) running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from devcluster import cluster
+from devcluster.build import BuildError, build
+from devcluster.components import Extender
+from devcluster.health import StartupError
+from devcluster.restclient import ApiError
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="dev_command", metavar="{up,down,status,build}", required=True)
+    up = sub.add_parser("up", help="start the dev cluster, or reuse and repair a running one")
+    up.add_argument("--extender-url", metavar="URL",
+                    help="wire this scheduler extender (filter/prioritize/bind) into kube-scheduler")
+    up.add_argument("--extender-ca-file", metavar="FILE", help="CA bundle for an https extender")
+    sub.add_parser("down", help="stop everything `up` started and remove its state")
+    sub.add_parser("status", help="show the components of the dev cluster")
+    b = sub.add_parser("build", help="build the control-plane binaries (once per pinned version)")
+    b.add_argument("--force", action="store_true", help="rebuild binaries that already exist")
+    b.add_argument("--only", nargs="+", default=(), metavar="NAME",
+                   help="build only these binaries (etcd, kwok, kube-apiserver, ...)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.dev_command == "build":
+            build(force=args.force, only=tuple(args.only), report=_progress)
+            return 0
+        if args.dev_command == "up":
+            return _up(args)
+        if args.dev_command == "down":
+            stopped = cluster.down(report=_progress)
+            print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+            return 0
+        if args.dev_command == "status":
+            return _status()
+    except (BuildError, cluster.BinariesMissing, StartupError, ApiError, OSError) as exc:
+        print(f"pykueue dev {args.dev_command}: {exc}", file=sys.stderr)
+        return 1
+    print(f"pykueue dev: unknown command {args.dev_command}", file=sys.stderr)
+    return 2
+
+
+def _up(args: argparse.Namespace) -> int:
+    extender = None
+    if args.extender_url:
+        extender = Extender(args.extender_url, ca_file=args.extender_ca_file)
+    result = cluster.up(extender=extender, report=_progress)
+    _progress(f"dev cluster {'reused' if result.reused else 'started'} in {result.seconds:.1f}s")
+    print(f"server: {result.server}")
+    for line in result.endpoints.lines():
+        print(line)
+    print(f"kubeconfig: {result.kubeconfig}")
+    return 0
+
+
+def _status() -> int:
+    report = cluster.status()
+    if report.server is None:
+        print("dev cluster: not running")
+        return 1
+    print(f"dev cluster: {'running' if report.up else 'degraded'}")
+    print(f"server: {report.server}")
+    for component in report.components:
+        state = "running" if component.running else "NOT RUNNING"
+        print(f"  {component.name:<24} pid {component.pid:<8} {state}  log {component.log}")
+    print(f"kubeconfig: {report.kubeconfig}")
+    return 0 if report.up else 1

@@ -1,0 +1,284 @@
+"""Bringing the dev cluster up, down, and reporting on it.
+
+State lives in one directory (``<cache>/dev``): certificates, kubeconfigs, configs, the
+etcd data, one log per component and ``state.json`` with the ports and the pid records
+of everything started. Rules that keep it safe to call from scripts and tests:
+
+* ``up`` is idempotent: with a cluster already running it only restarts components that
+  died (same argv, same ports, same data) and re-applies the nodes and CRDs;
+* a failed fresh start stops everything it started and leaves no state behind;
+* ``down`` only signals pids recorded in the state file, and only if the recorded process
+  start time still matches (``processes.is_running``);
+* a file lock serialises concurrent ``up``/``down`` calls on one state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devcluster import addons, nodes
+from devcluster.build import bin_dir, missing_binaries
+from devcluster.components import (
+    Component,
+    Extender,
+    Layout,
+    Ports,
+    apiserver_url,
+    components,
+    write_pki_and_configs,
+)
+from devcluster.health import StartupError, http_ok, wait_for
+from devcluster.paths import state_dir
+from devcluster.processes import ProcessRecord, is_running, spawn, stop
+from devcluster.restclient import AdminClient, TLSFiles
+from devcluster.versions import version_key
+
+Report = Callable[[str], None]
+
+STATE_VERSION = 1
+COMPONENT_DEADLINE_S = 90.0
+NODES_DEADLINE_S = 60.0
+
+
+class BinariesMissing(RuntimeError):
+    """The control-plane binaries for this checkout's pins have not been built."""
+
+
+@dataclass
+class ClusterState:
+    version_key: str
+    bin_dir: str
+    ports: Ports
+    extender: str | None
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stateVersion": STATE_VERSION, "versionKey": self.version_key, "binDir": self.bin_dir,
+                "ports": self.ports.to_json(), "extender": self.extender,
+                "processes": [p.to_json() for p in self.processes]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterState:
+        return cls(str(data["versionKey"]), str(data["binDir"]), Ports.from_json(data["ports"]),
+                   data.get("extender"), [ProcessRecord.from_json(p) for p in data["processes"]])
+
+    def record(self, name: str) -> ProcessRecord | None:
+        return next((p for p in self.processes if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class UpResult:
+    kubeconfig: Path
+    server: str
+    reused: bool
+    restarted: tuple[str, ...]
+    recreated_nodes: tuple[str, ...]
+    endpoints: addons.PykueueEndpoints
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int
+    running: bool
+    log: str
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    up: bool
+    kubeconfig: Path | None
+    server: str | None
+    components: tuple[ComponentStatus, ...]
+
+
+def layout() -> Layout:
+    return Layout(state_dir())
+
+
+@contextlib.contextmanager
+def _locked(lay: Layout) -> Iterator[None]:
+    lay.root.mkdir(parents=True, exist_ok=True)
+    lock_path = lay.root.parent / f".{lay.root.name}.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _load(lay: Layout) -> ClusterState | None:
+    try:
+        data = json.loads(lay.state_file.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return None
+    return ClusterState.from_json(data)
+
+
+def _save(lay: Layout, state: ClusterState) -> None:
+    tmp = lay.state_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state.to_json(), indent=2))
+    tmp.replace(lay.state_file)
+
+
+def admin_client(lay: Layout, ports: Ports) -> AdminClient:
+    tls = TLSFiles(lay.pem("ca"), lay.pem("admin"), lay.key("admin"))
+    return AdminClient(apiserver_url(ports), tls)
+
+
+def _healthy(component: Component, lay: Layout) -> Callable[[], bool]:
+    if not component.health_url.startswith("https://"):
+        return lambda: http_ok(component.health_url)
+    if component.health_needs_client_cert:
+        context = TLSFiles(lay.pem("ca"), lay.pem("admin"), lay.key("admin")).context()
+    else:
+        context = ssl.create_default_context(cafile=str(lay.pem("ca")))
+    return lambda: http_ok(component.health_url, context)
+
+
+def _start(component: Component, lay: Layout) -> ProcessRecord:
+    return spawn(component.name, component.argv, lay.logs / f"{component.name}.log", env=component.env)
+
+
+def _start_all(comps: list[Component], lay: Layout, state: ClusterState, report: Report) -> None:
+    """etcd and the API server one after the other; their clients together."""
+    by_name = {c.name: c for c in comps}
+    for name in ("etcd", "kube-apiserver"):
+        record = _start(by_name[name], lay)
+        state.processes.append(record)
+        _save(lay, state)
+        took = wait_for(f"{name} health", _healthy(by_name[name], lay), COMPONENT_DEADLINE_S, record)
+        report(f"  {name} ready in {took:.1f}s (pid {record.pid})")
+    rest = [c for c in comps if c.name not in ("etcd", "kube-apiserver")]
+    records = []
+    for component in rest:
+        record = _start(component, lay)
+        state.processes.append(record)
+        records.append(record)
+    _save(lay, state)
+    for component, record in zip(rest, records, strict=True):
+        took = wait_for(f"{component.name} health", _healthy(component, lay), COMPONENT_DEADLINE_S, record)
+        report(f"  {component.name} ready in {took:.1f}s (pid {record.pid})")
+
+
+def _stop_all(state: ClusterState, report: Report) -> list[str]:
+    stopped = []
+    for record in reversed(state.processes):
+        if stop(record):
+            stopped.append(record.name)
+            report(f"  stopped {record.name} (pid {record.pid})")
+    return stopped
+
+
+def _restart_dead(state: ClusterState, lay: Layout, report: Report) -> list[str]:
+    comps = components(Path(state.bin_dir), lay, state.ports)
+    restarted = []
+    for component in comps:
+        old = state.record(component.name)
+        if old is not None and is_running(old):
+            continue
+        report(f"  {component.name} is not running; restarting it")
+        record = _start(component, lay)
+        state.processes = [p for p in state.processes if p.name != component.name] + [record]
+        _save(lay, state)
+        wait_for(f"{component.name} health", _healthy(component, lay), COMPONENT_DEADLINE_S, record)
+        restarted.append(component.name)
+    return restarted
+
+
+def _fresh_up(lay: Layout, extender: Extender | None, report: Report) -> ClusterState:
+    key = version_key()
+    binaries = bin_dir(key)
+    missing = missing_binaries(binaries)
+    if missing:
+        raise BinariesMissing(f"dev-cluster binaries not built ({', '.join(missing)} missing in "
+                              f"{binaries}); run `pykueue dev build` (or `python -m devcluster build`)")
+    # Leftovers of a cluster that is gone (no state file) are useless; start clean.
+    for leftover in (lay.pki, lay.etcd_data, lay.kwok_home):
+        shutil.rmtree(leftover, ignore_errors=True)
+    ports = Ports.pick()
+    write_pki_and_configs(lay, ports, extender)
+    state = ClusterState(key, str(binaries), ports, None if extender is None else extender.url)
+    _save(lay, state)
+    report(f"starting control plane ({key})")
+    try:
+        _start_all(components(binaries, lay, ports), lay, state, report)
+    except BaseException:
+        report("start-up failed; stopping what was started")
+        _stop_all(state, report)
+        lay.state_file.unlink(missing_ok=True)
+        raise
+    return state
+
+
+def up(extender: Extender | None = None, report: Report = print) -> UpResult:
+    started = time.monotonic()
+    lay = layout()
+    with _locked(lay):
+        state = _load(lay)
+        reused = state is not None
+        restarted: list[str] = []
+        if state is None:
+            state = _fresh_up(lay, extender, report)
+        else:
+            report(f"reusing the running dev cluster in {lay.root}")
+            if extender is not None and extender.url != state.extender:
+                raise StartupError("the running dev cluster has a different scheduler extender "
+                                   f"({state.extender or 'none'}); run `pykueue dev down` first")
+            restarted = _restart_dead(state, lay, report)
+        client = admin_client(lay, state.ports)
+        try:
+            recreated = nodes.ensure_nodes(client)
+            wait_for("8 kwok nodes to be Ready", lambda: nodes.all_nodes_ready(client), NODES_DEADLINE_S)
+            crds = addons.install_crds(client)
+            if crds:
+                report(f"  CRDs installed: {len(crds)}")
+            addons.wait_default_service_account(client)
+            endpoints = addons.start_pykueue(client, lay)
+        except BaseException:
+            if not reused:
+                report("set-up failed; stopping what was started")
+                _stop_all(state, report)
+                lay.state_file.unlink(missing_ok=True)
+            raise
+        if recreated and reused:
+            report(f"  restored nodes: {', '.join(recreated)}")
+    return UpResult(lay.admin_kubeconfig, apiserver_url(state.ports), reused, tuple(restarted),
+                    tuple(recreated), endpoints, time.monotonic() - started)
+
+
+def down(report: Report = print) -> list[str]:
+    lay = layout()
+    with _locked(lay):
+        state = _load(lay)
+        stopped = [] if state is None else _stop_all(state, report)
+        shutil.rmtree(lay.root, ignore_errors=True)
+    return stopped
+
+
+def current_state() -> ClusterState | None:
+    """The recorded state of the dev cluster, or ``None`` when none was started."""
+    return _load(layout())
+
+
+def status() -> StatusReport:
+    lay = layout()
+    state = _load(lay)
+    if state is None:
+        return StatusReport(False, None, None, ())
+    comps = tuple(ComponentStatus(p.name, p.pid, is_running(p), p.log) for p in state.processes)
+    all_up = bool(comps) and all(c.running for c in comps)
+    return StatusReport(all_up, lay.admin_kubeconfig, apiserver_url(state.ports), comps)

@@ -1,0 +1,17 @@
+// Command kube-scheduler is the upstream scheduler, built from the pinned
+// k8s.io/kubernetes module.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
+}

@@ -1,0 +1,101 @@
+"""One dev cluster for the whole e2e run, and small helpers to talk to it.
+
+The session fixture reuses a dev cluster that is already up (``pykueue dev up``) and
+leaves it running, or starts one and stops it at the end of the session. It never skips:
+without built binaries it fails and says how to build them (``make test`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient
+
+from devcluster import cluster
+from devcluster.build import bin_dir, missing_binaries
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_until(what: str, check: Callable[[], Any], deadline_s: float = 60.0, poll_s: float = 0.25) -> Any:
+    """Poll ``check`` until it returns something truthy; fail the test at the deadline."""
+    started = time.monotonic()
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() - started > deadline_s:
+            pytest.fail(f"timed out after {deadline_s:.0f}s waiting for {what}")
+        time.sleep(poll_s)
+
+
+@dataclass(frozen=True)
+class DevCluster:
+    kubeconfig: Path
+    server: str
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True,
+                timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(["kubectl", f"--kubeconfig={self.kubeconfig}", *args], input=stdin,
+                                capture_output=True, text=True, timeout=timeout_s, check=False)
+        if check and result.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+        return result
+
+    def get_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+
+    async def api_client(self) -> ApiClient:
+        """A kubernetes-asyncio client for this cluster; use it with ``async with``."""
+        return await kube_config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def dev(self, *args: str, timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
+        """Run the dev-cluster CLI (``python -m devcluster ...``) as a user would."""
+        return subprocess.run([sys.executable, "-m", "devcluster", *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout_s, check=False)
+
+    def namespace(self) -> str:
+        """A fresh namespace whose default ServiceAccount exists (pods need it)."""
+        name = f"e2e-{uuid.uuid4().hex[:8]}"
+        self.kubectl("create", "namespace", name)
+        wait_until(f"ServiceAccount {name}/default",
+                   lambda: self.kubectl("get", "serviceaccount", "default", "-n", name,
+                                        check=False).returncode == 0, 30.0)
+        return name
+
+
+@pytest.fixture(scope="session")
+def dev_cluster() -> Iterator[DevCluster]:
+    missing = missing_binaries(bin_dir())
+    if missing:
+        pytest.fail(f"the dev-cluster binaries are not built ({', '.join(missing)} missing in {bin_dir()}); "
+                    "run `python -m devcluster build` first (`make test` does)", pytrace=False)
+    try:
+        result = cluster.up(report=lambda message: print(message, file=sys.stderr))
+    except Exception as exc:
+        pytest.fail(f"the dev cluster did not start: {exc}", pytrace=False)
+    try:
+        yield DevCluster(result.kubeconfig, result.server)
+    finally:
+        if not result.reused:
+            cluster.down(report=lambda message: print(message, file=sys.stderr))
+
+
+@pytest.fixture
+def namespace(dev_cluster: DevCluster) -> Iterator[str]:
+    name = dev_cluster.namespace()
+    yield name
+    dev_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
