@@ -1,0 +1,80 @@
+"""The install manifests are accepted by a real kube-apiserver (server-side dry run)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import REPO, DevCluster
+
+pytestmark = pytest.mark.e2e
+
+MANIFESTS = REPO / "manifests"
+
+
+def _documents() -> list[dict[str, object]]:
+    docs: list[dict[str, object]] = []
+    for path in sorted(MANIFESTS.glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def test_every_install_object_passes_server_side_dry_run(dev_cluster: DevCluster) -> None:
+    # A dry run creates nothing, so the namespace the other objects live in must exist for real.
+    dev_cluster.kubectl("apply", "--server-side", "-f", str(MANIFESTS / "00-namespace.yaml"))
+    result = dev_cluster.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=pykueue-e2e",
+                                 "-f", str(MANIFESTS), check=False, timeout_s=120)
+    assert result.returncode == 0, result.stderr
+    applied = [line for line in result.stdout.splitlines() if line.endswith("(server dry run)")]
+    assert len(applied) == len(_documents()), result.stdout
+
+
+def test_a_broken_manifest_is_refused_by_the_same_dry_run(dev_cluster: DevCluster) -> None:
+    # Guards the test above: the dry run really validates (a wrong field type is rejected).
+    bad = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "broken", "namespace": "pykueue-system"},
+           "spec": {"minAvailable": {"nested": "object"}}}
+    dev_cluster.kubectl("apply", "--server-side", "-f", str(MANIFESTS / "00-namespace.yaml"))
+    result = dev_cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-",
+                                 stdin=yaml.safe_dump(bad), check=False)
+    assert result.returncode != 0
+
+
+MANAGER = "system:serviceaccount:pykueue-system:pykueue-controller-manager"
+
+# What the manager must be able to do (verb, resource, namespace or None) ...
+NEEDED = [
+    ("watch", "jobs.batch", "team-a"), ("patch", "jobs.batch", "team-a"),
+    ("create", "workloads.kueue.x-k8s.io", "team-a"), ("update", "workloads.kueue.x-k8s.io/status", "team-a"),
+    ("patch", "clusterqueues.kueue.x-k8s.io/status", None), ("list", "nodes", None),
+    ("create", "pods/binding", "team-a"), ("patch", "pods", "team-a"),
+    ("update", "leases.coordination.k8s.io", "pykueue-system"), ("update", "secrets", "pykueue-system"),
+    ("create", "events", "team-a"), ("watch", "leaderworkersets.leaderworkerset.x-k8s.io", "team-a"),
+    ("create", "tokenreviews.authentication.k8s.io", None),
+]
+# ... and what least privilege forbids.
+FORBIDDEN = [
+    ("get", "secrets", "team-a"), ("delete", "nodes", None), ("create", "pods", "team-a"),
+    ("update", "clusterroles.rbac.authorization.k8s.io", None),
+    ("update", "customresourcedefinitions.apiextensions.k8s.io", None),
+    ("delete", "namespaces", None), ("create", "jobs.batch", "team-a"),
+]
+
+
+def _can_i(dev_cluster: DevCluster, verb: str, resource: str, namespace: str | None) -> bool:
+    scope = ["-n", namespace] if namespace else []
+    resource, _, sub = resource.partition("/")
+    if sub:
+        scope.append(f"--subresource={sub}")
+    result = dev_cluster.kubectl("auth", "can-i", verb, resource, f"--as={MANAGER}", *scope, check=False)
+    return result.stdout.strip() == "yes"
+
+
+def test_manager_service_account_has_exactly_the_rights_it_needs(dev_cluster: DevCluster) -> None:
+    # RBAC objects are inert, so applying them for real cannot disturb other tests.
+    dev_cluster.kubectl("apply", "--server-side", "-f", str(MANIFESTS / "00-namespace.yaml"),
+                        "-f", str(MANIFESTS / "02-rbac.yaml"))
+    missing = [n for n in NEEDED if not _can_i(dev_cluster, *n)]
+    excess = [f for f in FORBIDDEN if _can_i(dev_cluster, *f)]
+    assert not missing, f"the manager lacks: {missing}"
+    assert not excess, f"the manager may: {excess}"
