@@ -175,3 +175,12 @@ class CheckState:
     REJECTED: Final = "Rejected"
 
     ALL: Final = (PENDING, READY, RETRY, REJECTED)
+
+# -- TAS node failure ----------------------------------------------------------------------
+# v0.12-v0.13 marker of the node to replace; HEAD uses Workload.status.unhealthyNodes.
+NODE_TO_REPLACE_ANNOTATION: Final = "alpha.kueue.x-k8s.io/node-to-replace"
+
+# -- pykueue extensions (no Kueue counterpart) ----------------------------------------------
+# Workload annotation: pod UID -> node the extender is binding it to. Replicas of the
+# scheduler extender serialise the last slot of a domain through it (resourceVersion CAS).
+TAS_BIND_CLAIMS: Final = _P + "tas-bind-claims"
