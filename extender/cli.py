@@ -1,0 +1,52 @@
+"""``pykueue extender``: serve the TAS scheduler extender over HTTP.
+
+Reads cluster credentials from ``--kubeconfig`` (or the in-cluster service account when
+omitted), builds the app with ``make_app`` and serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+
+from aiohttp import web
+from kubernetes_asyncio import client, config
+
+from extender.app import ExtenderDeps, make_app
+from extender.kube_port import KubeClusterPort
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8888, help="HTTP port (default 8888)")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default all)")
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config when omitted")
+    parser.add_argument("--prefix", default="", help="path prefix of the verbs, e.g. /tas")
+    parser.add_argument("--log-level", default="INFO")
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    if args.kubeconfig:
+        await config.load_kube_config(config_file=args.kubeconfig)
+    else:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]  # untyped upstream
+    async with client.ApiClient() as api_client:
+        app = make_app(ExtenderDeps(port=KubeClusterPort(api_client), prefix=args.prefix, freeze_gc=True))
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        log = logging.getLogger(__name__)
+        log.info("TAS extender listening on %s:%d%s", args.host, args.port, args.prefix)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args))
+    return 0

@@ -1,0 +1,49 @@
+"""The shipped KubeSchedulerConfiguration wires exactly the verbs the extender serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from .conftest import Extender
+from .scenario import binding_args, load
+
+CONFIG = Path(__file__).resolve().parents[3] / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
+# Field names of k8s.io/kube-scheduler/config/v1 Extender (json tags).
+EXTENDER_FIELDS = {
+    "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb", "enableHTTPS",
+    "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable",
+}
+
+
+def extender_config() -> dict[str, Any]:
+    config = yaml.safe_load(CONFIG.read_text())
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    (ext,) = config["extenders"]
+    return dict(ext)
+
+
+def test_extender_entry_is_well_formed() -> None:
+    ext = extender_config()
+    assert set(ext) <= EXTENDER_FIELDS
+    assert ext["nodeCacheCapable"] is True and ext["ignorable"] is False
+    assert ext["weight"] > 0  # required by validation when prioritizeVerb is set
+    assert ext["httpTimeout"].endswith("s")
+
+
+async def test_every_configured_verb_is_served(extender: Extender) -> None:
+    ext = extender_config()
+    prefix = urlparse(ext["urlPrefix"]).path.rstrip("/")
+    bodies = {
+        "filterVerb": load("args_node_names.json"),
+        "prioritizeVerb": load("args_node_names.json"),
+        "bindVerb": binding_args(0, "block-1-rack-1-node-1"),
+    }
+    for field, body in bodies.items():
+        status, reply = await extender.post(f"{prefix}/{ext[field]}".lstrip("/"), body)
+        assert status == 200, field
+        assert isinstance(reply, list if field == "prioritizeVerb" else dict)
