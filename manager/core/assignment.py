@@ -1,0 +1,87 @@
+"""Values a scheduling cycle produces: flavor assignments, entries and decisions.
+
+Modes follow Kueue's granular order: NO_FIT < NO_CANDIDATES < PREEMPT < RECLAIM < FIT.
+Externally the middle three are "Preempt" (the entry could fit if someone were evicted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from .objects import FR, WorkloadDef
+
+
+class Mode(IntEnum):
+    NO_FIT = 0
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+    FIT = 4
+
+    @property
+    def needs_preemption(self) -> bool:
+        return Mode.NO_CANDIDATES <= self <= Mode.RECLAIM
+
+
+@dataclass
+class PodSetAssignment:
+    name: str
+    count: int
+    flavors: dict[str, str]  # resource -> flavor
+    usage: dict[str, int]  # resource -> amount for the whole count
+    mode: Mode = Mode.FIT
+    reasons: list[str] = field(default_factory=list)
+    topology_assignment: dict[str, Any] | None = None
+
+
+@dataclass
+class Assignment:
+    podsets: list[PodSetAssignment]
+    mode: Mode
+    borrowing: int  # 0 = within nominal quota; else height of the subtree lent from
+    usage: dict[FR, int]  # total per (flavor, resource)
+    message: str = ""
+    preempt_frs: frozenset[FR] = frozenset()
+
+
+@dataclass
+class Entry:
+    """A head of a ClusterQueue in one cycle."""
+
+    workload: WorkloadDef
+    cluster_queue: str
+    priority: int
+    timestamp: float
+    assignment: Assignment | None = None
+    targets: tuple[str, ...] = ()
+    inadmissible: str = ""  # set when the entry was rejected before flavor assignment
+    requeue_reason: str = ""
+
+
+class Outcome:
+    ADMIT = "Admit"  # quota reserved
+    PREEMPT = "Preempt"  # victims chosen; the entry waits for them
+    PENDING = "Pending"  # not admitted in this cycle
+
+
+@dataclass(frozen=True)
+class Decision:
+    key: str
+    cluster_queue: str
+    outcome: str
+    message: str = ""
+    assignment: Assignment | None = None
+    targets: tuple[str, ...] = ()
+    immediate: bool = False  # requeue into the heap rather than the inadmissible set
+    reason: str = "Pending"
+
+
+@dataclass
+class CycleResult:
+    decisions: list[Decision]
+
+    @property
+    def admitted(self) -> list[Decision]:
+        return [d for d in self.decisions if d.outcome == Outcome.ADMIT]

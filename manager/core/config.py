@@ -1,0 +1,116 @@
+"""The subset of Kueue's Configuration (config.kueue.x-k8s.io) the core obeys.
+
+``waitForPodsReady``: in v1beta2 the block's presence enables it; a v1beta1
+``enable: false`` turns it off. Durations are Go-style strings ("5m", "1h30m").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.quantity import Quantity, QuantityError
+
+from .resources import Transformation
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def parse_duration(value: Any) -> float:
+    """Go duration ("30s", "5m", "1h30m") or a plain number of seconds -> seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        raise ConfigError(f"invalid duration {value!r}")
+    return total
+
+
+@dataclass(frozen=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: float = 60.0
+    backoff_max_seconds: float = 3600.0
+
+    def delay(self, count: int) -> float:
+        """Exponential backoff before the ``count``-th requeue (count >= 1)."""
+        return float(min(self.backoff_base_seconds * 2 ** (count - 1), self.backoff_max_seconds))
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    timeout: float = 300.0
+    block_admission: bool = False
+    recovery_timeout: float | None = None
+    requeuing: RequeuingStrategy = RequeuingStrategy()
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    requeuing: RequeuingStrategy = RequeuingStrategy()  # also used for admission-check retries
+    partial_admission: bool = True
+    transformations: dict[str, Transformation] = field(default_factory=dict)
+    excluded_prefixes: tuple[str, ...] = ()
+
+
+def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
+    res = obj.get("resources") or {}
+    if not isinstance(res, dict):
+        raise ConfigError("resources is not a mapping")
+    transformations: dict[str, Transformation] = {}
+    for t in res.get("transformations") or ():
+        try:
+            outputs = tuple((str(k), Quantity.parse(v)) for k, v in (t.get("outputs") or {}).items())
+        except (QuantityError, ValueError) as exc:
+            raise ConfigError(f"invalid transformation output: {exc}") from exc
+        strategy = t.get("strategy", "Retain")
+        if strategy not in ("Retain", "Replace"):
+            raise ConfigError(f"invalid transformation strategy {strategy!r}")
+        name = str(t.get("input"))
+        transformations[name] = Transformation(name, strategy == "Replace", outputs)
+    return transformations, tuple(str(p) for p in res.get("excludeResourcePrefixes") or ())
+
+
+def config_from(obj: dict[str, Any] | None) -> CoreConfig:
+    if not obj:
+        return CoreConfig()
+    if not isinstance(obj, dict):
+        raise ConfigError("config is not a mapping")
+    transformations, excluded = _resources(obj)
+    wfpr = obj.get("waitForPodsReady")
+    if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
+        return CoreConfig(transformations=transformations, excluded_prefixes=excluded)
+    rs = wfpr.get("requeuingStrategy") or {}
+    limit = rs.get("backoffLimitCount")
+    strategy = RequeuingStrategy(
+        timestamp=rs.get("timestamp", "Eviction"),
+        backoff_limit_count=None if limit is None else int(limit),
+        backoff_base_seconds=float(rs.get("backoffBaseSeconds", 60)),
+        backoff_max_seconds=float(rs.get("backoffMaxSeconds", 3600)),
+    )
+    recovery = wfpr.get("recoveryTimeout")
+    return CoreConfig(
+        wait_for_pods_ready=WaitForPodsReady(
+            timeout=parse_duration(wfpr.get("timeout", "5m")),
+            block_admission=bool(wfpr.get("blockAdmission", False)),
+            recovery_timeout=None if recovery is None else parse_duration(recovery),
+            requeuing=strategy,
+        ),
+        requeuing=strategy,
+        transformations=transformations,
+        excluded_prefixes=excluded,
+    )

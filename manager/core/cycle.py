@@ -1,0 +1,194 @@
+"""One scheduling cycle: heads in, decisions out (Kueue's ``schedule``).
+
+1. *Nominate*: each head is checked (ClusterQueue active, namespace selected, checks
+   not failed) and gets a flavor assignment against the snapshot taken at cycle start.
+   Entries whose assignment needs preemption ask the preemption hook for targets.
+2. *Order*: entries that do not borrow first, then higher priority, then earlier
+   queue-order timestamp (then key, for determinism).
+3. *Process* in that order on the cycle's usage view: an entry is admitted only if it
+   still fits after the entries before it took their share, so two heads of one cohort
+   cannot both take the last free capacity. An entry that must wait for preemption
+   holds the capacity it needs, so lower-ordered entries cannot take it.
+
+Nothing outside the returned :class:`CycleResult` changes; the caller applies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
+from .flavor_assigner import FlavorAssigner
+from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook
+from .matching import label_selector_matches
+from .objects import FR
+from .quota import QuotaNode, Usage, available
+from .snapshot import Snapshot
+
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+NAMESPACE_MISMATCH = "NamespaceMismatch"
+PENDING_PREEMPTION = "PendingPreemption"
+
+
+def _fits(node: QuotaNode, usage: Usage, amounts: dict[FR, int]) -> bool:
+    return all(available(node, usage, fr) >= v for fr, v in amounts.items() if v)
+
+
+def _reserve_for_preemption(node: QuotaNode, usage: Usage, amounts: dict[FR, int], borrowing: bool) -> None:
+    """Hold what a preempting entry can get, so later entries of the cohort cannot take it."""
+    for fr, v in amounts.items():
+        q = node.quota(fr)
+        used = usage.get(node, fr)
+        if borrowing:
+            hold = v if q.borrowing_limit is None else min(v, q.nominal + q.borrowing_limit - used)
+        else:
+            hold = min(v, q.nominal - used)
+        if hold > 0:
+            usage.add(node, fr, hold)
+
+
+class Scheduler:
+    def __init__(self, preemption: PreemptionHook | None = None, topology: TopologyHook | None = None,
+                 partial_admission: bool = True) -> None:
+        self.preemption: PreemptionHook = preemption or NoPreemption()
+        self.topology: TopologyHook = topology or QuotaOnlyTopology()
+        self.partial_admission = partial_admission
+
+    # -- nomination ----------------------------------------------------------------------
+
+    def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot) -> Assignment:
+        cq = snap.cluster_queues[entry.cluster_queue]
+        wl = entry.workload
+        full = assigner.assign(wl, cq, entry.priority)
+        full = self._place_topology(snap, entry, full)
+        if full.mode == Mode.FIT or not self.partial_admission:
+            return full
+        deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.podsets]
+        total = sum(deltas)
+        if total == 0:
+            return full
+
+        def counts(k: int) -> list[int]:
+            return [ps.count - (d * k // total) for ps, d in zip(wl.podsets, deltas, strict=True)]
+
+        # Smallest reduction k (largest counts) that fits; fitting is monotone in k.
+        lo, hi, found = 1, total, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            trial = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, counts(mid)))
+            if trial.mode == Mode.FIT:
+                found, hi = trial, mid - 1
+            else:
+                lo = mid + 1
+        return found if found is not None else full
+
+    def _place_topology(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> Assignment:
+        if assignment.mode != Mode.FIT:
+            return assignment
+        for i, psa in enumerate(assignment.podsets):
+            topo = None
+            for fname in set(psa.flavors.values()):
+                flavor = snap.flavors.get(fname)
+                if flavor is not None and flavor.topology_name:
+                    topo = flavor.topology_name
+            if topo is None:
+                continue
+            placed = self.topology.place(snap, entry, assignment, i, topo)
+            if placed is None:
+                psa.mode = Mode.NO_CANDIDATES
+                psa.reasons.append("topology placement failed")
+                assignment.mode = Mode.NO_CANDIDATES
+                assignment.message = (f"couldn't assign flavors to pod set {psa.name}: "
+                                      "topology placement failed")
+            elif isinstance(placed, dict):
+                psa.topology_assignment = placed
+        return assignment
+
+    def _nominate(self, entry: Entry, snap: Snapshot, assigner: FlavorAssigner) -> None:
+        cq_name = entry.cluster_queue
+        cq = snap.cluster_queues.get(cq_name)
+        if cq is None or cq_name not in snap.nodes:
+            entry.inadmissible = f"ClusterQueue {cq_name} not found"
+            return
+        why = snap.inactive.get(cq_name)
+        if why:
+            entry.inadmissible = why
+            return
+        labels = snap.namespaces.get(entry.workload.namespace,
+                                     {"kubernetes.io/metadata.name": entry.workload.namespace})
+        if not label_selector_matches(cq.namespace_selector, labels):
+            entry.inadmissible = "Workload namespace doesn't match ClusterQueue selector"
+            entry.requeue_reason = NAMESPACE_MISMATCH
+            return
+        entry.assignment = self._assign(assigner, entry, snap)
+        if entry.assignment.mode.needs_preemption:
+            entry.targets = tuple(self.preemption.targets(snap, entry))
+
+    # -- the cycle -----------------------------------------------------------------------
+
+    @staticmethod
+    def _without(snap: Snapshot, usage: Usage, victims: set[str]) -> Usage:
+        """The usage view with the chosen victims' quota given back (a throw-away overlay)."""
+        if not victims:
+            return usage
+        view = usage.overlay()
+        for cq_name, held in snap.holding.items():
+            node = snap.nodes.get(cq_name)
+            if node is None:
+                continue
+            for key in victims.intersection(held):
+                view.add_all(node, held[key].usage, sign=-1)
+        return view
+
+    def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
+        assigner = FlavorAssigner(snap, self.preemption)
+        for entry in heads:
+            self._nominate(entry, snap, assigner)
+        # The cycle's own view: admissions of this cycle count against later entries.
+        usage = snap.usage.overlay()
+        decisions: list[Decision] = []
+        entries = [e for e in heads if e.assignment is not None]
+        for e in heads:
+            if e.assignment is None:
+                decisions.append(Decision(e.workload.key, e.cluster_queue, Outcome.PENDING, e.inadmissible,
+                                          reason="Inadmissible"))
+        entries.sort(key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.priority,
+                                    e.timestamp, e.workload.key))
+        victims: set[str] = set()
+        for e in entries:
+            a = e.assignment
+            assert a is not None
+            node = snap.nodes[e.cluster_queue]
+            key = e.workload.key
+            if a.mode == Mode.NO_FIT:
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING, a.message or "no fit",
+                                          assignment=a))
+                continue
+            if a.mode.needs_preemption and not e.targets:
+                reclaim = snap.cluster_queues[e.cluster_queue].preemption.get("reclaimWithinCohort", "Never")
+                if reclaim != "Any":
+                    _reserve_for_preemption(node, usage, {fr: a.usage[fr] for fr in a.preempt_frs
+                                                          if fr in a.usage}, a.borrowing > 0)
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
+                                          a.message or "requires preemption, but no candidates",
+                                          assignment=a))
+                continue
+            if victims.intersection(e.targets):
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
+                                          "Workload has overlapping preemption targets with another workload",
+                                          assignment=a, immediate=True))
+                continue
+            if not _fits(node, self._without(snap, usage, victims | set(e.targets)), a.usage):
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
+                                          "Workload no longer fits after processing another workload",
+                                          assignment=a, immediate=True))
+                continue
+            usage.add_all(node, a.usage)
+            if e.targets:
+                victims.update(e.targets)
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PREEMPT,
+                                          "Pending the preemption of workloads", assignment=a,
+                                          targets=e.targets, immediate=True))
+            else:
+                decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a))
+        return CycleResult(decisions)

@@ -1,0 +1,622 @@
+"""The queueing core: a cache of queues and quota plus the pending queues, fed by events.
+
+:class:`QueueingCore` is what the runtime (and ``pykueue simulate``) drives:
+
+* object events: :meth:`apply` (create or update from a plain object dict), :meth:`delete`;
+* workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`;
+* time: :meth:`next_deadline` and :meth:`fire_timers` (backoff expiries, PodsReady timeouts);
+* scheduling: :meth:`next_cycle` pops the heads and returns a :class:`CycleResult` of
+  decision values computed on a snapshot; :meth:`apply_cycle` applies them (reserving
+  quota, requeueing, issuing evictions). :meth:`run_until_idle` loops both.
+
+Structural changes (queues, cohorts, flavors, checks) only mark the tree dirty; it is
+rebuilt once before the next cycle or query, so loading a thousand queues stays linear.
+The core never reads a clock: ``now`` is set by the caller.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
+from .config import CoreConfig
+from .cycle import NAMESPACE_MISMATCH, Scheduler
+from .hooks import PreemptionHook, TopologyHook
+from .objects import (
+    FR,
+    AdmissionCheckDef,
+    ClusterQueueDef,
+    Flavor,
+    LocalQueueDef,
+    ObjectError,
+    QueueDef,
+    admission_check_from,
+    amount,
+    cluster_queue_from,
+    cohort_from,
+    flavor_from,
+    local_queue_from,
+    parse_time,
+    workload_from,
+)
+from .queues import PendingQueue, sort_key
+from .quota import QuotaNode, Usage, compute_subtree
+from .resources import transform_requests
+from .snapshot import Snapshot
+from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+
+_BACKOFF = "backoff"
+# Reasons that routing itself wrote; they go stale once the queue becomes usable.
+_ROUTING_REASONS = ("LocalQueue ", "ClusterQueue ", "Workload has no queue", "Waiting for the requeue")
+_PODS_READY = "podsReady"
+
+
+class QueueingCore:
+    def __init__(self, config: CoreConfig | None = None, now: float = 0.0,
+                 preemption: PreemptionHook | None = None, topology: TopologyHook | None = None) -> None:
+        self.config = config or CoreConfig()
+        self.now = now
+        self.scheduler = Scheduler(preemption, topology, self.config.partial_admission)
+        self.flavors: dict[str, Flavor] = {}
+        self.cq_defs: dict[str, ClusterQueueDef] = {}
+        self.cohort_defs: dict[str, QueueDef] = {}
+        self.local_queues: dict[str, LocalQueueDef] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.checks: dict[str, AdmissionCheckDef] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.workloads: dict[str, WorkloadRecord] = {}
+        self.queues: dict[str, PendingQueue] = {}
+        self.nodes: dict[str, QuotaNode] = {}
+        self.cohort_nodes: dict[str, QuotaNode] = {}
+        self.inactive: dict[str, str] = {}
+        self.usage = Usage()
+        self.holding: dict[str, dict[str, WorkloadRecord]] = {}
+        self.changed: set[str] = set()  # workloads whose status may differ from the last write
+        self._timers: list[tuple[float, int, str, str, int]] = []
+        self._seq = itertools.count()
+        self._dirty = True
+        self._created = 0
+
+    # ---------------------------------------------------------------- object events
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Create or update any object the core reads; other kinds raise ObjectError."""
+        kind = obj.get("kind")
+        if kind == "ResourceFlavor":
+            f = flavor_from(obj)
+            self.flavors[f.name] = f
+        elif kind == "ClusterQueue":
+            cq = cluster_queue_from(obj)
+            self.cq_defs[cq.name] = cq
+        elif kind == "Cohort":
+            c = cohort_from(obj)
+            self.cohort_defs[c.name] = c
+        elif kind == "LocalQueue":
+            lq = local_queue_from(obj)
+            self.local_queues[lq.key] = lq
+        elif kind == "WorkloadPriorityClass":
+            name = (obj.get("metadata") or {}).get("name")
+            if not name:
+                raise ObjectError("WorkloadPriorityClass without metadata.name")
+            self.priority_classes[name] = int(obj.get("value") or 0)
+        elif kind == "AdmissionCheck":
+            ac = admission_check_from(obj)
+            self.checks[ac.name] = ac
+        elif kind == "Namespace":
+            meta = obj.get("metadata") or {}
+            name = meta.get("name")
+            if not name:
+                raise ObjectError("Namespace without metadata.name")
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            labels["kubernetes.io/metadata.name"] = name
+            self.namespaces[name] = labels
+        elif kind == "Workload":
+            self.apply_workload(obj)
+            return
+        else:
+            raise ObjectError(f"unsupported kind {kind!r}")
+        self._dirty = True
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> bool:
+        """Forget an object; returns False when there was nothing to delete."""
+        key = f"{namespace or 'default'}/{name}"
+        tables: dict[str, dict[str, Any]] = {
+            "ResourceFlavor": self.flavors, "ClusterQueue": self.cq_defs, "Cohort": self.cohort_defs,
+            "WorkloadPriorityClass": self.priority_classes, "AdmissionCheck": self.checks,
+            "Namespace": self.namespaces,
+        }
+        table = tables.get(kind)
+        if kind == "Workload":
+            rec = self.workloads.get(key)
+            if rec is None:
+                return False
+            self._leave(rec)
+            del self.workloads[key]
+            return True
+        if kind == "LocalQueue":
+            table, name = self.local_queues, key
+        if table is None or name not in table:
+            return False
+        del table[name]
+        self._dirty = True
+        return True
+
+    def apply_workload(self, obj: dict[str, Any]) -> WorkloadRecord:
+        self._created += 1
+        wl = workload_from(obj, default_created=self.now + self._created * 1e-6)
+        if self.config.transformations or self.config.excluded_prefixes:
+            wl = replace(wl, podsets=tuple(
+                replace(ps, requests=transform_requests(ps.requests, self.config.transformations,
+                                                        self.config.excluded_prefixes))
+                for ps in wl.podsets))
+        prio = self.priority_classes.get(wl.priority_class, wl.priority) if wl.priority_class else wl.priority
+        old = self.workloads.get(wl.key)
+        if old is not None:
+            old.wl, old.priority = wl, prio
+            if old.status == PENDING and not old.deactivated:
+                self._route(old)
+            return old
+        rec = WorkloadRecord(wl=wl, priority=prio, queue_ts=wl.created)
+        self.workloads[wl.key] = rec
+        status = obj.get("status") or {}
+        conds = {c.get("type"): c for c in status.get("conditions") or ()}
+
+        def true(t: str) -> bool:
+            return (conds.get(t) or {}).get("status") == "True"
+
+        if true("Finished"):
+            rec.status = FINISHED
+            return rec
+        if not wl.active:
+            rec.deactivated = True
+            rec.reason = "The workload is deactivated"
+            self.changed.add(rec.key)
+            return rec
+        admission = status.get("admission")
+        if admission and (true("QuotaReserved") or true("Admitted")):
+            self._ensure()
+            self._take_admitted(rec, admission, status, admitted=true("Admitted"))
+            return rec
+        self._route(rec)
+        return rec
+
+    def _take_admitted(self, rec: WorkloadRecord, admission: dict[str, Any], status: dict[str, Any],
+                       admitted: bool) -> None:
+        cq_name = admission.get("clusterQueue") or ""
+        by_name = {ps.name: ps for ps in rec.wl.podsets}
+        podsets: list[PodSetAssignment] = []
+        total: dict[FR, int] = {}
+        for psa in admission.get("podSetAssignments") or ():
+            name = psa.get("name") or "main"
+            ps = by_name.get(name)
+            count = int(psa.get("count", ps.count if ps else 1))
+            flavors = {str(r): str(f) for r, f in (psa.get("flavors") or {}).items()}
+            if psa.get("resourceUsage"):
+                used = {str(r): amount(str(r), q, f"Workload {rec.key}")
+                        for r, q in psa["resourceUsage"].items()}
+            else:
+                used = {r: v * count for r, v in (ps.requests if ps else {}).items()}
+            for r, f in flavors.items():
+                if r in used:
+                    total[(f, r)] = total.get((f, r), 0) + used[r]
+            podsets.append(PodSetAssignment(name, count, flavors, used,
+                                            topology_assignment=psa.get("topologyAssignment")))
+        rec.assignment = Assignment(podsets, Mode.FIT, 0, total)
+        rec.cluster_queue = cq_name
+        rec.usage = total
+        rec.reserved_at = self.now
+        rec.checks = {c["name"]: c.get("state", "Pending") for c in status.get("admissionChecks") or ()
+                      if c.get("name")}
+        rec.status = ADMITTED if admitted else QUOTA_RESERVED
+        if admitted:
+            rec.admitted_at = self.now
+            rec.pods_ready = True  # already running when we learn about it
+        self.holding.setdefault(cq_name, {})[rec.key] = rec
+        node = self.nodes.get(cq_name)
+        if node is not None:
+            self.usage.add_all(node, total)
+
+    # ---------------------------------------------------------------- structure
+
+    def _ensure(self) -> None:
+        if self._dirty:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Rebuild the quota tree and usage, re-route pending workloads, requeue everything."""
+        self._dirty = False
+        nodes = {n: QuotaNode(n, True, d.quotas) for n, d in self.cq_defs.items()}
+        cohorts = {n: QuotaNode(n, False, d.quotas) for n, d in self.cohort_defs.items()}
+
+        def cohort(name: str) -> QuotaNode:
+            if name not in cohorts:
+                cohorts[name] = QuotaNode(name, False, {})  # implicit cohort
+            return cohorts[name]
+
+        for name, cq in self.cq_defs.items():
+            if cq.parent:
+                nodes[name].parent = cohort(cq.parent)
+        for name, cdef in list(self.cohort_defs.items()):
+            if cdef.parent:
+                cohorts[name].parent = cohort(cdef.parent)
+        cyclic: set[str] = set()
+        for name, cnode in cohorts.items():
+            seen: set[str] = set()
+            n: QuotaNode | None = cnode
+            while n is not None:
+                if n.name in seen:
+                    cyclic.add(name)
+                    break
+                seen.add(n.name)
+                n = n.parent
+        for name in cyclic:
+            cohorts[name].parent = None  # break the cycle; its queues are inactive anyway
+        for node in (*nodes.values(), *cohorts.values()):
+            if node.parent is not None:
+                node.parent.children.append(node)
+        for node in cohorts.values():
+            if node.parent is None:
+                compute_subtree(node)
+        for node in nodes.values():
+            if node.parent is None:
+                compute_subtree(node)
+        self.nodes, self.cohort_nodes = nodes, cohorts
+        self.inactive = {}
+        for name, cq in self.cq_defs.items():
+            why = self._inactive_reason(cq, cyclic)
+            if why:
+                self.inactive[name] = f"ClusterQueue {name} is inactive: {why}"
+        usage = Usage()
+        for rec in self.workloads.values():
+            holder = nodes.get(rec.cluster_queue or "") if rec.holds_quota else None
+            if holder is not None:
+                usage.add_all(holder, rec.usage)
+        self.usage = usage
+        for name in self.cq_defs:
+            self.queues.setdefault(name, PendingQueue())
+        for rec in self.workloads.values():
+            if rec.status == PENDING and not rec.deactivated and rec.requeue_at is None:
+                self._route(rec)
+        self._drain_stopped()
+        for q in self.queues.values():
+            q.requeue_parked()
+
+    def _inactive_reason(self, cq: ClusterQueueDef, cyclic: set[str]) -> str:
+        if cq.stop_policy != "None":
+            return "Stopped"
+        missing = [f for g in cq.groups for f in g.flavors if f not in self.flavors]
+        if missing:
+            return f"FlavorNotFound ({', '.join(missing)})"
+        for rule in cq.checks:
+            ac = self.checks.get(rule.name)
+            if ac is None:
+                return f"AdmissionCheckNotFound ({rule.name})"
+            if not ac.active:
+                return f"AdmissionCheckInactive ({rule.name})"
+        if cq.parent and any(n in cyclic for n in self._ancestors(cq.parent)):
+            return "cohort cycle"
+        return ""
+
+    def _ancestors(self, cohort: str) -> list[str]:
+        out: list[str] = []
+        name: str | None = cohort
+        while name and name not in out:
+            out.append(name)
+            d = self.cohort_defs.get(name)
+            name = d.parent if d else None
+        return out
+
+    def _drain_stopped(self) -> None:
+        for rec in list(self.workloads.values()):
+            if not rec.holds_quota:
+                continue
+            cq = self.cq_defs.get(rec.cluster_queue or "")
+            lq = self.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
+            for policy, reason in ((cq.stop_policy if cq else "None", "ClusterQueueStopped"),
+                                   (lq.stop_policy if lq else "None", "LocalQueueStopped")):
+                if policy == "HoldAndDrain" or (policy == "Hold" and rec.status == QUOTA_RESERVED):
+                    self._evict(rec, reason, requeue_now=True)
+                    break
+
+    def _route(self, rec: WorkloadRecord) -> None:
+        """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not."""
+        self.changed.add(rec.key)
+        wl = rec.wl
+        lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        target: str | None = None
+        if not wl.queue_name:
+            rec.reason = "Workload has no queue name"
+        elif lq is None:
+            rec.reason = f"LocalQueue {wl.queue_name} doesn't exist"
+        elif lq.stop_policy != "None":
+            rec.reason = f"LocalQueue {wl.queue_name} is inactive"
+        elif lq.cluster_queue not in self.cq_defs:
+            rec.reason = f"ClusterQueue {lq.cluster_queue} doesn't exist"
+        else:
+            target = lq.cluster_queue
+            if target in self.inactive:
+                rec.reason = self.inactive[target]
+            elif not rec.reason or rec.reason.startswith(_ROUTING_REASONS):
+                rec.reason = f"Waiting in ClusterQueue {target} for its turn"
+        if rec.cluster_queue != target and rec.cluster_queue in self.queues:
+            self.queues[rec.cluster_queue].remove(rec.key)
+        rec.cluster_queue = target
+        if target is not None:
+            q = self.queues.setdefault(target, PendingQueue())
+            skey = sort_key(rec.priority, rec.queue_ts, rec.key)
+            if rec.key in q.parked:
+                q.park(rec.key, skey)
+            else:
+                q.push(rec.key, skey)
+
+    # ---------------------------------------------------------------- workload events
+
+    def finish(self, key: str) -> bool:
+        rec = self.workloads.get(key)
+        if rec is None:
+            return False
+        if rec.status != FINISHED:
+            self.changed.add(key)
+            self._leave(rec)
+            rec.status = FINISHED
+            rec.reason = ""
+        return True
+
+    def _leave(self, rec: WorkloadRecord) -> None:
+        """The workload stops competing: release its quota or take it out of its queue."""
+        rec.generation += 1
+        if rec.holds_quota:
+            self._release(rec)
+        elif rec.cluster_queue in self.queues:
+            self.queues[rec.cluster_queue].remove(rec.key)
+        rec.requeue_at = None
+
+    def _release(self, rec: WorkloadRecord) -> None:
+        self.changed.add(rec.key)
+        self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None)
+        node = self.nodes.get(rec.cluster_queue or "")
+        if node is not None:
+            self.usage.add_all(node, rec.usage, sign=-1)
+            self._requeue_tree(node)
+        rec.usage = {}
+        rec.assignment = None
+        rec.status = PENDING
+        rec.admitted_at = rec.reserved_at = None
+        rec.pods_ready = False
+
+    def _requeue_tree(self, node: QuotaNode) -> None:
+        """Freed quota may let parked workloads of the whole cohort tree in."""
+        root = node.root()
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            if n.is_cq:
+                q = self.queues.get(n.name)
+                if q is not None and q.parked:
+                    q.requeue_parked()
+            else:
+                stack.extend(n.children)
+
+    def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
+               backoff: float | None = None, deactivate: bool = False) -> None:
+        self._release(rec)
+        rec.generation += 1
+        rec.evictions.append(reason)
+        rec.checks = {name: "Pending" for name in rec.checks}
+        if deactivate:
+            rec.deactivated = True
+            rec.requeue_at = None
+            rec.reason = f"The workload is deactivated ({reason})"
+            if rec.cluster_queue in self.queues:
+                self.queues[rec.cluster_queue].remove(rec.key)
+            return
+        if reason in ("PodsReadyTimeout", "AdmissionCheck") and \
+                self.config.requeuing.timestamp == "Eviction":
+            rec.queue_ts = self.now
+        if backoff is not None and backoff > 0 and not requeue_now:
+            rec.requeue_at = self.now + backoff
+            rec.reason = f"Waiting for the requeue backoff after eviction ({reason})"
+            self._timer(rec.requeue_at, _BACKOFF, rec)
+            return
+        rec.requeue_at = None
+        self._route(rec)
+
+    def _timer(self, when: float, kind: str, rec: WorkloadRecord) -> None:
+        heapq.heappush(self._timers, (when, next(self._seq), kind, rec.key, rec.generation))
+
+    def set_check_state(self, key: str, check: str, state: str) -> bool:
+        """An admission check controller's verdict. False if the check is unknown to the workload's CQ."""
+        self._ensure()
+        rec = self.workloads.get(key)
+        if rec is None:
+            return False
+        cq = self.cq_defs.get(rec.cluster_queue or "")
+        if cq is None or all(r.name != check for r in cq.checks):
+            return False
+        if not rec.holds_quota or check not in rec.checks:
+            return True  # check controllers only act on workloads holding quota
+        rec.checks[check] = state
+        self.changed.add(key)
+        if state == "Retry":
+            rec.requeue_count += 1
+            self._evict(rec, "AdmissionCheck", backoff=self.config.requeuing.delay(rec.requeue_count))
+        elif state == "Rejected":
+            self._evict(rec, "DeactivatedDueToAdmissionCheck", deactivate=True)
+        elif rec.status == QUOTA_RESERVED and all(s == "Ready" for s in rec.checks.values()):
+            self._admit(rec)
+        return True
+
+    def _admit(self, rec: WorkloadRecord) -> None:
+        self.changed.add(rec.key)
+        rec.status = ADMITTED
+        rec.admitted_at = self.now
+        rec.pods_ready = False
+        rec.generation += 1
+        wfpr = self.config.wait_for_pods_ready
+        if wfpr is not None:
+            self._timer(self.now + wfpr.timeout, _PODS_READY, rec)
+
+    def set_pods_ready(self, key: str, ready: bool = True) -> bool:
+        rec = self.workloads.get(key)
+        if rec is None or rec.status != ADMITTED:
+            return False
+        rec.pods_ready = ready
+        return True
+
+    # ---------------------------------------------------------------- time
+
+    def next_deadline(self) -> float | None:
+        while self._timers:
+            when, _, _, key, gen = self._timers[0]
+            rec = self.workloads.get(key)
+            if rec is not None and rec.generation == gen:
+                return when
+            heapq.heappop(self._timers)
+        return None
+
+    def fire_timers(self, now: float) -> int:
+        """Move the clock to ``now`` and act on every timer due by then; returns how many fired."""
+        self.now = max(self.now, now)
+        fired = 0
+        while self._timers and self._timers[0][0] <= self.now:
+            _, _, kind, key, gen = heapq.heappop(self._timers)
+            rec = self.workloads.get(key)
+            if rec is None or rec.generation != gen:
+                continue
+            fired += 1
+            if kind == _BACKOFF:
+                rec.requeue_at = None
+                rec.generation += 1
+                self._route(rec)
+            elif kind == _PODS_READY and rec.status == ADMITTED and not rec.pods_ready:
+                self._pods_ready_timeout(rec)
+        return fired
+
+    def _pods_ready_timeout(self, rec: WorkloadRecord) -> None:
+        strategy = self.config.requeuing
+        limit = strategy.backoff_limit_count
+        if limit is not None and rec.requeue_count + 1 > limit:
+            self._evict(rec, "DeactivatedDueToRequeuingLimitExceeded", deactivate=True)
+            return
+        rec.requeue_count += 1
+        self._evict(rec, "PodsReadyTimeout", backoff=strategy.delay(rec.requeue_count))
+
+    # ---------------------------------------------------------------- scheduling
+
+    def snapshot(self) -> Snapshot:
+        self._ensure()
+        return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
+                        self.usage.overlay(), self.holding)
+
+    def _blocked(self) -> bool:
+        wfpr = self.config.wait_for_pods_ready
+        return bool(wfpr and wfpr.block_admission and any(
+            r.status == ADMITTED and not r.pods_ready for r in self.workloads.values()))
+
+    def next_cycle(self) -> CycleResult:
+        """Pop one head per active ClusterQueue and decide on them (nothing applied yet)."""
+        self._ensure()
+        if self._blocked():
+            return CycleResult([])
+        heads: list[Entry] = []
+        for name, q in self.queues.items():
+            if not q.active_count or name in self.inactive:
+                continue
+            key = q.pop()
+            if key is None:
+                continue
+            rec = self.workloads[key]
+            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts))
+        if not heads:
+            return CycleResult([])
+        return self.scheduler.schedule(heads, self.snapshot())
+
+    def apply_cycle(self, result: CycleResult) -> bool:
+        """Apply decisions; True if anything changed beyond putting heads back."""
+        progress = False
+        for d in result.decisions:
+            rec = self.workloads.get(d.key)
+            if rec is None or rec.status != PENDING or rec.deactivated:
+                continue
+            if d.outcome == Outcome.ADMIT and d.assignment is not None:
+                self._reserve(rec, d)
+                progress = True
+                continue
+            if d.outcome == Outcome.PREEMPT:
+                for target in d.targets:
+                    victim = self.workloads.get(target)
+                    if victim is not None and victim.holds_quota:
+                        self._evict(victim, "Preempted", requeue_now=True)
+                        progress = True
+            if rec.reason != d.message:
+                rec.reason = d.message
+                self.changed.add(rec.key)
+            progress |= self._requeue(rec, d)
+        return progress
+
+    def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:
+        q = self.queues.get(d.cluster_queue)
+        if q is None or rec.cluster_queue != d.cluster_queue:
+            return False
+        cq = self.cq_defs[d.cluster_queue]
+        skey = sort_key(rec.priority, rec.queue_ts, rec.key)
+        strict = cq.queueing_strategy == "StrictFIFO" and d.message != NAMESPACE_MISMATCH \
+            and "namespace doesn't match" not in d.message
+        if d.immediate or strict:
+            q.push(rec.key, skey)
+            return False
+        q.park(rec.key, skey)
+        return True
+
+    def _reserve(self, rec: WorkloadRecord, d: Decision) -> None:
+        assert d.assignment is not None
+        self.changed.add(rec.key)
+        rec.generation += 1
+        rec.status = QUOTA_RESERVED
+        rec.cluster_queue = d.cluster_queue
+        rec.assignment = d.assignment
+        rec.usage = dict(d.assignment.usage)
+        rec.reserved_at = self.now
+        rec.reason = ""
+        self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
+        self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)
+        cq = self.cq_defs[d.cluster_queue]
+        used = {f for ps in d.assignment.podsets for f in ps.flavors.values()}
+        rec.checks = {r.name: "Pending" for r in sorted(cq.checks, key=lambda r: r.name)
+                      if not r.on_flavors or r.on_flavors & used}
+        if not rec.checks:
+            self._admit(rec)
+
+    def run_until_idle(self, max_cycles: int = 1_000_000) -> list[Decision]:
+        """Cycle until a cycle admits nothing and parks nothing."""
+        decisions: list[Decision] = []
+        for _ in range(max_cycles):
+            result = self.next_cycle()
+            decisions.extend(result.decisions)
+            if not self.apply_cycle(result):
+                break
+        return decisions
+
+    # ---------------------------------------------------------------- reading
+
+    def take_changes(self) -> set[str]:
+        """Keys of workloads whose status changed since the last call (what to write back)."""
+        changed, self.changed = self.changed, set()
+        return {k for k in changed if k in self.workloads}
+
+    def pending_in(self, cq: str) -> Iterable[WorkloadRecord]:
+        return (r for r in self.workloads.values()
+                if r.status == PENDING and not r.deactivated and r.cluster_queue == cq)
+
+    def usage_of(self, cq: str) -> dict[FR, int]:
+        self._ensure()
+        node = self.nodes.get(cq)
+        return dict(self.usage.of(node)) if node is not None else {}
+
+
+def creation_time(obj: dict[str, Any]) -> float | None:
+    return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))

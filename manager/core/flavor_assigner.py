@@ -1,0 +1,167 @@
+"""Flavor assignment: pick, per podset and resource group, the flavor a workload uses.
+
+For each podset, each resource group it requests from gets *one* flavor for all the
+group's resources. Flavors are scanned in the ClusterQueue's order; each is judged by
+the worst mode of its resources (fit, needs preemption, no fit) and flavorFungibility
+decides whether to stop at it or keep looking for a better one (Kueue v0.12 rules:
+``whenCanBorrow: Borrow`` stops at a flavor that fits by borrowing, ``whenCanPreempt:
+Preempt`` stops at one that fits by preempting; otherwise the best flavor seen wins,
+earlier flavors winning ties).
+
+Usage assigned to earlier podsets of the same workload counts against later ones.
+"""
+
+from __future__ import annotations
+
+from api.quantity import resource_quantity
+
+from .assignment import Assignment, Mode, PodSetAssignment
+from .hooks import NO_CANDIDATES, PREEMPT, PreemptionHook
+from .matching import selector_matches, untolerated_taint
+from .objects import FR, ClusterQueueDef, PodSet, WorkloadDef
+from .quota import QuotaNode, available, borrowing_level, potential_available
+from .snapshot import Snapshot
+
+PODS = "pods"
+_STOP_BORROW = ("Borrow", "MayStopSearch")
+_STOP_PREEMPT = ("Preempt", "MayStopSearch")
+
+
+def _q(fr: FR, value: int) -> str:
+    return str(resource_quantity(fr[1], value))
+
+
+def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str]:
+    keys: set[str] = set()
+    for name in flavors:
+        f = snap.flavors.get(name)
+        if f is not None:
+            keys.update(f.node_labels)
+    return frozenset(keys)
+
+
+def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, int]:
+    total = {r: v * count for r, v in ps.requests.items()}
+    if any(PODS in g.covered for g in cq.groups):
+        total[PODS] = count
+    return total
+
+
+class FlavorAssigner:
+    def __init__(self, snap: Snapshot, preemption: PreemptionHook) -> None:
+        self.snap = snap
+        self.preemption = preemption
+
+    def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int,
+                       priority: int) -> tuple[Mode, int, str]:
+        usage = self.snap.usage
+        cap = potential_available(node, fr)
+        if val > cap:
+            return Mode.NO_FIT, 0, (f"insufficient quota for {fr[1]} in flavor {fr[0]}, request > "
+                                    f"maximum capacity ({_q(fr, val)} > {_q(fr, cap)})")
+        level, may_reclaim = borrowing_level(node, usage, fr, val)
+        avail = available(node, usage, fr)
+        if val <= avail:
+            return Mode.FIT, level, ""
+        msg = (f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, "
+               f"{_q(fr, val - max(avail, 0))} more needed")
+        bwc = (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never")
+        if val <= node.quota(fr).nominal or may_reclaim or bwc not in ("", "Never"):
+            verdict = self.preemption.oracle(self.snap, cq, fr, val, priority)
+            if verdict == NO_CANDIDATES:
+                return Mode.NO_CANDIDATES, level, msg
+            return (Mode.PREEMPT if verdict == PREEMPT else Mode.RECLAIM), level, msg
+        return Mode.NO_FIT, level, msg
+
+    def assign(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int,
+               counts: list[int] | None = None) -> Assignment:
+        node = self.snap.nodes[cq.name]
+        podsets: list[PodSetAssignment] = []
+        total: dict[FR, int] = {}
+        borrowing = 0
+        worst = Mode.FIT
+        preempt_frs: set[FR] = set()
+        messages: list[str] = []
+        for i, ps in enumerate(wl.podsets):
+            count = ps.count if counts is None else counts[i]
+            requests = _podset_requests(ps, count, cq)
+            psa = PodSetAssignment(ps.name, count, {}, requests)
+            for res in requests:
+                if not any(res in g.covered for g in cq.groups):
+                    psa.mode = Mode.NO_FIT
+                    psa.reasons.append(f"resource {res} unavailable in ClusterQueue")
+            if psa.mode != Mode.NO_FIT:
+                for group in cq.groups:
+                    wanted = [r for r in group.covered if r in requests]
+                    if not wanted:
+                        continue
+                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority, psa)
+                    if chosen is None:
+                        psa.mode = Mode.NO_FIT
+                        break
+                    fname, mode, level, frs = chosen
+                    for r in wanted:
+                        psa.flavors[r] = fname
+                        total[(fname, r)] = total.get((fname, r), 0) + requests[r]
+                    psa.mode = min(psa.mode, mode)
+                    borrowing = max(borrowing, level)
+                    if mode.needs_preemption:
+                        preempt_frs.update(frs)
+            worst = min(worst, psa.mode)
+            if psa.mode != Mode.FIT and psa.reasons:
+                messages.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(psa.reasons)}")
+            podsets.append(psa)
+        return Assignment(podsets, worst, borrowing, total, "; ".join(messages), frozenset(preempt_frs))
+
+    def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
+                wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
+                psa: PodSetAssignment) -> tuple[str, Mode, int, list[FR]] | None:
+        keys = _group_label_keys(self.snap, flavors)
+        best: tuple[str, Mode, int, list[FR]] | None = None
+        reasons: list[str] = []
+        for fname in flavors:
+            flavor = self.snap.flavors.get(fname)
+            if flavor is None:
+                reasons.append(f"flavor {fname} not found")
+                continue
+            if ps.topology_request and not flavor.topology_name:
+                reasons.append(f"flavor {fname} does not support TopologyAwareScheduling")
+                continue
+            taint = untolerated_taint(ps, flavor)
+            if taint is not None:
+                reasons.append(f"untolerated taint {taint.get('key')}={taint.get('value', '')}:"
+                               f"{taint.get('effect')} in flavor {fname}")
+                continue
+            if not selector_matches(ps, flavor, keys):
+                reasons.append(f"flavor {fname} doesn't match node affinity")
+                continue
+            mode, level = Mode.FIT, 0
+            frs: list[FR] = []
+            for r in wanted:
+                fr = (fname, r)
+                if fr not in node.quotas and not node.subtree.get(fr):
+                    mode = Mode.NO_FIT
+                    reasons.append(f"flavor {fname} has no quota for {r}")
+                    break
+                val = requests[r] + assigned.get(fr, 0)
+                rmode, rlevel, msg = self._resource_mode(cq, node, fr, val, priority)
+                if msg:
+                    reasons.append(msg)
+                if rmode.needs_preemption:
+                    frs.append(fr)
+                mode, level = min(mode, rmode), max(level, rlevel)
+                if mode == Mode.NO_FIT:
+                    break
+            candidate = (fname, mode, level, frs)
+            if mode == Mode.FIT and level == 0:
+                return candidate
+            if mode == Mode.FIT and cq.when_can_borrow in _STOP_BORROW:
+                return candidate
+            if (mode.needs_preemption and mode != Mode.NO_CANDIDATES and cq.when_can_preempt in _STOP_PREEMPT
+                    and (level == 0 or cq.when_can_borrow in _STOP_BORROW)):
+                return candidate
+            if mode != Mode.NO_FIT and (best is None or mode > best[1]
+                                        or (mode == best[1] == Mode.FIT and level < best[2])):
+                best = candidate
+        psa.reasons.extend(reasons)
+        return best

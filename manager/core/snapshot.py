@@ -1,0 +1,29 @@
+"""The immutable picture one scheduling cycle decides on.
+
+A :class:`Snapshot` bundles the structure of the quota tree (shared with the cache, never
+mutated during a cycle) with a copy-on-write :class:`~manager.core.quota.Usage` view.
+The cycle adds the usage of the entries it admits to the view only; the cache's own
+ledger changes when decisions are applied, in a separate step. ``holding`` lists the
+workloads that hold quota per ClusterQueue: what a preemption policy picks victims from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .objects import ClusterQueueDef, Flavor
+from .quota import QuotaNode, Usage
+from .workload_state import WorkloadRecord
+
+
+@dataclass
+class Snapshot:
+    cluster_queues: Mapping[str, ClusterQueueDef]
+    nodes: Mapping[str, QuotaNode]  # ClusterQueue name -> its node
+    flavors: Mapping[str, Flavor]
+    namespaces: Mapping[str, Mapping[str, str]]  # namespace -> labels
+    inactive: Mapping[str, str]  # ClusterQueue name -> why it cannot admit
+    usage: Usage
+    # ClusterQueue name -> workloads holding quota there (key -> record), for preemption.
+    holding: Mapping[str, Mapping[str, WorkloadRecord]] = field(default_factory=dict)

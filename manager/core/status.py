@@ -1,0 +1,62 @@
+"""The Workload ``status`` Kueue would write for a workload record.
+
+The runtime patches this onto the Workload object; the simulator can show it. Built
+from the record alone (a pure function of the record and the time), so a restart that
+rebuilds records from the API writes the same status again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.keys import Reason, WorkloadCondition
+from api.quantity import resource_quantity
+
+from .objects import format_time
+from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
+
+
+def _condition(kind: str, status: bool, reason: str, message: str, now: float) -> dict[str, Any]:
+    return {"type": kind, "status": "True" if status else "False", "reason": reason,
+            "message": message, "lastTransitionTime": format_time(now)}
+
+
+def workload_status(rec: WorkloadRecord, now: float) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    conditions: list[dict[str, Any]] = []
+    cq = rec.cluster_queue or ""
+    if rec.holds_quota and rec.assignment is not None:
+        status["admission"] = {"clusterQueue": cq, "podSetAssignments": [
+            {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
+             "resourceUsage": {r: str(resource_quantity(r, v)) for r, v in ps.usage.items()},
+             **({"topologyAssignment": ps.topology_assignment} if ps.topology_assignment else {})}
+            for ps in rec.assignment.podsets]}
+        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, True, Reason.QUOTA_RESERVED,
+                                     f"Quota reserved in ClusterQueue {cq}", rec.reserved_at or now))
+        if rec.status == ADMITTED:
+            conditions.append(_condition(WorkloadCondition.ADMITTED, True, Reason.ADMITTED,
+                                         "The workload is admitted", rec.admitted_at or now))
+        else:
+            conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
+                                         "The workload has not all checks ready", now))
+    elif rec.status == PENDING:
+        inadmissible = rec.reason.startswith(("LocalQueue ", "ClusterQueue "))
+        reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
+        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
+    if rec.evictions:
+        conditions.append(_condition(WorkloadCondition.EVICTED, rec.status == PENDING, rec.evictions[-1],
+                                     f"Evicted: {rec.evictions[-1]}", now))
+        counts: dict[str, int] = {}
+        for r in rec.evictions:
+            counts[r] = counts.get(r, 0) + 1
+        status["schedulingStats"] = {"evictions": [{"reason": r, "count": n} for r, n in counts.items()]}
+    if rec.status == FINISHED:
+        conditions.append(_condition(WorkloadCondition.FINISHED, True, Reason.SUCCEEDED, "Job finished", now))
+    if rec.checks:
+        status["admissionChecks"] = [{"name": n, "state": s, "lastTransitionTime": format_time(now),
+                                      "message": ""} for n, s in sorted(rec.checks.items())]
+    if rec.requeue_count or rec.requeue_at is not None:
+        status["requeueState"] = {"count": rec.requeue_count,
+                                  **({"requeueAt": format_time(rec.requeue_at)} if rec.requeue_at else {})}
+    status["conditions"] = conditions
+    return status

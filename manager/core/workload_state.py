@@ -1,0 +1,46 @@
+"""What the core knows about one Workload beyond its spec: the status it would write.
+
+Statuses follow Kueue's derived status: Finished, Admitted (QuotaReserved and every
+admission check Ready), QuotaReserved (quota held, checks pending), Pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .assignment import Assignment
+from .objects import FR, WorkloadDef
+
+PENDING = "Pending"
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+FINISHED = "Finished"
+
+
+@dataclass
+class WorkloadRecord:
+    wl: WorkloadDef
+    priority: int
+    queue_ts: float  # queue-order timestamp
+    status: str = PENDING
+    cluster_queue: str | None = None  # the queue it waits in, or the one holding its quota
+    assignment: Assignment | None = None
+    usage: dict[FR, int] = field(default_factory=dict)
+    checks: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    evictions: list[str] = field(default_factory=list)
+    requeue_count: int = 0
+    requeue_at: float | None = None
+    deactivated: bool = False
+    reserved_at: float | None = None
+    admitted_at: float | None = None
+    pods_ready: bool = False
+    generation: int = 0  # bumped on every transition; stale timers compare it
+
+    @property
+    def holds_quota(self) -> bool:
+        return self.status in (QUOTA_RESERVED, ADMITTED)
+
+    @property
+    def key(self) -> str:
+        return self.wl.key

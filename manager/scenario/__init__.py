@@ -1,0 +1,1 @@
+"""Scenario files for ``pykueue simulate``: loading, running over the core, reporting."""
