@@ -1,0 +1,196 @@
+"""The manager's only door to kube-apiserver: a typed, rate-limited facade over kubernetes-asyncio.
+
+kubernetes-asyncio is untyped and its generated model classes differ between core kinds and
+CRDs, so everything above this module speaks raw JSON dicts and REST paths (see
+``resources.ResourceRef``). Every request, watches included, first waits on the shared token
+bucket and is counted, so benchmarks can report how many calls a run cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from manager.runtime.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+
+JSON = dict[str, Any]
+Query = Mapping[str, str | int | bool]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+# client-go allows this many idle-or-busy connections per host; each watch pins one, and the
+# library's default (5 x cores) would let a handful of informers starve ordinary requests.
+DEFAULT_MAX_CONNECTIONS = 100
+
+
+class ApiError(Exception):
+    """A non-2xx answer from kube-apiserver, carrying its ``Status`` reason."""
+
+    def __init__(self, status: int, reason: str = "", message: str = "", body: JSON | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}".strip())
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def conflict(self) -> bool:
+        """A stale ``resourceVersion`` (optimistic-concurrency failure), not a name clash."""
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def gone(self) -> bool:
+        """410: the requested resourceVersion (or continue token) has been compacted away."""
+        return self.status == 410
+
+    @classmethod
+    def from_status(cls, status: int, payload: bytes | str | JSON | None) -> ApiError:
+        body: JSON | None = None
+        if isinstance(payload, dict):
+            body = payload
+        elif payload:
+            try:
+                decoded = json.loads(payload)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict):
+                body = decoded
+        if body is not None:
+            return cls(int(body.get("code") or status), str(body.get("reason", "")),
+                       str(body.get("message", "")), body)
+        text = payload.decode(errors="replace") if isinstance(payload, bytes) else str(payload or "")
+        return cls(status, "", text[:500])
+
+
+class KubeClient:
+    """Rate-limited JSON requests and watch streams against one cluster."""
+
+    def __init__(self, api_client: Any, limiter: TokenBucket | None = None) -> None:
+        self._api = api_client
+        self.limiter = limiter if limiter is not None else TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
+        self.requests_issued = 0
+        self.requests_by_verb: Counter[str] = Counter()
+
+    @property
+    def host(self) -> str:
+        return str(self._api.configuration.host)
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def _send(self, method: str, path: str, query: Query | None, body: Any, content_type: str,
+                    timeout: tuple[float, float | None] | float | None, verb: str) -> Any:
+        await self.limiter.acquire()
+        self.requests_issued += 1
+        self.requests_by_verb[verb] += 1
+        params = [(k, _query_value(v)) for k, v in (query or {}).items()]
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        return await self._api.call_api(path, method, query_params=params, header_params=headers,
+                                        body=body, auth_settings=["BearerToken"], _preload_content=False,
+                                        _request_timeout=timeout)
+
+    async def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
+                      content_type: str = "application/json", timeout_s: float | None = 60.0) -> JSON:
+        """Send one request and return the decoded JSON body; raise ``ApiError`` on non-2xx."""
+        resp = await self._send(method.upper(), path, query, body, content_type, timeout_s, method.lower())
+        try:
+            raw = await resp.read()
+            status = int(resp.status)
+        finally:
+            resp.release()
+        if not 200 <= status <= 299:
+            raise ApiError.from_status(status, raw)
+        if not raw:
+            return {}
+        decoded = json.loads(raw)
+        return decoded if isinstance(decoded, dict) else {"items": decoded}
+
+    async def get(self, path: str, query: Query | None = None) -> JSON:
+        return await self.request("GET", path, query=query)
+
+    async def create(self, path: str, body: JSON) -> JSON:
+        return await self.request("POST", path, body=body)
+
+    async def replace(self, path: str, body: JSON) -> JSON:
+        """PUT; the body's ``metadata.resourceVersion`` makes it a compare-and-swap (409 if stale)."""
+        return await self.request("PUT", path, body=body)
+
+    async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH,
+                    query: Query | None = None) -> JSON:
+        return await self.request("PATCH", path, body=body, content_type=content_type, query=query)
+
+    async def delete(self, path: str, body: JSON | None = None) -> JSON:
+        return await self.request("DELETE", path, body=body)
+
+    async def watch(self, path: str, query: Query, read_timeout_s: float) -> AsyncGenerator[JSON, None]:
+        """Yield the watch events of one watch request until the server ends it.
+
+        ``read_timeout_s`` bounds the silence between two lines, so a dead connection is
+        noticed; callers set it above the server-side ``timeoutSeconds`` and bookmark period.
+        Use it inside ``contextlib.aclosing`` so leaving early closes the connection at once.
+        """
+        resp = await self._send("GET", path, {**query, "watch": True}, None, "application/json",
+                                (10.0, read_timeout_s), "watch")
+        try:
+            status = int(resp.status)
+            if status != 200:
+                raise ApiError.from_status(status, await resp.read())
+            while True:
+                line = await resp.content.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if line:
+                    event = json.loads(line)
+                    if isinstance(event, dict):
+                        yield event
+        finally:
+            # close, not release: an unfinished watch body must not go back to the pool.
+            resp.close()
+
+
+def _query_value(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+async def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: str | None = None,
+                  qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST,
+                  max_connections: int = DEFAULT_MAX_CONNECTIONS) -> KubeClient:
+    """Build a client from a kubeconfig file, or from the pod's service account when none is given.
+
+    Without ``kubeconfig`` the in-cluster configuration is used when running in a pod
+    (``KUBERNETES_SERVICE_HOST`` set), else the usual ``$KUBECONFIG`` / ``~/.kube/config``.
+    """
+    configuration = Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        await kube_config.load_kube_config(config_file=None if kubeconfig is None else os.fspath(kubeconfig),
+                                           context=context, client_configuration=configuration,
+                                           persist_config=False)
+    configuration.connection_pool_maxsize = max_connections
+    return KubeClient(ApiClient(configuration=configuration), TokenBucket(qps, burst))

@@ -1,0 +1,93 @@
+"""The manager's HTTP endpoints: ``/metrics`` and the ``/healthz`` / ``/readyz`` probes.
+
+Kueue serves metrics on ``:8443`` (HTTPS) and probes on ``:8081``; both apps come from one
+factory so a test or a small deployment may also serve them together. Readiness is
+pluggable: each component (informer sync, webhook certs, leader state...) registers a named
+check, and ``/readyz`` fails while any check fails, naming it -- the way controller-runtime
+reports ``[-]name failed``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import ssl
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from manager.runtime.metrics import KueueMetrics
+
+Check = Callable[[], bool | Awaitable[bool]]
+
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class HealthChecks:
+    def __init__(self) -> None:
+        self.liveness: dict[str, Check] = {"ping": lambda: True}
+        self.readiness: dict[str, Check] = {"ping": lambda: True}
+
+    def add_liveness(self, name: str, check: Check) -> None:
+        self.liveness[name] = check
+
+    def add_readiness(self, name: str, check: Check) -> None:
+        self.readiness[name] = check
+
+    @staticmethod
+    async def evaluate(checks: dict[str, Check]) -> dict[str, bool]:
+        results: dict[str, bool] = {}
+        for name, check in checks.items():
+            try:
+                outcome = check()
+                results[name] = bool(await outcome if inspect.isawaitable(outcome) else outcome)
+            except Exception:
+                results[name] = False
+        return results
+
+
+def _probe_handler(health: HealthChecks, live: bool) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handle(request: web.Request) -> web.Response:
+        results = await HealthChecks.evaluate(health.liveness if live else health.readiness)
+        ok = all(results.values())
+        if "verbose" in request.query or not ok:
+            lines = [f"[{'+' if passed else '-'}]{name} {'ok' if passed else 'failed'}"
+                     for name, passed in results.items()]
+            lines.append("healthz check passed" if ok else "healthz check failed")
+            return web.Response(status=200 if ok else 500, text="\n".join(lines) + "\n")
+        return web.Response(text="ok")
+    return handle
+
+
+def build_app(metrics: KueueMetrics | None = None, health: HealthChecks | None = None) -> web.Application:
+    """An app serving whichever of ``/metrics`` and the probes it is given."""
+    app = web.Application()
+    if metrics is not None:
+        async def serve_metrics(_: web.Request) -> web.Response:
+            return web.Response(body=metrics.exposition(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+        app.router.add_get("/metrics", serve_metrics)
+    if health is not None:
+        app.router.add_get("/healthz", _probe_handler(health, live=True))
+        app.router.add_get("/readyz", _probe_handler(health, live=False))
+    return app
+
+
+def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+async def start_site(app: web.Application, host: str, port: int, *, cert_file: str | None = None,
+                     key_file: str | None = None) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` (HTTPS when a certificate is given); returns the runner and the bound port.
+
+    Stop with ``await runner.cleanup()``. Port 0 binds a free port (tests).
+    """
+    context = server_ssl_context(cert_file, key_file or cert_file) if cert_file else None
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=context)
+    await site.start()
+    addresses = runner.addresses
+    return runner, int(addresses[0][1]) if addresses else port

@@ -1,0 +1,411 @@
+"""Kueue's Prometheus metrics, with Kueue's exact names, label names and histogram buckets.
+
+Dashboards and alerts written for Kueue must work unchanged, so the families below follow
+``pkg/metrics`` (see ../shared/spec/ops-perf.md §1), including the v0.12 additions (ready
+wait time per ClusterQueue and LocalQueue, admitted-until-ready, unique evictions). Every
+family except ``kueue_build_info`` carries ``replica_role`` (leader / follower / standalone).
+
+Metrics live in a dedicated ``CollectorRegistry`` owned by ``KueueMetrics`` -- never the
+process-global one -- so tests and several managers in one process do not collide. The
+typed helpers are what reconcilers call; they keep label spelling in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# -- bucket families -------------------------------------------------------------------------
+B14: tuple[float, ...] = (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
+B16: tuple[float, ...] = (*B14, 20480, 40960)
+DEF: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)  # Go's DefBuckets
+WCL: tuple[float, ...] = tuple(round(0.01 * 2**k, 2) for k in range(11))
+
+REPLICA_ROLE = "replica_role"
+
+
+class ReplicaRole(StrEnum):
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    STANDALONE = "standalone"
+
+
+class Kind(StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    """Exposed name, with ``_total`` for counters, exactly as Kueue exposes it."""
+    kind: Kind
+    labels: tuple[str, ...]
+    """Label names without ``replica_role``."""
+    buckets: tuple[float, ...] = ()
+    replica_role: bool = True
+
+
+_CQ_PC = ("cluster_queue", "priority_class")
+_CQ_RES = ("cohort", "cluster_queue", "flavor", "resource")
+_LQ = ("name", "namespace")
+_C, _G, _H = Kind.COUNTER, Kind.GAUGE, Kind.HISTOGRAM
+
+FAMILIES: tuple[Family, ...] = (
+    # health / scheduler
+    Family("kueue_admission_attempts_total", _C, ("result",)),
+    Family("kueue_admission_attempt_duration_seconds", _H, ("result",), DEF),
+    Family("multikueue_workloads_dispatched_total", _C, ("cluster_queue", "cluster")),
+    Family("multikueue_workloads_admitted_total", _C, ("cluster_queue", "cluster")),
+    Family("kueue_workload_creation_latency_seconds", _H, ("job_kind",), WCL),
+    Family("kueue_pod_scheduling_gate_removal_seconds", _H, ("name", "cluster_queue", "is_group"), DEF),
+    # ClusterQueue
+    Family("kueue_build_info", _G, ("git_version", "git_commit", "build_date", "go_version", "compiler",
+                                    "platform"), replica_role=False),
+    Family("kueue_pending_workloads", _G, ("cluster_queue", "status")),
+    Family("kueue_pending_scheduling_hashes", _G, ("cluster_queue", "status")),
+    Family("kueue_admission_cycle_preemption_skips", _G, ("cluster_queue",)),
+    Family("kueue_preemption_target_recomputations_total", _C, ("cluster_queue", "result")),
+    Family("kueue_quota_reserved_workloads_total", _C, _CQ_PC),
+    Family("kueue_quota_reserved_wait_time_seconds", _H, _CQ_PC, B14),
+    Family("kueue_admitted_workloads_total", _C, _CQ_PC),
+    Family("kueue_admission_wait_time_seconds", _H, _CQ_PC, B16),
+    Family("kueue_admission_checks_wait_time_seconds", _H, _CQ_PC, B14),
+    Family("kueue_ready_wait_time_seconds", _H, _CQ_PC, B14),
+    Family("kueue_admitted_until_ready_wait_time_seconds", _H, _CQ_PC, B14),
+    Family("kueue_finished_workloads", _G, ("cluster_queue",)),
+    Family("kueue_finished_workloads_total", _C, _CQ_PC),
+    Family("kueue_execution_time_seconds", _H, _CQ_PC, B16),
+    Family("kueue_evicted_workloads_total", _C, ("cluster_queue", "reason", "underlying_cause",
+                                                 "priority_class")),
+    Family("kueue_evicted_workloads_once_total", _C, ("cluster_queue", "reason", "underlying_cause",
+                                                      "priority_class")),
+    Family("kueue_pods_ready_to_evicted_time_seconds", _H, ("cluster_queue", "reason", "underlying_cause"),
+           B14),
+    Family("kueue_workload_eviction_latency_seconds", _H, ("cluster_queue", "reason"), B14),
+    Family("kueue_preempted_workloads_total", _C, ("preempting_cluster_queue", "reason")),
+    Family("kueue_replaced_workload_slices_total", _C, ("cluster_queue",)),
+    Family("kueue_reserving_active_workloads", _G, ("cluster_queue",)),
+    Family("kueue_admitted_active_workloads", _G, ("cluster_queue",)),
+    Family("kueue_cluster_queue_status", _G, ("cluster_queue", "status")),
+    Family("kueue_unadmitted_workloads", _G, ("cluster_queue", "reason", "underlying_cause")),
+    Family("kueue_cluster_queue_resource_pending", _G, ("cluster_queue", "resource")),
+    Family("kueue_cluster_queue_info", _G, ("cluster_queue", "parent_cohort", "root_cohort")),
+    # optional ClusterQueue resource metrics
+    Family("kueue_cluster_queue_resource_reservation", _G, _CQ_RES),
+    Family("kueue_cluster_queue_resource_usage", _G, _CQ_RES),
+    Family("kueue_cluster_queue_nominal_quota", _G, _CQ_RES),
+    Family("kueue_cluster_queue_borrowing_limit", _G, _CQ_RES),
+    Family("kueue_cluster_queue_lending_limit", _G, _CQ_RES),
+    Family("kueue_cluster_queue_weighted_share", _G, ("cluster_queue", "cohort")),
+    # Cohort
+    Family("kueue_cohort_weighted_share", _G, ("cohort",)),
+    Family("kueue_cohort_subtree_quota", _G, ("cohort", "flavor", "resource")),
+    Family("kueue_cohort_subtree_resource_reservations", _G, ("cohort", "flavor", "resource")),
+    Family("kueue_cohort_subtree_admitted_workloads_total", _C, ("cohort", "priority_class")),
+    Family("kueue_cohort_subtree_admitted_active_workloads", _G, ("cohort",)),
+    Family("kueue_cohort_info", _G, ("cohort", "parent_cohort", "root_cohort")),
+    # LocalQueue
+    Family("kueue_local_queue_pending_workloads", _G, (*_LQ, "status")),
+    Family("kueue_local_queue_quota_reserved_workloads_total", _C, (*_LQ, "priority_class")),
+    Family("kueue_local_queue_quota_reserved_wait_time_seconds", _H, (*_LQ, "priority_class"), B14),
+    Family("kueue_local_queue_admitted_workloads_total", _C, (*_LQ, "priority_class")),
+    Family("kueue_local_queue_admission_wait_time_seconds", _H, (*_LQ, "priority_class"), B14),
+    Family("kueue_local_queue_admission_checks_wait_time_seconds", _H, (*_LQ, "priority_class"), B14),
+    Family("kueue_local_queue_ready_wait_time_seconds", _H, (*_LQ, "priority_class"), B14),
+    Family("kueue_local_queue_admitted_until_ready_wait_time_seconds", _H, (*_LQ, "priority_class"), B14),
+    Family("kueue_local_queue_finished_workloads", _G, _LQ),
+    Family("kueue_local_queue_finished_workloads_total", _C, (*_LQ, "priority_class")),
+    Family("kueue_local_queue_execution_time_seconds", _H, (*_LQ, "priority_class"), B16),
+    Family("kueue_local_queue_evicted_workloads_total", _C, (*_LQ, "reason", "underlying_cause",
+                                                             "priority_class")),
+    Family("kueue_local_queue_reserving_active_workloads", _G, _LQ),
+    Family("kueue_local_queue_admitted_active_workloads", _G, _LQ),
+    Family("kueue_local_queue_status", _G, (*_LQ, "active")),
+    Family("kueue_local_queue_resource_reservation", _G, (*_LQ, "flavor", "resource")),
+    Family("kueue_local_queue_resource_usage", _G, (*_LQ, "flavor", "resource")),
+    Family("kueue_local_queue_admission_fair_sharing_usage", _G, (*_LQ, "cluster_queue")),
+    Family("kueue_local_queue_unadmitted_workloads", _G, (*_LQ, "cluster_queue", "reason",
+                                                          "underlying_cause")),
+)
+
+CLUSTER_QUEUE_STATUSES = ("pending", "active", "terminating")
+LOCAL_QUEUE_ACTIVE_VALUES = ("True", "False", "Unknown")
+
+
+class _Unchecked:
+    """Registers a collector without its names.
+
+    prometheus_client reserves a counter's base name, so ``kueue_finished_workloads_total``
+    (counter) would clash with the ``kueue_finished_workloads`` gauge although the text
+    exposition of both is distinct and valid -- Kueue exposes exactly this pair.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def collect(self) -> Iterable[Any]:
+        return self._inner.collect()  # type: ignore[no-any-return]
+
+
+class KueueMetrics:
+    """All Kueue metric families in one private registry, plus helpers for the reconcilers."""
+
+    def __init__(self, role: ReplicaRole = ReplicaRole.STANDALONE,
+                 registry: CollectorRegistry | None = None) -> None:
+        # Kueue (Go) exposes no ``*_created`` series; prometheus_client adds one per counter and
+        # histogram child unless told otherwise before the metrics are created.
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
+        self.role = role
+        self._metrics: dict[str, Any] = {}
+        gauge_names = {f.name for f in FAMILIES if f.kind is Kind.GAUGE}
+        for family in FAMILIES:
+            labels = (*family.labels, REPLICA_ROLE) if family.replica_role else family.labels
+            doc = family.name.replace("_", " ")
+            metric: Any
+            if family.kind is Kind.COUNTER:
+                base = family.name.removesuffix("_total")
+                clashes = base in gauge_names
+                metric = Counter(base, doc, labels, registry=None if clashes else self.registry)
+                if clashes:
+                    self.registry.register(_Unchecked(metric))
+            elif family.kind is Kind.GAUGE:
+                metric = Gauge(family.name, doc, labels, registry=self.registry)
+            else:
+                metric = Histogram(family.name, doc, labels, buckets=family.buckets, registry=self.registry)
+            self._metrics[family.name] = metric
+
+    # -- generic access --------------------------------------------------------------------
+    def metric(self, name: str) -> Any:
+        """The prometheus_client object of a family, by its exposed name."""
+        return self._metrics[name]
+
+    def _child(self, name: str, *labels: str) -> Any:
+        return self._metrics[name].labels(*labels, self.role.value)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def set_role(self, role: ReplicaRole) -> None:
+        """Switch the ``replica_role`` label; gauges are cleared to be re-synced from the caches.
+
+        Kueue does the same on election, so a new leader never exposes follower-era gauges.
+        """
+        if role is self.role:
+            return
+        self.role = role
+        for family in FAMILIES:
+            if family.kind is Kind.GAUGE and family.replica_role:
+                self._metrics[family.name].clear()
+
+    def forget_cluster_queue(self, cluster_queue: str) -> None:
+        """Drop every series of a deleted ClusterQueue."""
+        self._forget("cluster_queue", cluster_queue)
+        self._forget("preempting_cluster_queue", cluster_queue)
+
+    def forget_local_queue(self, namespace: str, name: str) -> None:
+        for family in FAMILIES:
+            if family.labels[:2] == _LQ:
+                metric = self._metrics[family.name]
+                for values in _label_sets(metric):
+                    if values[0] == name and values[1] == namespace:
+                        metric.remove(*values)
+
+    def forget_cohort(self, cohort: str) -> None:
+        for family in FAMILIES:
+            if family.name.startswith("kueue_cohort_"):
+                self._forget_in(family, "cohort", cohort)
+
+    def _forget(self, label: str, value: str) -> None:
+        for family in FAMILIES:
+            self._forget_in(family, label, value)
+
+    def _forget_in(self, family: Family, label: str, value: str) -> None:
+        if label not in family.labels:
+            return
+        index = family.labels.index(label)
+        metric = self._metrics[family.name]
+        for values in _label_sets(metric):
+            if values[index] == value:
+                metric.remove(*values)
+
+    # -- scheduler -------------------------------------------------------------------------
+    def admission_attempt(self, success: bool, duration_s: float) -> None:
+        result = "success" if success else "inadmissible"
+        self._child("kueue_admission_attempts_total", result).inc()
+        self._child("kueue_admission_attempt_duration_seconds", result).observe(duration_s)
+
+    def build_info(self, git_version: str, git_commit: str, build_date: str, go_version: str,
+                   compiler: str, platform: str) -> None:
+        self._metrics["kueue_build_info"].labels(git_version, git_commit, build_date, go_version, compiler,
+                                                 platform).set(1)
+
+    # -- ClusterQueue ----------------------------------------------------------------------
+    def report_pending(self, cluster_queue: str, active: int, inadmissible: int) -> None:
+        self._child("kueue_pending_workloads", cluster_queue, "active").set(active)
+        self._child("kueue_pending_workloads", cluster_queue, "inadmissible").set(inadmissible)
+
+    def quota_reserved(self, cluster_queue: str, priority_class: str, wait_s: float,
+                       local_queue: tuple[str, str] | None = None) -> None:
+        """A workload got quota; ``wait_s`` since creation or last requeue. ``local_queue`` = (ns, name)."""
+        self._child("kueue_quota_reserved_workloads_total", cluster_queue, priority_class).inc()
+        self._child("kueue_quota_reserved_wait_time_seconds", cluster_queue, priority_class).observe(wait_s)
+        if local_queue is not None:
+            ns, name = local_queue
+            self._child("kueue_local_queue_quota_reserved_workloads_total", name, ns, priority_class).inc()
+            self._child("kueue_local_queue_quota_reserved_wait_time_seconds", name, ns,
+                        priority_class).observe(wait_s)
+
+    def admitted_workload(self, cluster_queue: str, priority_class: str, wait_s: float,
+                          checks_wait_s: float | None = None,
+                          local_queue: tuple[str, str] | None = None) -> None:
+        """Admitted; ``wait_s`` since creation/requeue, ``checks_wait_s`` since quota reservation."""
+        self._child("kueue_admitted_workloads_total", cluster_queue, priority_class).inc()
+        self._child("kueue_admission_wait_time_seconds", cluster_queue, priority_class).observe(wait_s)
+        if checks_wait_s is not None:
+            self._child("kueue_admission_checks_wait_time_seconds", cluster_queue,
+                        priority_class).observe(checks_wait_s)
+        if local_queue is not None:
+            ns, name = local_queue
+            self._child("kueue_local_queue_admitted_workloads_total", name, ns, priority_class).inc()
+            self._child("kueue_local_queue_admission_wait_time_seconds", name, ns,
+                        priority_class).observe(wait_s)
+            if checks_wait_s is not None:
+                self._child("kueue_local_queue_admission_checks_wait_time_seconds", name, ns,
+                            priority_class).observe(checks_wait_s)
+
+    def pods_ready(self, cluster_queue: str, priority_class: str, since_created_s: float,
+                   since_admitted_s: float, local_queue: tuple[str, str] | None = None) -> None:
+        """PodsReady became true (v0.12 ready-time histograms)."""
+        self._child("kueue_ready_wait_time_seconds", cluster_queue, priority_class).observe(since_created_s)
+        self._child("kueue_admitted_until_ready_wait_time_seconds", cluster_queue,
+                    priority_class).observe(since_admitted_s)
+        if local_queue is not None:
+            ns, name = local_queue
+            self._child("kueue_local_queue_ready_wait_time_seconds", name, ns,
+                        priority_class).observe(since_created_s)
+            self._child("kueue_local_queue_admitted_until_ready_wait_time_seconds", name, ns,
+                        priority_class).observe(since_admitted_s)
+
+    def finished_workload(self, cluster_queue: str, priority_class: str, execution_s: float,
+                          local_queue: tuple[str, str] | None = None) -> None:
+        self._child("kueue_finished_workloads_total", cluster_queue, priority_class).inc()
+        self._child("kueue_execution_time_seconds", cluster_queue, priority_class).observe(execution_s)
+        if local_queue is not None:
+            ns, name = local_queue
+            self._child("kueue_local_queue_finished_workloads_total", name, ns, priority_class).inc()
+            self._child("kueue_local_queue_execution_time_seconds", name, ns,
+                        priority_class).observe(execution_s)
+
+    def report_finished(self, cluster_queue: str, count: int) -> None:
+        self._child("kueue_finished_workloads", cluster_queue).set(count)
+
+    def evicted(self, cluster_queue: str, reason: str, underlying_cause: str = "", priority_class: str = "",
+                *, first_for_reason: bool = False, local_queue: tuple[str, str] | None = None) -> None:
+        """Count an eviction; ``first_for_reason`` also counts it in the unique-evictions family."""
+        labels = (cluster_queue, reason, underlying_cause, priority_class)
+        self._child("kueue_evicted_workloads_total", *labels).inc()
+        if first_for_reason:
+            self._child("kueue_evicted_workloads_once_total", *labels).inc()
+        if local_queue is not None:
+            ns, name = local_queue
+            self._child("kueue_local_queue_evicted_workloads_total", name, ns, reason, underlying_cause,
+                        priority_class).inc()
+
+    def pods_ready_to_evicted(self, cluster_queue: str, reason: str, underlying_cause: str,
+                              seconds: float) -> None:
+        self._child("kueue_pods_ready_to_evicted_time_seconds", cluster_queue, reason,
+                    underlying_cause).observe(seconds)
+
+    def eviction_latency(self, cluster_queue: str, reason: str, seconds: float) -> None:
+        self._child("kueue_workload_eviction_latency_seconds", cluster_queue, reason).observe(seconds)
+
+    def preempted(self, preempting_cluster_queue: str, reason: str) -> None:
+        """One victim, attributed to the preemptor's ClusterQueue."""
+        self._child("kueue_preempted_workloads_total", preempting_cluster_queue, reason).inc()
+
+    def report_active(self, cluster_queue: str, reserving: int, admitted: int) -> None:
+        self._child("kueue_reserving_active_workloads", cluster_queue).set(reserving)
+        self._child("kueue_admitted_active_workloads", cluster_queue).set(admitted)
+
+    def cluster_queue_status(self, cluster_queue: str, status: str) -> None:
+        """Set 1 on ``status`` (pending|active|terminating) and 0 on the others."""
+        if status not in CLUSTER_QUEUE_STATUSES:
+            raise ValueError(f"unknown ClusterQueue status {status!r}")
+        for candidate in CLUSTER_QUEUE_STATUSES:
+            self._child("kueue_cluster_queue_status", cluster_queue, candidate).set(
+                1 if candidate == status else 0)
+
+    def cluster_queue_info(self, cluster_queue: str, parent_cohort: str, root_cohort: str) -> None:
+        self._forget_in(_family("kueue_cluster_queue_info"), "cluster_queue", cluster_queue)
+        self._child("kueue_cluster_queue_info", cluster_queue, parent_cohort, root_cohort).set(1)
+
+    def cluster_queue_resources(self, cohort: str, cluster_queue: str, flavor: str, resource: str, *,
+                                nominal: float, reservation: float, usage: float,
+                                borrowing_limit: float | None = None,
+                                lending_limit: float | None = None) -> None:
+        """The optional per-flavor resource gauges; an unset limit is exposed as +Inf, like Kueue."""
+        labels = (cohort, cluster_queue, flavor, resource)
+        self._child("kueue_cluster_queue_nominal_quota", *labels).set(nominal)
+        self._child("kueue_cluster_queue_resource_reservation", *labels).set(reservation)
+        self._child("kueue_cluster_queue_resource_usage", *labels).set(usage)
+        self._child("kueue_cluster_queue_borrowing_limit", *labels).set(
+            math.inf if borrowing_limit is None else borrowing_limit)
+        self._child("kueue_cluster_queue_lending_limit", *labels).set(
+            math.inf if lending_limit is None else lending_limit)
+
+    def weighted_share(self, cluster_queue: str, cohort: str, share: float) -> None:
+        self._child("kueue_cluster_queue_weighted_share", cluster_queue, cohort).set(share)
+
+    # -- LocalQueue ------------------------------------------------------------------------
+    def report_local_queue_pending(self, namespace: str, name: str, active: int, inadmissible: int) -> None:
+        self._child("kueue_local_queue_pending_workloads", name, namespace, "active").set(active)
+        self._child("kueue_local_queue_pending_workloads", name, namespace, "inadmissible").set(inadmissible)
+
+    def local_queue_status(self, namespace: str, name: str, active: str) -> None:
+        """Set 1 on ``active`` (True|False|Unknown) and 0 on the others."""
+        if active not in LOCAL_QUEUE_ACTIVE_VALUES:
+            raise ValueError(f"unknown LocalQueue active value {active!r}")
+        for candidate in LOCAL_QUEUE_ACTIVE_VALUES:
+            self._child("kueue_local_queue_status", name, namespace, candidate).set(
+                1 if candidate == active else 0)
+
+    def report_local_queue_active(self, namespace: str, name: str, reserving: int, admitted: int) -> None:
+        self._child("kueue_local_queue_reserving_active_workloads", name, namespace).set(reserving)
+        self._child("kueue_local_queue_admitted_active_workloads", name, namespace).set(admitted)
+
+    def local_queue_resources(self, namespace: str, name: str, flavor: str, resource: str, *,
+                              reservation: float, usage: float) -> None:
+        labels = (name, namespace, flavor, resource)
+        self._child("kueue_local_queue_resource_reservation", *labels).set(reservation)
+        self._child("kueue_local_queue_resource_usage", *labels).set(usage)
+
+    # -- Cohort ----------------------------------------------------------------------------
+    def cohort_info(self, cohort: str, parent_cohort: str, root_cohort: str) -> None:
+        self._forget_in(_family("kueue_cohort_info"), "cohort", cohort)
+        self._child("kueue_cohort_info", cohort, parent_cohort, root_cohort).set(1)
+
+    def cohort_weighted_share(self, cohort: str, share: float) -> None:
+        self._child("kueue_cohort_weighted_share", cohort).set(share)
+
+
+def _family(name: str) -> Family:
+    for family in FAMILIES:
+        if family.name == name:
+            return family
+    raise KeyError(name)
+
+
+def _label_sets(metric: Any) -> Sequence[tuple[str, ...]]:
+    # prometheus_client has no public iterator over a metric's children; its child map is the
+    # only source of the label tuples to remove.
+    with metric._lock:
+        return list(metric._metrics)

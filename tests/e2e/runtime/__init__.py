@@ -1,0 +1,1 @@
+"""End-to-end tests of the manager runtime against the local control plane."""

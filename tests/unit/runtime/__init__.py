@@ -1,0 +1,1 @@
+"""Unit tests of the manager runtime I/O infrastructure (no cluster needed)."""
