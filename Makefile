@@ -11,8 +11,10 @@ lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# Regenerates manifests/crds/ from the API models, then the install bundle of all CRDs.
 crds:
 	$(PY) -m pykueue crds --out manifests/crds
+	$(PY) -m tests.unit.deploy.crd_bundle --write
 
 # Builds (once, then reuses from ~/.cache/pykueue) the real Kubernetes binaries the e2e tests run.
 devcluster-bin:
