@@ -168,3 +168,10 @@ def test_image_paths_match_the_deployment() -> None:
     assert config_arg in DOCKERFILE
     mounted = {m["mountPath"] for m in container["volumeMounts"]}
     assert Path(config_arg.split("=", 1)[1]).parent.as_posix() in mounted
+
+
+def test_aggregated_roles_leave_rules_to_the_aggregation_controller() -> None:
+    # Declaring `rules` on an aggregated role makes a re-apply (upgrade) conflict.
+    for role in _of_kind("ClusterRole"):
+        if "aggregationRule" in role:
+            assert "rules" not in role, role["metadata"]["name"]
