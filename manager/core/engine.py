@@ -25,7 +25,7 @@ from typing import Any
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
 from .cycle import NAMESPACE_MISMATCH, Scheduler
-from .hooks import PreemptionHook, TopologyHook
+from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -61,6 +61,8 @@ class QueueingCore:
         self.config = config or CoreConfig()
         self.now = now
         self.scheduler = Scheduler(preemption, topology, self.config.partial_admission)
+        # A topology hook that also tracks admitted placements (TAS usage, second pass).
+        self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
         self.flavors: dict[str, Flavor] = {}
         self.cq_defs: dict[str, ClusterQueueDef] = {}
         self.cohort_defs: dict[str, QueueDef] = {}
@@ -219,6 +221,8 @@ class QueueingCore:
         node = self.nodes.get(cq_name)
         if node is not None:
             self.usage.add_all(node, total)
+        if self.tas is not None:
+            self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
 
     # ---------------------------------------------------------------- structure
 
@@ -377,6 +381,8 @@ class QueueingCore:
 
     def _release(self, rec: WorkloadRecord) -> None:
         self.changed.add(rec.key)
+        if self.tas is not None:
+            self.tas.release(rec.key)
         self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None)
         node = self.nodes.get(rec.cluster_queue or "")
         if node is not None:
@@ -446,8 +452,9 @@ class QueueingCore:
             self._evict(rec, "AdmissionCheck", backoff=self.config.requeuing.delay(rec.requeue_count))
         elif state == "Rejected":
             self._evict(rec, "DeactivatedDueToAdmissionCheck", deactivate=True)
-        elif rec.status == QUOTA_RESERVED and all(s == "Ready" for s in rec.checks.values()):
-            self._admit(rec)
+        elif rec.status == QUOTA_RESERVED and all(s == "Ready" for s in rec.checks.values()) and (
+                self.tas is None or not self.tas.holds_admission(key)):
+            self._admit(rec)  # with a delayed topology, the second pass admits once it is assigned
         return True
 
     def _admit(self, rec: WorkloadRecord) -> None:
@@ -520,6 +527,7 @@ class QueueingCore:
     def next_cycle(self) -> CycleResult:
         """Pop one head per active ClusterQueue and decide on them (nothing applied yet)."""
         self._ensure()
+        self._second_pass()
         if self._blocked():
             return CycleResult([])
         heads: list[Entry] = []
@@ -535,6 +543,36 @@ class QueueingCore:
             return CycleResult([])
         return self.scheduler.schedule(heads, self.snapshot())
 
+    def _second_pass(self) -> None:
+        """Workloads holding quota that wait for a topology (delayed request, failed node)."""
+        if self.tas is None:
+            return
+        for key in self.tas.second_pass_keys():
+            rec = self.workloads.get(key)
+            if rec is None:
+                self.tas.release(key)
+                continue
+            outcome, _ = self.tas.second_pass(rec, self.cq_defs, self.flavors)
+            if outcome:
+                self.changed.add(key)
+            if outcome == "Admit":
+                self._admit(rec)
+            elif outcome == "Evict":
+                self._evict(rec, "NodeFailures", requeue_now=True)
+
+    def evict(self, key: str, reason: str) -> bool:
+        """Evict a workload holding quota and requeue it now (e.g. NodeFailures)."""
+        rec = self.workloads.get(key)
+        if rec is None or not rec.holds_quota:
+            return False
+        self._evict(rec, reason, requeue_now=True)
+        return True
+
+    def requeue_inadmissible(self) -> None:
+        """Capacity outside quota changed (nodes, pods): parked workloads may fit now."""
+        for q in self.queues.values():
+            q.requeue_parked()
+
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
@@ -543,17 +581,25 @@ class QueueingCore:
             if rec is None or rec.status != PENDING or rec.deactivated:
                 continue
             if d.outcome == Outcome.ADMIT and d.assignment is not None:
-                self._reserve(rec, d)
-                progress = True
-                continue
+                why = "" if self.tas is None else self.tas.reserve(
+                    rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors, d.assignment)
+                if not why:
+                    self._reserve(rec, d)
+                    progress = True
+                    continue
+                d = replace(d, outcome=Outcome.PENDING, message=why, immediate=True)
             if d.outcome == Outcome.PREEMPT:
                 for target in d.targets:
                     victim = self.workloads.get(target)
                     if victim is not None and victim.holds_quota:
                         self._evict(victim, "Preempted", requeue_now=True)
                         progress = True
-            if rec.reason != d.message:
-                rec.reason = d.message
+            message = d.message
+            if self.tas is not None and message.endswith(": topology placement failed"):
+                message = message.replace("topology placement failed", self.tas.explain(rec.key) or
+                                          "topology placement failed")
+            if rec.reason != message:
+                rec.reason = message
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
         return progress

@@ -10,12 +10,13 @@ which makes TAS flavors behave as plain quota.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from .assignment import Assignment, Entry
-from .objects import FR, ClusterQueueDef
+from .objects import FR, ClusterQueueDef, Flavor, WorkloadDef
 from .snapshot import Snapshot
+from .workload_state import WorkloadRecord
 
 NO_CANDIDATES = "NoCandidates"
 PREEMPT = "Preempt"
@@ -37,6 +38,34 @@ class TopologyHook(Protocol):
               podset_index: int, topology_name: str) -> dict[str, Any] | bool | None:
         """A topologyAssignment dict, True when no placement is needed, or None when it fails."""
         ...
+
+
+@runtime_checkable
+class TopologyTracker(Protocol):
+    """A TopologyHook that also accounts admitted placements and runs the second pass.
+
+    The engine tells it when a workload reserves quota (it may re-place, or refuse with a
+    message), is read as already admitted, or releases quota; asks whether admission must
+    wait for a delayed topology assignment; and lets it finish second passes before each
+    cycle (outcomes: "Admit", "Evict", "Updated", "Failed", or "" for nothing to do).
+    """
+
+    def reserve(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
+                assignment: Assignment) -> str: ...
+
+    def adopt(self, key: str, workload: WorkloadDef, assignment: Assignment,
+              flavors: Mapping[str, Flavor]) -> None: ...
+
+    def release(self, key: str) -> None: ...
+
+    def holds_admission(self, key: str) -> bool: ...
+
+    def explain(self, key: str) -> str: ...
+
+    def second_pass_keys(self) -> list[str]: ...
+
+    def second_pass(self, rec: WorkloadRecord, cqs: Mapping[str, ClusterQueueDef],
+                    flavors: Mapping[str, Flavor]) -> tuple[str, str]: ...
 
 
 class NoPreemption:

@@ -7,6 +7,7 @@ rebuilds records from the API writes the same status again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from api.keys import Reason, WorkloadCondition
@@ -21,15 +22,19 @@ def _condition(kind: str, status: bool, reason: str, message: str, now: float) -
             "message": message, "lastTransitionTime": format_time(now)}
 
 
-def workload_status(rec: WorkloadRecord, now: float) -> dict[str, Any]:
+def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,
+                    unhealthy_nodes: Sequence[str] = ()) -> dict[str, Any]:
+    """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker."""
     status: dict[str, Any] = {}
+    delayed = delayed_topology or {}
     conditions: list[dict[str, Any]] = []
     cq = rec.cluster_queue or ""
     if rec.holds_quota and rec.assignment is not None:
         status["admission"] = {"clusterQueue": cq, "podSetAssignments": [
             {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
              "resourceUsage": {r: str(resource_quantity(r, v)) for r, v in ps.usage.items()},
-             **({"topologyAssignment": ps.topology_assignment} if ps.topology_assignment else {})}
+             **({"topologyAssignment": ps.topology_assignment} if ps.topology_assignment else {}),
+             **({"delayedTopologyRequest": delayed[ps.name]} if ps.name in delayed else {})}
             for ps in rec.assignment.podsets]}
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, True, Reason.QUOTA_RESERVED,
                                      f"Quota reserved in ClusterQueue {cq}", rec.reserved_at or now))
@@ -58,5 +63,7 @@ def workload_status(rec: WorkloadRecord, now: float) -> dict[str, Any]:
     if rec.requeue_count or rec.requeue_at is not None:
         status["requeueState"] = {"count": rec.requeue_count,
                                   **({"requeueAt": format_time(rec.requeue_at)} if rec.requeue_at else {})}
+    if unhealthy_nodes and rec.holds_quota:
+        status["unhealthyNodes"] = [{"name": n} for n in unhealthy_nodes]
     status["conditions"] = conditions
     return status

@@ -6,15 +6,23 @@ from typing import Any
 
 from api.quantity import resource_quantity
 from manager.core.engine import QueueingCore
+from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, PENDING, WorkloadRecord
 
 
-def _podsets(rec: WorkloadRecord) -> dict[str, Any]:
+def _podsets(core: QueueingCore, rec: WorkloadRecord) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    tas = core.tas if isinstance(core.tas, TasPlacer) else None
+    delayed = tas.status_fields(rec.key)[0] if tas is not None else {}
     if rec.holds_quota and rec.assignment is not None:
         for psa in rec.assignment.podsets:
+            ta = psa.topology_assignment
+            if ta and tas is not None:
+                ta = tas.simple_view(ta, psa.flavors.values(), core.flavors)
             out[psa.name] = {"count": psa.count, "flavors": dict(sorted(psa.flavors.items())),
-                             "topologyAssignment": psa.topology_assignment}
+                             "topologyAssignment": ta}
+            if psa.name in delayed:
+                out[psa.name]["delayedTopologyRequest"] = delayed[psa.name]
         return out
     for ps in rec.wl.podsets:
         out[ps.name] = {"count": ps.count, "flavors": {}, "topologyAssignment": None}
@@ -29,12 +37,15 @@ def result(core: QueueingCore) -> dict[str, Any]:
             "status": rec.status,
             "clusterQueue": rec.cluster_queue or "",
             "owner": rec.wl.owner or "",
-            "podSets": _podsets(rec),
+            "podSets": _podsets(core, rec),
             "evictions": list(rec.evictions),
             "reason": rec.reason if rec.status == PENDING else "",
         }
         if rec.checks:
             workloads[key]["admissionChecks"] = dict(rec.checks)
+        unhealthy = core.tas.status_fields(key)[1] if isinstance(core.tas, TasPlacer) else []
+        if unhealthy:
+            workloads[key]["unhealthyNodes"] = unhealthy
     cqs: dict[str, Any] = {}
     for name in sorted(core.cq_defs):
         used = core.usage_of(name)

@@ -6,6 +6,10 @@ the annotation ``pykueue.dev/pods-ready-after`` (a duration, or ``never``): that
 a scenario exercises waitForPodsReady. ``runUntilIdle`` schedules until nothing changes
 at the current time; only ``advance`` moves the clock, firing timers (backoff ends,
 PodsReady timeouts) in time order on the way.
+
+Topology, Node and Pod objects (and ProvisioningRequest AdmissionChecks) feed the TAS
+placer; ``failNode`` deletes a node and the pods bound to it, after which admitted
+workloads with pods there get a replacement node or are evicted (``NodeFailures``).
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from manager.core.config import ConfigError, config_from, parse_duration
 from manager.core.engine import QueueingCore
 from manager.core.jobs_to_workloads import is_job, workloads_for
 from manager.core.objects import ObjectError
+from manager.core.tas_hook import TasPlacer, with_topology_requests
 from manager.core.workload_state import ADMITTED
 
 from .loader import Scenario, ScenarioError
 
 PODS_READY_AFTER = "pykueue.dev/pods-ready-after"
 START = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
-# Kept, not acted on yet: topology objects for placement, and objects of check controllers.
+# Kept as read; Topology, Node and Pod also feed topology-aware placement.
 _RECORDED_KINDS = ("Topology", "Node", "Pod", "ProvisioningRequestConfig", "PriorityClass")
 
 
@@ -35,7 +40,8 @@ class Simulation:
         except (ConfigError, ValueError, TypeError) as exc:
             raise ScenarioError(f"invalid config: {exc}") from exc
         self.scenario = scenario
-        self.core = QueueingCore(config, now=START)
+        self.tas = TasPlacer()
+        self.core = QueueingCore(config, now=START, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
         self.recorded: list[dict[str, Any]] = []
@@ -58,17 +64,21 @@ class Simulation:
         try:
             if kind in _RECORDED_KINDS:
                 self.recorded.append(obj)
+                if self.tas.apply(obj):
+                    self.core.requeue_inadmissible()
             elif is_job(obj):
                 meta = obj.get("metadata") or {}
                 job_key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
                 delay = self._delay(obj)
                 keys = []
                 for wl in workloads_for(obj):
-                    rec = self.core.apply_workload(wl)
+                    rec = self.core.apply_workload(with_topology_requests(wl))
                     keys.append(rec.key)
                     self.ready_after[rec.key] = delay
                 self.job_workloads[job_key] = keys
             else:
+                if kind == "AdmissionCheck":
+                    self.tas.apply(obj)
                 self.core.apply(obj)
                 if kind == "Workload":
                     meta = obj.get("metadata") or {}
@@ -167,10 +177,19 @@ class Simulation:
         elif kind == "delete":
             self._delete(arg)
         elif kind == "failNode":
-            self.failed_nodes.append(str(arg))
+            self._fail_node(str(arg))
         elif kind == "checkState":
             self._check_state(arg)
         self.settle()
+
+    def _fail_node(self, name: str) -> None:
+        """The node is lost as if deleted: it and the pods bound to it are gone."""
+        self.failed_nodes.append(name)
+        self.recorded = [o for o in self.recorded if not (
+            (o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == name)
+            or (o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == name))]
+        for key in self.tas.fail_node(name):
+            self.core.evict(key, "NodeFailures")
 
     def _delete(self, arg: Any) -> None:
         if not isinstance(arg, dict) or not arg.get("kind") or not arg.get("name"):
@@ -188,6 +207,8 @@ class Simulation:
                 o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name)]
             if len(self.recorded) == before:
                 raise ScenarioError(f"delete: no {kind} {name}")
+            if self.tas.delete(kind, ns, name):
+                self.core.requeue_inadmissible()
             return
         if not self.core.delete(kind, ns, name):
             raise ScenarioError(f"delete: no {kind} {job_key if ns else name}")

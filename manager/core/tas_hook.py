@@ -1,0 +1,543 @@
+"""The TAS adapter of the scheduling cycle: one TopologySnapshot per TAS flavor, kept in sync.
+
+:class:`TasPlacer` implements :class:`~manager.core.hooks.TopologyHook` (placement during
+nomination) and :class:`~manager.core.hooks.TopologyTracker` (what the engine tells it
+and asks it as workloads come and go), so the pure TAS core in :mod:`manager.core.tas`
+sees the same capacity the queue manager promised:
+
+* object events: Topologies, Nodes, Pods (non-TAS pods consume node capacity) and
+  AdmissionChecks (ProvisioningRequest-style checks delay topology assignment);
+* nomination: all PodSets of a workload on one TAS flavor are placed together, in order,
+  each charging its own domains before the next (groups go as one unit); PodSets without
+  annotations in a TAS-only ClusterQueue are implied unconstrained, as in Kueue;
+* reservation: the placement is computed again on the current usage (an earlier admission
+  of the same cycle may have taken the domains; the flavor stays) and charged per domain;
+  release (finish, eviction, deletion) gives it back;
+* second pass: delayed topology requests once every check is Ready, and node replacement
+  after :meth:`TasPlacer.fail_node` (the node is recorded as unhealthy first, then either
+  replaced inside the required domain or the workload is evicted with ``NodeFailures``);
+* sync: with ``synced=False`` nothing is placed (admitted workloads are not all accounted
+  yet) until :meth:`TasPlacer.mark_synced`.
+
+Usage snapshots are rebuilt lazily (when a Topology, Node, Pod or flavor changed) from the
+objects and the charges held; between rebuilds charges are applied incrementally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from api import keys
+
+from .assignment import Assignment, Entry, PodSetAssignment
+from .objects import ClusterQueueDef, Flavor, WorkloadDef
+from .snapshot import Snapshot
+from .tas import (
+    NOT_SYNCED_REASON,
+    NoFit,
+    NoReplacement,
+    PodSetRequest,
+    TopologyAssignment,
+    TopologySnapshot,
+    cluster_queue_for_entry,
+    needs_second_pass,
+    podset_requests,
+    replace_failed_node,
+)
+from .tas.request import topology_request_from_annotations
+from .tas.resources import Resources
+from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+
+DELAYED_PENDING = "Pending"
+DELAYED_READY = "Ready"
+# Second-pass outcomes the engine acts on.
+SECOND_PASS_ADMIT = "Admit"
+SECOND_PASS_EVICT = "Evict"
+SECOND_PASS_UPDATED = "Updated"
+SECOND_PASS_FAILED = "Failed"
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+ONLY_TAS = "supports only TopologyAwareScheduling"
+
+
+@dataclass(frozen=True)
+class Charge:
+    """Usage of one admitted PodSet on one TAS flavor."""
+
+    flavor: str
+    podset: str
+    assignment: TopologyAssignment
+    per_pod: Resources
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _flavor_object(flavor: Flavor) -> dict[str, Any]:
+    return {"metadata": {"name": flavor.name},
+            "spec": {"nodeLabels": dict(flavor.node_labels), "tolerations": list(flavor.tolerations),
+                     "nodeTaints": list(flavor.node_taints), "topologyName": flavor.topology_name}}
+
+
+def _tas_flavor(psa: PodSetAssignment, flavors: Mapping[str, Flavor]) -> Flavor | None:
+    for fname in sorted(set(psa.flavors.values())):
+        f = flavors.get(fname)
+        if f is not None and f.topology_name:
+            return f
+    return None
+
+
+def tas_only(cq: ClusterQueueDef, flavors: Mapping[str, Flavor]) -> bool:
+    """Every flavor of the ClusterQueue is a TAS flavor (PodSets then imply unconstrained)."""
+    names = [f for g in cq.groups for f in g.flavors]
+    return bool(names) and all((flavors.get(n) is not None and bool(flavors[n].topology_name)) for n in names)
+
+
+def topology_request_field(annotations: Mapping[str, str]) -> dict[str, Any] | None:
+    """``spec.podSets[].topologyRequest`` as Kueue's job integration derives it from annotations."""
+    req = topology_request_from_annotations(annotations)
+    if not req.is_tas:
+        return None
+    out: dict[str, Any] = {}
+    if req.required:
+        out["required"] = req.required
+    elif req.preferred:
+        out["preferred"] = req.preferred
+    elif req.unconstrained:
+        out["unconstrained"] = True
+    if len(req.slice_layers) > 1 or annotations.get(keys.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS):
+        out["podsetSliceRequiredTopologyConstraints"] = [
+            {"topology": layer.level, "size": layer.size} for layer in req.slice_layers]
+    elif req.slice_layers:
+        out["podSetSliceRequiredTopology"] = req.slice_layers[0].level
+        out["podSetSliceSize"] = req.slice_layers[0].size
+    elif req.slice_level_without_size:
+        out["podSetSliceRequiredTopology"] = req.slice_level_without_size
+    if req.group_name:
+        out["podSetGroupName"] = req.group_name
+    return out
+
+
+def with_topology_requests(workload: dict[str, Any]) -> dict[str, Any]:
+    """Fill ``topologyRequest`` of PodSets whose template asks for TAS (as Kueue's job reconciler does)."""
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        if ps.get("topologyRequest"):
+            continue
+        annotations = ((ps.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+        field = topology_request_field(annotations)
+        if field is not None:
+            ps["topologyRequest"] = field
+    return workload
+
+
+class TasPlacer:
+    """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
+
+    def __init__(self, *, synced: bool = True) -> None:
+        self.topologies: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.provisioning_checks: set[str] = set()
+        self._synced = synced
+        self._version = 0
+        self._snaps: dict[str, tuple[Flavor, int, TopologySnapshot]] = {}
+        self._charges: dict[str, list[Charge]] = {}
+        self._delayed: dict[str, dict[str, str]] = {}  # workload key -> podset -> Pending/Ready
+        self._unhealthy: dict[str, list[str]] = {}  # workload key -> unhealthy nodes (first is replaced)
+        self._failures: dict[str, str] = {}  # workload key -> last placement failure
+        self._tas_only: dict[str, bool] = {}  # workload key -> implied topology at reservation
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def apply(self, obj: Mapping[str, Any]) -> bool:
+        """Take a Topology, Node, Pod or AdmissionCheck; False for other kinds."""
+        kind, name = obj.get("kind"), _name(obj)
+        if kind == "Topology":
+            self.topologies[name] = dict(obj)
+        elif kind == "Node":
+            self.nodes[name] = dict(obj)
+        elif kind == "Pod":
+            self.pods[self._pod_key(obj)] = dict(obj)
+        elif kind == "AdmissionCheck":
+            if (obj.get("spec") or {}).get("controllerName") == keys.PROVISIONING_REQUEST_CONTROLLER:
+                self.provisioning_checks.add(name)
+            else:
+                self.provisioning_checks.discard(name)
+            return True
+        else:
+            return False
+        self._version += 1
+        return True
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> bool:
+        if kind == "Topology":
+            found = self.topologies.pop(name, None) is not None
+        elif kind == "Node":
+            found = self.nodes.pop(name, None) is not None
+        elif kind == "Pod":
+            found = self.pods.pop(f"{namespace or 'default'}/{name}", None) is not None
+        elif kind == "AdmissionCheck":
+            found = name in self.provisioning_checks
+            self.provisioning_checks.discard(name)
+            return found
+        else:
+            return False
+        self._version += 1
+        return found
+
+    @staticmethod
+    def _pod_key(pod: Mapping[str, Any]) -> str:
+        meta = pod.get("metadata") or {}
+        return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+    # -- sync ------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        """False until every admitted workload's usage is accounted (after a restart)."""
+        return self._synced
+
+    def mark_synced(self) -> None:
+        self._synced = True
+        for _, _, snap in self._snaps.values():
+            snap.mark_synced()
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def snapshot_for(self, flavor: Flavor) -> TopologySnapshot | str:
+        """The flavor's current TopologySnapshot, or why there is none."""
+        topo_name = flavor.topology_name or ""
+        topo = self.topologies.get(topo_name)
+        if topo is None:
+            return f'topology "{topo_name}" not found'
+        cached = self._snaps.get(flavor.name)
+        if cached is not None and cached[0] == flavor and cached[1] == self._version:
+            return cached[2]
+        snap = TopologySnapshot.build(topo, _flavor_object(flavor), self.nodes.values(), self.pods.values(),
+                                      synced=self._synced)
+        for key in sorted(self._charges):
+            for ch in self._charges[key]:
+                if ch.flavor == flavor.name:
+                    snap.add_usage(ch.assignment, ch.per_pod)
+        self._snaps[flavor.name] = (flavor, self._version, snap)
+        return snap
+
+    def _charge(self, key: str, charges: Sequence[Charge], sign: int) -> None:
+        for ch in charges:
+            cached = self._snaps.get(ch.flavor)
+            if cached is not None and cached[1] == self._version:
+                if sign > 0:
+                    cached[2].add_usage(ch.assignment, ch.per_pod)
+                else:
+                    cached[2].remove_usage(ch.assignment, ch.per_pod)
+
+    # -- placement -------------------------------------------------------------------------
+
+    def _requests(self, wl: WorkloadDef, implied: bool, podsets: Iterable[PodSetAssignment]
+                  ) -> list[PodSetRequest]:
+        by_name = {r.name: r for r in podset_requests(wl.source, implied=implied)}
+        out = []
+        for psa in podsets:
+            req = by_name.get(psa.name)
+            if req is not None:
+                out.append(replace(req, count=psa.count))
+        return out
+
+    def _place_flavor(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
+                      implied: bool) -> dict[str, TopologyAssignment] | str:
+        snap = self.snapshot_for(flavor)
+        if isinstance(snap, str):
+            return snap
+        reqs = self._requests(wl, implied, podsets)
+        for req in reqs:
+            if not req.topology.is_tas and not req.implied:
+                return f'Flavor "{flavor.name}" {ONLY_TAS}'
+        result = snap.place(reqs)
+        if isinstance(result, NoFit):
+            return result.reason
+        return result.assignments
+
+    def _delays(self, cq: ClusterQueueDef, flavor: str) -> bool:
+        """The ClusterQueue runs a ProvisioningRequest check for this flavor (two-phase TAS)."""
+        return any(r.name in self.provisioning_checks and (not r.on_flavors or flavor in r.on_flavors)
+                   for r in cq.checks)
+
+    def place(self, snapshot: Snapshot, entry: Entry, assignment: Assignment,
+              podset_index: int, topology_name: str) -> dict[str, Any] | bool | None:
+        wl = entry.workload
+        cq = snapshot.cluster_queues.get(entry.cluster_queue)
+        psa = assignment.podsets[podset_index]
+        flavor = _tas_flavor(psa, snapshot.flavors)
+        if cq is None or flavor is None:
+            self._failures[wl.key] = f"ClusterQueue {entry.cluster_queue} not found"
+            return None
+        if self._delays(cq, flavor.name):
+            return True  # first pass: quota only; the topology comes once the checks are Ready
+        if not self._synced:
+            self._failures[wl.key] = NOT_SYNCED_REASON
+            return None
+        same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
+        found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors))
+        if isinstance(found, str):
+            self._failures[wl.key] = found
+            return None
+        self._failures.pop(wl.key, None)
+        return found[psa.name].to_v1beta2()
+
+    def explain(self, key: str) -> str:
+        """Why the last placement of this workload failed ("" when it did not)."""
+        return self._failures.get(key, "")
+
+    # -- reservation and release -----------------------------------------------------------
+
+    def reserve(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
+                assignment: Assignment) -> str:
+        """Charge the placement of a workload about to reserve quota; "" or why it no longer fits.
+
+        Placement is computed again on the current usage (keeping the flavors), so an
+        admission earlier in the same cycle cannot be given the same capacity twice.
+        """
+        implied = tas_only(cq, flavors)
+        groups: dict[str, list[PodSetAssignment]] = {}
+        delayed: dict[str, str] = {}
+        fl: dict[str, Flavor] = {}
+        for psa in assignment.podsets:
+            f = _tas_flavor(psa, flavors)
+            if f is None:
+                continue
+            if self._delays(cq, f.name):
+                psa.topology_assignment = None
+                delayed[psa.name] = DELAYED_PENDING
+                continue
+            groups.setdefault(f.name, []).append(psa)
+            fl[f.name] = f
+        if not groups and not delayed and key not in self._charges:
+            return ""  # no TAS flavor involved
+        placed: dict[str, tuple[str, TopologyAssignment]] = {}
+        for fname, psas in groups.items():
+            if not self._synced:
+                return NOT_SYNCED_REASON
+            found = self._place_flavor(workload, fl[fname], psas, implied)
+            if isinstance(found, str):
+                self._failures[key] = found
+                return NO_LONGER_FITS
+            for name, ta in found.items():
+                placed[name] = (fname, ta)
+        self.release(key)
+        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        charges = []
+        for psa in assignment.podsets:
+            if psa.name in placed:
+                fname, ta = placed[psa.name]
+                psa.topology_assignment = ta.to_v1beta2()
+                charges.append(Charge(fname, psa.name, ta, per_pod.get(psa.name, {})))
+        self._set_charges(key, charges)
+        if delayed:
+            self._delayed[key] = delayed
+        self._tas_only[key] = implied
+        return ""
+
+    def adopt(self, key: str, workload: WorkloadDef, assignment: Assignment,
+              flavors: Mapping[str, Flavor]) -> None:
+        """A workload already holding quota (read from its status): charge its assignments."""
+        self.release(key)
+        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        charges = []
+        for psa in assignment.podsets:
+            raw = psa.topology_assignment
+            if not raw:
+                continue
+            f = _tas_flavor(psa, flavors)
+            fname = f.name if f is not None else min(psa.flavors.values(), default="")
+            ta = TopologyAssignment.from_any(raw)
+            charges.append(Charge(fname, psa.name, ta, per_pod.get(psa.name, {})))
+        self._set_charges(key, charges)
+        status = workload.source.get("status") or {}
+        delayed = {str(p.get("name") or "main"): str(p["delayedTopologyRequest"])
+                   for p in (status.get("admission") or {}).get("podSetAssignments") or ()
+                   if p.get("delayedTopologyRequest")}
+        if delayed:
+            self._delayed[key] = delayed
+        unhealthy = status.get("unhealthyNodes") or []
+        if unhealthy:
+            self._unhealthy[key] = [str(n.get("name")) for n in unhealthy if n.get("name")]
+
+    def _set_charges(self, key: str, charges: list[Charge]) -> None:
+        if charges:
+            self._charges[key] = charges
+            self._charge(key, charges, 1)
+
+    def release(self, key: str) -> None:
+        """The workload no longer holds quota (finished, evicted, deleted)."""
+        old = self._charges.pop(key, None)
+        if old:
+            self._charge(key, old, -1)
+        self._delayed.pop(key, None)
+        self._unhealthy.pop(key, None)
+        self._tas_only.pop(key, None)
+
+    def holds_admission(self, key: str) -> bool:
+        """A PodSet still waits for its delayed topology assignment."""
+        return any(v == DELAYED_PENDING for v in self._delayed.get(key, {}).values())
+
+    def status_fields(self, key: str) -> tuple[dict[str, str], list[str]]:
+        """(podset -> delayedTopologyRequest, unhealthy nodes) to write on the Workload status."""
+        return dict(self._delayed.get(key, {})), list(self._unhealthy.get(key, []))
+
+    def simple_view(self, raw: Mapping[str, Any], flavor_names: Iterable[str],
+                    flavors: Mapping[str, Flavor]) -> dict[str, Any]:
+        """The simulate view: every level spelled out when the flavor's snapshot is known."""
+        ta = TopologyAssignment.from_any(raw)
+        for fname in sorted(set(flavor_names)):
+            f = flavors.get(fname)
+            if f is not None and f.topology_name:
+                snap = self.snapshot_for(f)
+                if not isinstance(snap, str):
+                    return snap.with_all_levels(ta).to_simple()
+        return ta.to_simple()
+
+    # -- node failure and second pass -------------------------------------------------------
+
+    def fail_node(self, name: str) -> list[str]:
+        """A node is gone (as if deleted, with its pods). Returns the workloads to evict now.
+
+        Workloads with pods assigned there get the node recorded as unhealthy; the second
+        pass replaces it. A workload that already lists a different unhealthy node is
+        evicted (multiple TAS node failures).
+        """
+        self.nodes.pop(name, None)
+        for pkey in [k for k, p in self.pods.items() if (p.get("spec") or {}).get("nodeName") == name]:
+            del self.pods[pkey]
+        self._version += 1
+        evict: list[str] = []
+        for key in sorted(self._charges):
+            if not any(values[-1] == name for ch in self._charges[key] for values, _ in
+                       ((d.values, d.count) for d in ch.assignment.domains)):
+                continue
+            marked = self._unhealthy.setdefault(key, [])
+            if marked and name not in marked:
+                evict.append(key)
+            elif name not in marked:
+                marked.append(name)
+        return evict
+
+    def second_pass_keys(self) -> list[str]:
+        keys_ = set(self._unhealthy) | {k for k in self._delayed if self.holds_admission(k)}
+        return sorted(keys_)
+
+    def _view(self, rec: WorkloadRecord) -> dict[str, Any]:
+        """The Workload object as the second-pass rules read it."""
+        conds = []
+        if rec.holds_quota:
+            conds.append({"type": keys.WorkloadCondition.QUOTA_RESERVED, "status": "True"})
+        if rec.status == ADMITTED:
+            conds.append({"type": keys.WorkloadCondition.ADMITTED, "status": "True"})
+        if rec.status == FINISHED:
+            conds.append({"type": keys.WorkloadCondition.FINISHED, "status": "True"})
+        if rec.status == PENDING and rec.evictions:
+            conds.append({"type": keys.WorkloadCondition.EVICTED, "status": "True"})
+        delayed = self._delayed.get(rec.key, {})
+        psas = []
+        for psa in (rec.assignment.podsets if rec.assignment is not None and rec.holds_quota else ()):
+            item: dict[str, Any] = {"name": psa.name, "flavors": dict(psa.flavors), "count": psa.count}
+            if psa.topology_assignment:
+                item["topologyAssignment"] = psa.topology_assignment
+            if psa.name in delayed:
+                item["delayedTopologyRequest"] = delayed[psa.name]
+            psas.append(item)
+        status: dict[str, Any] = {
+            "conditions": conds,
+            "admissionChecks": [{"name": n, "state": s} for n, s in sorted(rec.checks.items())],
+            "unhealthyNodes": [{"name": n} for n in self._unhealthy.get(rec.key, [])],
+        }
+        if rec.holds_quota:
+            status["admission"] = {"clusterQueue": rec.cluster_queue or "", "podSetAssignments": psas}
+        spec = dict(rec.wl.source.get("spec") or {})
+        spec["active"] = not rec.deactivated
+        return {"metadata": dict(rec.wl.source.get("metadata") or {}), "spec": spec, "status": status}
+
+    def second_pass(self, rec: WorkloadRecord, cqs: Mapping[str, ClusterQueueDef],
+                    flavors: Mapping[str, Flavor]) -> tuple[str, str]:
+        """(outcome, message) of one second-pass attempt; outcome "" when none was needed."""
+        view = self._view(rec)
+        tas_flavors = [n for n, f in flavors.items() if f.topology_name]
+        if not needs_second_pass(view, tas_flavors=tas_flavors):
+            if rec.status not in (ADMITTED, QUOTA_RESERVED):
+                self.release(rec.key)
+            else:
+                self._unhealthy.pop(rec.key, None)  # a stale mark (node not in any assignment)
+            return "", ""
+        cq = cluster_queue_for_entry(view, cqs)
+        if isinstance(cq, NoFit):  # tested before anything reads the queue's cohort
+            self._failures[rec.key] = cq.reason
+            return SECOND_PASS_FAILED, cq.reason
+        assert rec.assignment is not None
+        if rec.status == QUOTA_RESERVED:
+            return self._delayed_pass(rec, cq, flavors)
+        return self._replace(rec, flavors)
+
+    def _delayed_pass(self, rec: WorkloadRecord, cq: ClusterQueueDef,
+                      flavors: Mapping[str, Flavor]) -> tuple[str, str]:
+        assert rec.assignment is not None
+        delayed = self._delayed.get(rec.key, {})
+        implied = self._tas_only.get(rec.key, tas_only(cq, flavors))
+        groups: dict[str, list[PodSetAssignment]] = {}
+        fl: dict[str, Flavor] = {}
+        for psa in rec.assignment.podsets:
+            f = _tas_flavor(psa, flavors)
+            if f is not None and delayed.get(psa.name) == DELAYED_PENDING:
+                groups.setdefault(f.name, []).append(psa)
+                fl[f.name] = f
+        if not self._synced:
+            return SECOND_PASS_FAILED, NOT_SYNCED_REASON
+        placed: dict[str, tuple[str, TopologyAssignment]] = {}
+        for fname, psas in groups.items():
+            found = self._place_flavor(rec.wl, fl[fname], psas, implied)
+            if isinstance(found, str):
+                self._failures[rec.key] = found
+                return SECOND_PASS_FAILED, found
+            for name, ta in found.items():
+                placed[name] = (fname, ta)
+        per_pod = {r.name: r.per_pod for r in podset_requests(rec.wl.source)}
+        charges = []
+        for psa in rec.assignment.podsets:
+            if psa.name in placed:
+                fname, ta = placed[psa.name]
+                psa.topology_assignment = ta.to_v1beta2()
+                charges.append(Charge(fname, psa.name, ta, per_pod.get(psa.name, {})))
+                delayed[psa.name] = DELAYED_READY
+        self._charges.setdefault(rec.key, []).extend(charges)
+        self._charge(rec.key, charges, 1)
+        return SECOND_PASS_ADMIT, ""
+
+    def _replace(self, rec: WorkloadRecord, flavors: Mapping[str, Flavor]) -> tuple[str, str]:
+        assert rec.assignment is not None
+        failed = self._unhealthy[rec.key][0]
+        implied = self._tas_only.get(rec.key, False)
+        requests = {r.name: r for r in podset_requests(rec.wl.source, implied=implied)}
+        charges = self._charges.get(rec.key, [])
+        new_charges: list[Charge] = []
+        rewrites: dict[str, TopologyAssignment] = {}
+        for ch in charges:
+            f = flavors.get(ch.flavor)
+            snap = self.snapshot_for(f) if f is not None else "flavor not found"
+            req = requests.get(ch.podset)
+            psa = next((p for p in rec.assignment.podsets if p.name == ch.podset), None)
+            if isinstance(snap, str) or req is None or psa is None:
+                new_charges.append(ch)
+                continue
+            out = replace_failed_node(ch.assignment, failed, snap, replace(req, count=psa.count))
+            if isinstance(out, NoReplacement):
+                return SECOND_PASS_EVICT, out.message
+            rewrites[ch.podset] = out.assignment
+            new_charges.append(replace(ch, assignment=out.assignment))
+        self._charge(rec.key, charges, -1)
+        self._charges[rec.key] = new_charges
+        self._charge(rec.key, new_charges, 1)
+        for psa in rec.assignment.podsets:
+            if psa.name in rewrites:
+                psa.topology_assignment = rewrites[psa.name].to_v1beta2()
+        self._unhealthy.pop(rec.key, None)
+        return SECOND_PASS_UPDATED, ""

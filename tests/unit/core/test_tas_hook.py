@@ -1,0 +1,198 @@
+"""The TAS adapter between the queueing core and the topology snapshots, at unit level."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.core.engine import QueueingCore
+from manager.core.status import workload_status
+from manager.core.tas import NOT_SYNCED_REASON, TopologyAssignment
+from manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
+from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
+
+BLOCK = "cloud.provider.com/topology-block"
+RACK = "cloud.provider.com/topology-rack"
+HOST = "kubernetes.io/hostname"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PROV = "kueue.x-k8s.io/provisioning-request"
+
+
+def _objects(checks: list[str] | None = None) -> list[dict[str, Any]]:
+    cq_spec: dict[str, Any] = {"namespaceSelector": {}, "resourceGroups": [{
+        "coveredResources": ["cpu"],
+        "flavors": [{"name": "tas", "resources": [{"name": "cpu", "nominalQuota": 100}]}]}]}
+    if checks:
+        cq_spec["admissionChecks"] = checks
+    objs: list[dict[str, Any]] = [
+        {"kind": "Topology", "metadata": {"name": "default"},
+         "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]}},
+        {"kind": "ResourceFlavor", "metadata": {"name": "tas"},
+         "spec": {"nodeLabels": {"type": "kwok"}, "topologyName": "default"}},
+        {"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": cq_spec},
+        {"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}},
+        {"kind": "AdmissionCheck", "metadata": {"name": "prov"}, "spec": {"controllerName": PROV}},
+    ]
+    for i in range(8):
+        objs.append({"kind": "Node", "metadata": {"name": f"kwok-node-{i}", "labels": {
+            "type": "kwok", BLOCK: f"b{i // 4}", RACK: f"r{i // 2}", HOST: f"kwok-node-{i}"}},
+            "status": {"allocatable": {"cpu": "8", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}})
+    return objs
+
+
+def _core(synced: bool = True, checks: list[str] | None = None) -> tuple[QueueingCore, TasPlacer]:
+    tas = TasPlacer(synced=synced)
+    core = QueueingCore(topology=tas)
+    for obj in _objects(checks):
+        if not tas.apply(obj) or obj["kind"] == "AdmissionCheck":
+            core.apply(obj)
+    return core, tas
+
+
+def _wl(core: QueueingCore, name: str, count: int, level: str = RACK) -> None:
+    core.apply({"kind": "Workload", "metadata": {"name": name, "namespace": "ns"}, "spec": {
+        "queueName": "lq", "podSets": [{"name": "main", "count": count, "template": {
+            "metadata": {"annotations": {REQUIRED: level}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+
+
+def _hosts(core: QueueingCore, key: str) -> dict[str, int]:
+    rec = core.workloads[key]
+    assert rec.assignment is not None
+    raw = rec.assignment.podsets[0].topology_assignment
+    assert raw is not None
+    return dict(TopologyAssignment.from_any(raw).leaf_values())
+
+
+def test_no_placement_until_the_snapshot_is_synced() -> None:
+    core, tas = _core(synced=False)
+    assert not tas.synced
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    rec = core.workloads["ns/a"]
+    assert rec.status == PENDING
+    assert NOT_SYNCED_REASON in rec.reason
+    tas.mark_synced()
+    core.requeue_inadmissible()
+    core.run_until_idle()
+    assert core.workloads["ns/a"].status == ADMITTED
+    assert _hosts(core, "ns/a") == {"kwok-node-0": 4}
+
+
+def test_admission_writes_v1beta2_topology_assignment() -> None:
+    core, _ = _core()
+    _wl(core, "a", 10)
+    core.run_until_idle()
+    status = workload_status(core.workloads["ns/a"], core.now)
+    ta = status["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    assert ta["levels"] == [HOST]
+    assert "slices" in ta and "domains" not in ta
+    assert TopologyAssignment.from_v1beta2(ta).leaf_values() == [("kwok-node-0", 8), ("kwok-node-1", 2)]
+
+
+def test_unhealthy_node_is_recorded_then_replaced_by_the_second_pass() -> None:
+    core, tas = _core()
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    assert tas.fail_node("kwok-node-0") == []
+    delayed, unhealthy = tas.status_fields("ns/a")
+    assert unhealthy == ["kwok-node-0"]
+    status = workload_status(core.workloads["ns/a"], core.now, delayed_topology=delayed,
+                             unhealthy_nodes=unhealthy)
+    assert status["unhealthyNodes"] == [{"name": "kwok-node-0"}]
+    core.run_until_idle()
+    assert core.workloads["ns/a"].status == ADMITTED
+    assert core.workloads["ns/a"].evictions == []
+    assert _hosts(core, "ns/a") == {"kwok-node-1": 4}
+    assert tas.status_fields("ns/a") == ({}, [])
+
+
+def test_second_failed_node_before_replacement_evicts() -> None:
+    core, tas = _core()
+    _wl(core, "a", 12)  # kwok-node-0: 8, kwok-node-1: 4
+    core.run_until_idle()
+    assert tas.fail_node("kwok-node-0") == []
+    assert tas.fail_node("kwok-node-1") == ["ns/a"]
+    assert core.evict("ns/a", "NodeFailures")
+    assert core.workloads["ns/a"].evictions == ["NodeFailures"]
+    assert tas.status_fields("ns/a") == ({}, [])
+    core.run_until_idle()
+    assert _hosts(core, "ns/a") == {"kwok-node-2": 8, "kwok-node-3": 4}
+
+
+def test_second_pass_without_cluster_queue_is_no_fit() -> None:
+    core, tas = _core(checks=["prov"])
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    rec = core.workloads["ns/a"]
+    assert rec.status == QUOTA_RESERVED
+    assert tas.status_fields("ns/a")[0] == {"main": "Pending"}
+    assert core.set_check_state("ns/a", "prov", "Ready")
+    assert rec.status == QUOTA_RESERVED  # topology first
+    core.delete("ClusterQueue", None, "cq")
+    outcome = tas.second_pass(rec, core.cq_defs, core.flavors)
+    assert outcome == (SECOND_PASS_FAILED, "ClusterQueue cq not found")
+    core.run_until_idle()
+    assert rec.status == QUOTA_RESERVED
+    assert rec.assignment is not None and rec.assignment.podsets[0].topology_assignment is None
+
+
+def test_second_pass_admits_and_marks_the_request_ready() -> None:
+    core, tas = _core(checks=["prov"])
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    core.set_check_state("ns/a", "prov", "Ready")
+    core.run_until_idle()
+    rec = core.workloads["ns/a"]
+    assert rec.status == ADMITTED
+    delayed, _ = tas.status_fields("ns/a")
+    psa = workload_status(rec, core.now, delayed_topology=delayed)["admission"]["podSetAssignments"][0]
+    assert psa["delayedTopologyRequest"] == "Ready"
+    assert TopologyAssignment.from_any(psa["topologyAssignment"]).leaf_values() == [("kwok-node-0", 4)]
+
+
+def test_no_second_pass_for_finished_workloads() -> None:
+    core, tas = _core(checks=["prov"])
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    rec = core.workloads["ns/a"]
+    core.set_check_state("ns/a", "prov", "Ready")
+    core.finish("ns/a")
+    assert tas.second_pass_keys() == []
+    assert tas.second_pass(rec, core.cq_defs, core.flavors) == ("", "")
+
+
+def test_replacement_claims_its_node_before_pending_workloads() -> None:
+    core, tas = _core()
+    for name in [f"kwok-node-{i}" for i in range(3, 8)]:
+        tas.delete("Node", None, name)  # block b0 keeps kwok-node-0..2
+    _wl(core, "a", 10, level=BLOCK)  # kwok-node-0: 8, kwok-node-1: 2
+    core.run_until_idle()
+    assert _hosts(core, "ns/a") == {"kwok-node-0": 8, "kwok-node-1": 2}
+    tas.fail_node("kwok-node-0")
+    _wl(core, "b", 8, level=HOST)  # would take kwok-node-2, the only host with 8 free
+    core.run_until_idle()
+    # The second pass runs before the heads are nominated: a's moved pods get kwok-node-2.
+    assert _hosts(core, "ns/a") == {"kwok-node-1": 2, "kwok-node-2": 8}
+    assert core.workloads["ns/a"].evictions == []
+    b = core.workloads["ns/b"]
+    assert b.status == PENDING
+    assert "allows to fit only 6 out of 8 pod(s)" in b.reason
+
+
+def test_reservation_read_from_status_keeps_its_delayed_topology() -> None:
+    core, tas = _core(checks=["prov"])
+    core.apply({"kind": "Workload", "metadata": {"name": "r", "namespace": "ns"}, "spec": {
+        "queueName": "lq", "podSets": [{"name": "main", "count": 4, "template": {
+            "metadata": {"annotations": {REQUIRED: RACK}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "count": 4, "flavors": {"cpu": "tas"}, "delayedTopologyRequest": "Pending"}]},
+            "admissionChecks": [{"name": "prov", "state": "Pending"}],
+            "conditions": [{"type": "QuotaReserved", "status": "True"}]}})
+    assert core.workloads["ns/r"].status == QUOTA_RESERVED
+    assert tas.holds_admission("ns/r")
+    core.set_check_state("ns/r", "prov", "Ready")
+    core.run_until_idle()
+    assert core.workloads["ns/r"].status == ADMITTED
+    assert _hosts(core, "ns/r") == {"kwok-node-0": 4}
