@@ -6,16 +6,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.config import parse_duration as go_duration
 from api.quantity import Quantity, QuantityError
 
 from .resources import Transformation
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 class ConfigError(ValueError):
@@ -26,16 +23,10 @@ def parse_duration(value: Any) -> float:
     """Go duration ("30s", "5m", "1h30m") or a plain number of seconds -> seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    text = str(value).strip()
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ConfigError(f"invalid duration {value!r}")
-    return total
+    try:
+        return go_duration(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"invalid duration {value!r}") from exc
 
 
 @dataclass(frozen=True)
