@@ -87,7 +87,11 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
        pykueue's serving CA (the API server calls webhooks over loopback here);
     4. wait for the webhook's and the metrics endpoint's health with ``health.wait_for``;
     5. to have kube-scheduler call the extender, ``dev up --extender-url`` already writes it
-       into the KubeSchedulerConfiguration (``components.Extender``).
+       into the KubeSchedulerConfiguration (``components.Extender``);
+    6. register the visibility API (pykueue's fourth loopback port) with
+       ``aggregation.host_api_service_manifests(VISIBILITY_GROUP, "v1beta2", "pykueue-system",
+       "pykueue-visibility-server", port, ca_bundle_pem=<its serving cert>)``: an ExternalName
+       Service ``localhost`` plus the APIService, which the aggregator reaches on loopback.
 
     CRDs are installed before this hook runs (``install_crds``).
     """

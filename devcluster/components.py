@@ -273,7 +273,11 @@ def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         f"--proxy-client-cert-file={pem('front-proxy-client')}",
         f"--proxy-client-key-file={key('front-proxy-client')}",
-        "--enable-aggregator-routing=true",
+        # Route APIServices through their Service's ClusterIP resolver, not its endpoints:
+        # that resolver also accepts a Service of type ExternalName (``localhost``), which is
+        # how an aggregated server running on the host is reached. Endpoint routing would need
+        # an Endpoints address on loopback, which validation rejects.
+        "--enable-aggregator-routing=false",
         # The limits Kueue's performance runner uses, so benchmarks compare like for like.
         "--max-requests-inflight=5000",
         "--max-mutating-requests-inflight=2500",

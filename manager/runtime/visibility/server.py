@@ -1,0 +1,190 @@
+"""The aiohttp application of the visibility API server, and a helper to serve it over TLS.
+
+Request flow: health probes answer without credentials; every other request must carry the
+aggregator's verified identity (401 otherwise) and pass the authorizer (403 otherwise)
+before discovery or the pending-workloads handlers run. Handlers only parse the request,
+ask the provider for one ClusterQueue snapshot and hand it to the pure paging rules.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from api.keys import VISIBILITY_GROUP
+from manager.runtime.visibility import discovery, pagination
+from manager.runtime.visibility.auth import (
+    Authorizer,
+    RequestAttributes,
+    RequestHeaderAuthenticator,
+    UserInfo,
+)
+from manager.runtime.visibility.pagination import PositionedWorkload
+from manager.runtime.visibility.provider import PendingWorkloadsProvider
+from manager.runtime.visibility.status import not_found, status_response
+
+PROVIDER: web.AppKey[PendingWorkloadsProvider] = web.AppKey("provider", PendingWorkloadsProvider)
+UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
+
+GROUP_PREFIX = f"/apis/{VISIBILITY_GROUP}"
+VERSION_PREFIX = f"{GROUP_PREFIX}/{discovery.VERSION}"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _attributes(request: web.Request) -> RequestAttributes:
+    verb = "get" if request.method in ("GET", "HEAD") else request.method.lower()
+    info = request.match_info
+    if "cluster_queue" in info:
+        return RequestAttributes(verb=verb, path=request.path, resource="clusterqueues",
+                                 subresource="pendingworkloads", name=info["cluster_queue"],
+                                 group=VISIBILITY_GROUP, version=discovery.VERSION)
+    if "local_queue" in info:
+        return RequestAttributes(verb=verb, path=request.path, resource="localqueues",
+                                 subresource="pendingworkloads", name=info["local_queue"],
+                                 namespace=info["namespace"], group=VISIBILITY_GROUP,
+                                 version=discovery.VERSION)
+    return RequestAttributes(verb=verb, path=request.path)
+
+
+def _forbidden_message(user: UserInfo, attributes: RequestAttributes) -> str:
+    if attributes.resource is None:
+        return f'forbidden: User "{user.name}" cannot {attributes.verb} path "{attributes.path}"'
+    scope = f'in the namespace "{attributes.namespace}"' if attributes.namespace else "at the cluster scope"
+    return (f'{attributes.resource}.{VISIBILITY_GROUP} "{attributes.name}" is forbidden: User "{user.name}" '
+            f'cannot {attributes.verb} resource "{attributes.resource}/{attributes.subresource}" '
+            f'in API group "{VISIBILITY_GROUP}" {scope}')
+
+
+def _auth_middleware(authenticator: RequestHeaderAuthenticator, authorizer: Authorizer) -> Any:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in UNAUTHENTICATED_PATHS:
+            return await handler(request)
+        peercert = request.transport.get_extra_info("peercert") if request.transport else None
+        user = authenticator.authenticate(peercert, request.headers)
+        if user is None:
+            return status_response(401, "Unauthorized")
+        attributes = _attributes(request)
+        decision = await authorizer.authorize(user, attributes)
+        if not decision.allowed:
+            return status_response(403, _forbidden_message(user, attributes))
+        return await handler(request)
+
+    return middleware
+
+
+class _InvalidQuery(ValueError):
+    pass
+
+
+def _query_int(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise _InvalidQuery(f"invalid {name} {raw!r}: not an integer") from None
+
+
+def _item(positioned: PositionedWorkload) -> dict[str, Any]:
+    workload = positioned.workload
+    metadata: dict[str, Any] = {"name": workload.name, "namespace": workload.namespace,
+                                "creationTimestamp": workload.creation_timestamp}
+    if workload.owner_references:
+        metadata["ownerReferences"] = [
+            {"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
+            for o in workload.owner_references]
+    return {"metadata": metadata, "priority": workload.priority, "localQueueName": workload.local_queue,
+            "positionInClusterQueue": positioned.position_in_cluster_queue,
+            "positionInLocalQueue": positioned.position_in_local_queue}
+
+
+def _summary(items: list[PositionedWorkload]) -> web.Response:
+    return web.json_response({"kind": "PendingWorkloadsSummary", "apiVersion": discovery.GROUP_VERSION,
+                              "metadata": {}, "items": [_item(i) for i in items]})
+
+
+def _page(request: web.Request) -> pagination.Page:
+    return pagination.page_from_query(_query_int(request, "limit"), _query_int(request, "offset"))
+
+
+async def _cluster_queue_pending(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["cluster_queue"]
+    try:
+        page = _page(request)
+    except _InvalidQuery as invalid:
+        return status_response(400, str(invalid))
+    snapshot = request.app[PROVIDER].cluster_queue_snapshot(name)
+    if snapshot is None:
+        return not_found("clusterqueue", name)
+    return _summary(pagination.cluster_queue_page(snapshot, page))
+
+
+async def _local_queue_pending(request: web.Request) -> web.StreamResponse:
+    namespace, name = request.match_info["namespace"], request.match_info["local_queue"]
+    try:
+        page = _page(request)
+    except _InvalidQuery as invalid:
+        return status_response(400, str(invalid))
+    provider = request.app[PROVIDER]
+    cluster_queue = provider.local_queue_exists(namespace, name)
+    if cluster_queue is None:
+        return not_found("localqueue", name)
+    # A LocalQueue pointing at a ClusterQueue that does not exist (yet) has nothing pending.
+    snapshot = provider.cluster_queue_snapshot(cluster_queue) or ()
+    return _summary(pagination.local_queue_page(snapshot, namespace, name, page))
+
+
+def _document(build: Callable[[], dict[str, Any]]) -> Handler:
+    async def handler(_: web.Request) -> web.StreamResponse:
+        return web.json_response(build())
+
+    return handler
+
+
+async def _ok(_: web.Request) -> web.StreamResponse:
+    return web.Response(text="ok")
+
+
+async def _not_found_fallback(request: web.Request) -> web.StreamResponse:
+    return status_response(404, f'the server could not find the requested resource ("{request.path}")')
+
+
+def make_app(provider: PendingWorkloadsProvider, authenticator: RequestHeaderAuthenticator,
+             authorizer: Authorizer) -> web.Application:
+    """The visibility API server as an aiohttp application; serve it with :func:`start`."""
+    app = web.Application(middlewares=[_auth_middleware(authenticator, authorizer)])
+    app[PROVIDER] = provider
+    get = web.get
+    app.add_routes([
+        get("/healthz", _ok), get("/readyz", _ok), get("/livez", _ok),
+        get("/apis", _document(discovery.api_group_list)),
+        get(GROUP_PREFIX, _document(discovery.api_group)),
+        get(VERSION_PREFIX, _document(discovery.api_resource_list)),
+        get("/openapi/v2", _document(discovery.openapi_v2)),
+        get("/openapi/v3", _document(discovery.openapi_v3_index)),
+        get(f"/openapi/v3/{discovery.OPENAPI_V3_GROUP_PATH}", _document(discovery.openapi_v3_group)),
+        get(VERSION_PREFIX + "/clusterqueues/{cluster_queue}/pendingworkloads", _cluster_queue_pending),
+        get(VERSION_PREFIX + "/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads",
+            _local_queue_pending),
+    ])
+    # Anything else (other verbs included) still answers in Status JSON.
+    app.router.add_route("*", "/{tail:.*}", _not_found_fallback)
+    return app
+
+
+async def start(app: web.Application, ssl_context: ssl.SSLContext, host: str = "127.0.0.1",
+                port: int = 0) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` over TLS; returns the runner (call ``cleanup()`` to stop) and the bound port."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    await site.start()
+    # With port 0 the kernel picks one; the runner knows which.
+    bound = port or int(runner.addresses[0][1])
+    return runner, bound

@@ -1,0 +1,102 @@
+"""Only the aggregator's verified front-proxy identity may assert who the user is."""
+
+from __future__ import annotations
+
+import ssl
+
+import aiohttp
+import pytest
+
+from manager.runtime.visibility.auth import (
+    RequestAttributes,
+    RequestHeaderAuthenticator,
+    RequestHeaderConfig,
+    UserInfo,
+    request_header_config_from_configmap,
+    subject_access_review,
+)
+from tests.component.visibility.conftest import VIEWER_HEADERS, VIEWERS, Identities, Server
+
+PATH = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"
+
+
+@pytest.fixture(autouse=True)
+def a_queue(server: Server) -> None:
+    server.provider.cluster_queues["cq"] = []
+
+
+async def test_without_client_certificate_is_401_even_with_headers(server: Server) -> None:
+    status, body = await server.get(PATH, None, VIEWER_HEADERS)
+    assert status == 401
+    assert isinstance(body, dict) and body["reason"] == "Unauthorized"
+
+
+async def test_certificate_not_allowed_to_assert_identities_is_401(server: Server,
+                                                                   identities: Identities) -> None:
+    status, _ = await server.get(PATH, identities.other_client_same_ca, VIEWER_HEADERS)
+    assert status == 401
+
+
+async def test_certificate_from_another_ca_is_refused(server: Server, identities: Identities) -> None:
+    # Under TLS 1.3 the client learns of the rejection only when the server drops the connection.
+    with pytest.raises((aiohttp.ClientError, ssl.SSLError)):
+        await server.get(PATH, identities.foreign_client, VIEWER_HEADERS)
+
+
+async def test_front_proxy_without_user_header_is_401(server: Server, identities: Identities) -> None:
+    status, _ = await server.get(PATH, identities.front_proxy_client, {"X-Remote-Group": VIEWERS})
+    assert status == 401
+
+
+async def test_authenticated_but_not_authorized_is_403(server: Server, identities: Identities) -> None:
+    status, body = await server.get(PATH, identities.front_proxy_client,
+                                    {"X-Remote-User": "mallory", "X-Remote-Group": "system:authenticated"})
+    assert status == 403
+    assert isinstance(body, dict) and body["reason"] == "Forbidden"
+    assert 'User "mallory"' in body["message"]
+
+
+async def test_discovery_also_needs_authentication(server: Server) -> None:
+    status, _ = await server.get("/apis", None)
+    assert status == 401
+
+
+async def test_health_needs_no_credentials(server: Server) -> None:
+    assert await server.get("/healthz", None) == (200, "ok")
+    assert await server.get("/readyz", None) == (200, "ok")
+
+
+def test_configmap_of_kube_apiserver_is_parsed() -> None:
+    config = request_header_config_from_configmap({
+        "requestheader-client-ca-file": "PEM",
+        "requestheader-allowed-names": '["front-proxy-client"]',
+        "requestheader-username-headers": '["X-Remote-User"]',
+        "requestheader-group-headers": '["X-Remote-Group"]',
+        "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+    })
+    assert config == RequestHeaderConfig("PEM", ("front-proxy-client",))
+    with pytest.raises(ValueError, match="aggregation layer"):
+        request_header_config_from_configmap({"client-ca-file": "PEM"})
+
+
+def test_extra_headers_become_user_extra() -> None:
+    authenticator = RequestHeaderAuthenticator(RequestHeaderConfig("PEM", ("front-proxy-client",)))
+    peer = {"subject": ((("commonName", "front-proxy-client"),),)}
+    user = authenticator.authenticate(peer, {"X-Remote-User": "bob", "X-Remote-Extra-Scopes%2Fa": "x"})
+    assert user == UserInfo("bob", (), {"scopes/a": ("x",)})
+    assert authenticator.authenticate({"subject": ((("commonName", "intruder"),),)},
+                                      {"X-Remote-User": "bob"}) is None
+
+
+def test_subject_access_review_names_the_subresource() -> None:
+    review = subject_access_review(
+        UserInfo("alice", ("team",)),
+        RequestAttributes(verb="get", path="/p", resource="localqueues", subresource="pendingworkloads",
+                          name="lq", namespace="ns", group="visibility.kueue.x-k8s.io", version="v1beta2"))
+    attributes = review.spec.resource_attributes
+    assert (attributes.resource, attributes.subresource, attributes.namespace, attributes.name) == (
+        "localqueues", "pendingworkloads", "ns", "lq")
+    assert review.spec.user == "alice" and review.spec.groups == ["team"]
+    discovery = subject_access_review(UserInfo("alice"), RequestAttributes(verb="get", path="/apis"))
+    assert discovery.spec.non_resource_attributes.path == "/apis"
+    assert discovery.spec.resource_attributes is None
