@@ -15,7 +15,7 @@ from aiohttp import web
 from kubernetes_asyncio import client, config
 
 from extender.app import ExtenderDeps, make_app
-from extender.kube_port import KubeClusterPort
+from extender.kube_port import KubeClusterPort, resolve_environment_once
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +32,12 @@ async def _serve(args: argparse.Namespace) -> None:
     else:
         config.load_incluster_config()  # type: ignore[no-untyped-call]  # untyped upstream
     async with client.ApiClient() as api_client:
+        resolve_environment_once(api_client)
         app = make_app(ExtenderDeps(port=KubeClusterPort(api_client), prefix=args.prefix, freeze_gc=True))
-        runner = web.AppRunner(app)
+        # One access-log line per filter/prioritize/bind call is a measurable share of the
+        # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
+        access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
+        runner = web.AppRunner(app, access_log=access_log)
         await runner.setup()
         site = web.TCPSite(runner, args.host, args.port)
         await site.start()

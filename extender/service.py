@@ -49,6 +49,8 @@ from manager.core.tas.replacement import NoReplacement, Replacement
 log = logging.getLogger(__name__)
 
 _RETRY: Final = object()
+# How many pod UIDs filter recently saw as unmanaged (see TasExtender.bind).
+UNMANAGED_MEMO_SIZE: Final = 16384
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,20 @@ class TasExtender:
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        # UIDs of pods that filter found unmanaged (no PodSet label / Workload annotation /
+        # TAS marker). kube-scheduler binds right after filtering, and those markers are set
+        # when the pod is created, so bind can skip re-reading such a pod: the Binding
+        # carries the UID, so the API still refuses a recreated pod. Halves the API calls
+        # per unmanaged pod; bounded, oldest first out.
+        self._unmanaged: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def _remember_unmanaged(self, pod: Mapping[str, Any]) -> None:
+        uid = pod_uid(pod)
+        if not uid:
+            return
+        self._unmanaged[uid] = None
+        if len(self._unmanaged) > UNMANAGED_MEMO_SIZE:
+            self._unmanaged.popitem(last=False)
 
     # -- shared reads -------------------------------------------------------------------
     async def _state(self, ref: PodSetRef, pod: Mapping[str, Any], candidates: Iterable[str]) -> (
@@ -180,6 +196,7 @@ class TasExtender:
             self._nodes.remember(args.nodes)
         ref = managed_podset(args.pod)
         if ref is None:
+            self._remember_unmanaged(args.pod)
             return FilterVerdict(passed=list(names))
         state = await self._state(ref, args.pod, names)
         if state is None:
@@ -244,6 +261,9 @@ class TasExtender:
     async def bind(self, args: BindingArgs) -> str:
         """"" on success, else the reason (the scheduler then requeues the pod)."""
         try:
+            if args.pod_uid and args.pod_uid in self._unmanaged:
+                del self._unmanaged[args.pod_uid]  # a retry filters (and remembers) again
+                return await self._post_binding(args)
             for _ in range(self._max_attempts):
                 pod = await self._port.get_pod(args.pod_namespace, args.pod_name)
                 if pod is None:
@@ -365,6 +385,8 @@ class TasExtender:
             pod = await self._port.get_pod(args.pod_namespace, args.pod_name)
             if pod is not None and bound_node(pod) == args.node:
                 return ""
+            if pod is not None and args.pod_uid and pod_uid(pod) != args.pod_uid:
+                return f"pod {args.pod_namespace}/{args.pod_name} was recreated (uid {pod_uid(pod)})"
             where = bound_node(pod) if pod is not None else "nowhere (deleted)"
             return f"pod {args.pod_namespace}/{args.pod_name} is already bound to {where}"
 

@@ -64,6 +64,30 @@ async def test_unmanaged_pod_is_bound_as_asked(extender: Extender, cluster: Memo
     assert cluster.bindings == [(NAMESPACE, "web-1", N22)]
 
 
+async def test_unmanaged_pod_filtered_first_is_bound_with_one_api_call(
+    extender: Extender, cluster: MemoryCluster
+) -> None:
+    web = plain_pod("web-2")
+    cluster.add_pod(web)
+    assert (await extender.post("filter", names_args(web, [N22])))[1]["NodeNames"] == [N22]
+    cluster.calls.clear()
+    args = {"PodName": "web-2", "PodNamespace": NAMESPACE, "PodUID": "uid-web-2", "Node": N22}
+    assert (await extender.post("bind", args))[1] == {"Error": ""}
+    assert cluster.calls == ["post_binding"]
+    assert cluster.bindings == [(NAMESPACE, "web-2", N22)]
+
+
+async def test_unmanaged_pod_recreated_after_filter_is_not_bound(
+    extender: Extender, cluster: MemoryCluster
+) -> None:
+    web = plain_pod("web-3")
+    assert (await extender.post("filter", names_args(web, [N22])))[1]["NodeNames"] == [N22]
+    cluster.add_pod(web | {"metadata": web["metadata"] | {"uid": "uid-web-3-again"}})
+    args = {"PodName": "web-3", "PodNamespace": NAMESPACE, "PodUID": "uid-web-3", "Node": N22}
+    _, body = await extender.post("bind", args)
+    assert "recreated" in body["Error"]
+    assert cluster.bindings == []
+
 async def test_missing_pod_is_an_error_not_a_crash(extender: Extender) -> None:
     args = {"PodName": "gone", "PodNamespace": NAMESPACE, "PodUID": "u", "Node": N11}
     status, body = await extender.post("bind", args)
