@@ -21,6 +21,7 @@ from .matching import selector_matches, untolerated_taint
 from .objects import FR, ClusterQueueDef, PodSet, WorkloadDef
 from .quota import QuotaNode, available, borrowing_level, potential_available
 from .snapshot import Snapshot
+from .tas_hook import tas_only
 
 PODS = "pods"
 _STOP_BORROW = ("Borrow", "MayStopSearch")
@@ -117,6 +118,7 @@ class FlavorAssigner:
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
                 psa: PodSetAssignment) -> tuple[str, Mode, int, list[FR]] | None:
         keys = _group_label_keys(self.snap, flavors)
+        implied_topology = tas_only(cq, self.snap.flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
         reasons: list[str] = []
         for fname in flavors:
@@ -126,6 +128,11 @@ class FlavorAssigner:
                 continue
             if ps.topology_request and not flavor.topology_name:
                 reasons.append(f"flavor {fname} does not support TopologyAwareScheduling")
+                continue
+            if flavor.topology_name and not ps.topology_request and not implied_topology:
+                # Outside a TAS-only queue a PodSet without a topology request may not take a
+                # TAS flavor, so the search moves on to the next (plain) flavor, as Kueue does.
+                reasons.append(f'Flavor "{fname}" supports only TopologyAwareScheduling')
                 continue
             taint = untolerated_taint(ps, flavor)
             if taint is not None:
