@@ -2,13 +2,17 @@
 
 Two parts: CustomResourceDefinitions (pykueue's own from ``manifests/crds/`` as soon as
 that folder has YAML files, plus the minimal third-party CRDs from ``manifests/dev/crds/``
-that pykueue integrates with), and the hook that will run pykueue itself inside the dev
+that pykueue integrates with), and the hook that runs pykueue itself against the dev
 cluster. CRDs are applied server-side, so a second ``dev up`` updates them in place.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import sys
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from devcluster import ports, processes
 from devcluster.components import Layout
 from devcluster.health import wait_for
 from devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
@@ -24,6 +29,11 @@ from devcluster.restclient import AdminClient
 CRD_DIRS = (MANIFESTS_DIR / "crds", DEV_MANIFESTS_DIR / "crds")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 NOT_RUNNING = "not running"
+NAMESPACES_PATH = "/api/v1/namespaces"
+PYKUEUE = "pykueue"
+PYKUEUE_NAMESPACE = "kueue-system"
+PYKUEUE_DEADLINE_S = 60.0
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _documents(directories: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
@@ -74,29 +84,55 @@ class PykueueEndpoints:
 
 
 def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
-    """HOOK: run pykueue inside the dev cluster. Not wired yet: pykueue's manager is not built.
+    """Run ``pykueue run`` against the dev cluster on loopback ports, once.
 
-    When ``pykueue run`` exists, this is where it goes, in this order:
-
-    1. pick three loopback ports (``ports.free_ports``) for metrics, webhook and extender;
-    2. start ``python -m pykueue run --kubeconfig <layout.admin_kubeconfig> --config F`` with
-       ``processes.spawn("pykueue", ...)`` and record it in the state file like the other
-       components, so ``dev down`` stops it and ``dev up`` restarts it when it died;
-    3. apply ``manifests/06-webhooks.yaml`` rewritten from ``clientConfig.service`` to
-       ``clientConfig.url: https://127.0.0.1:<webhook port>/<path>`` with the caBundle of
-       pykueue's serving CA (the API server calls webhooks over loopback here);
-    4. wait for the webhook's and the metrics endpoint's health with ``health.wait_for``;
-    5. to have kube-scheduler call the extender, ``dev up --extender-url`` already writes it
-       into the KubeSchedulerConfiguration (``components.Extender``);
-    6. register the visibility API (pykueue's fourth loopback port) with
-       ``aggregation.host_api_service_manifests(VISIBILITY_GROUP, "v1beta2", "pykueue-system",
-       "pykueue-visibility-server", port, ca_bundle_pem=<its serving cert>)``: an ExternalName
-       Service ``localhost`` plus the APIService, which the aggregator reaches on loopback.
-
-    CRDs are installed before this hook runs (``install_crds``).
+    The process is recorded in the cluster's state file like the other components, so
+    ``dev down`` stops it; a second ``dev up`` reuses it while it runs and starts a new one
+    when it died. Its log is ``logs/pykueue.log`` in the state directory. It campaigns for
+    its Lease in ``kueue-system``, created here. Not wired yet (see the ``run`` command):
+    the webhook configuration and the visibility APIService registration.
     """
-    del client, layout
-    return PykueueEndpoints()
+    client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
+                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
+    state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
+    record = _pykueue_record(state)
+    if record is None or not processes.is_running(record):
+        metrics, health, extender = ports.free_ports(3)
+        argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(layout.admin_kubeconfig),
+                "--metrics-bind-address", f"{ports.LOOPBACK}:{metrics}",
+                "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}",
+                "--extender-bind-address", f"{ports.LOOPBACK}:{extender}"]
+        record = processes.spawn(PYKUEUE, argv, layout.logs / "pykueue.log", cwd=REPO_ROOT)
+        if state is not None:
+            state["processes"] = [p for p in state["processes"] if p.get("name") != PYKUEUE]
+            state["processes"].append(record.to_json())
+            tmp = layout.state_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=2))
+            tmp.replace(layout.state_file)
+    addresses = _flag_values(record.argv)
+    ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
+    wait_for("pykueue readiness", lambda: _http_ok(ready), PYKUEUE_DEADLINE_S, record)
+    return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
+                            extender=f"http://{addresses['--extender-bind-address']}")
+
+
+def _pykueue_record(state: dict[str, Any] | None) -> processes.ProcessRecord | None:
+    for entry in (state or {}).get("processes") or ():
+        if entry.get("name") == PYKUEUE:
+            return processes.ProcessRecord.from_json(entry)
+    return None
+
+
+def _flag_values(argv: tuple[str, ...]) -> dict[str, str]:
+    return {flag: value for flag, value in itertools.pairwise(argv) if flag.startswith("--")}
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
 
 
 def wait_default_service_account(client: AdminClient, deadline_s: float = 60.0) -> None:

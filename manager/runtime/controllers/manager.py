@@ -1,0 +1,328 @@
+"""The queue manager: informers feed the core, the core's decisions are written back.
+
+Data flow (one asyncio task each, the core touched only from the event loop thread, so
+no locks): informer handlers apply objects to :class:`QueueingCore` and poke the
+scheduler; the scheduler loop (leader only, after every informer has synced, so a
+restart rebuilds all admitted quota before deciding anything) runs cycles on a real
+clock and writes changed Workload statuses; a job work queue reconciles each Job with
+its Workload (create, start on admission, stop on eviction, finish).
+
+Every write is a compare-and-swap on the object's ``resourceVersion``. A 409 re-reads
+the object and recomputes the write from the fresh copy; nothing is overwritten blindly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+
+from api import keys
+from manager.core.config import CoreConfig
+from manager.core.engine import QueueingCore
+from manager.core.jobs_to_workloads import workload_name, workloads_for
+from manager.core.objects import ObjectError
+from manager.core.status import workload_status
+from manager.core.workload_state import ADMITTED, FINISHED
+from manager.runtime import resources as res
+from manager.runtime.client import JSON, ApiError, KubeClient
+from manager.runtime.informer import EventType, Informer
+from manager.runtime.resources import ResourceRef, object_key
+from manager.runtime.workqueue import WorkQueue
+
+from . import podsets
+from .queue_status import cluster_queue_status, local_queue_status, same_status
+
+log = logging.getLogger(__name__)
+
+CORE_KINDS: tuple[ResourceRef, ...] = (
+    res.RESOURCE_FLAVORS, res.COHORTS, res.CLUSTER_QUEUES, res.LOCAL_QUEUES,
+    res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.NAMESPACES, res.WORKLOADS,
+)
+QUEUE_STATUS_PERIOD_S = 1.0
+MAX_CONFLICT_RETRIES = 5
+
+
+class QueueManager:
+    """Owns the core, the informers and the controllers built on them."""
+
+    def __init__(self, client: KubeClient, config: CoreConfig | None = None) -> None:
+        self.client = client
+        self.core = QueueingCore(config, now=time.time())
+        self.informers: dict[str, Informer] = {r.kind: Informer(client, r) for r in (*CORE_KINDS, res.JOBS)}
+        self.jobs: WorkQueue[str] = WorkQueue(self._reconcile_job, workers=4, name="jobs")
+        self._kick = asyncio.Event()
+        self._queues_dirty = asyncio.Event()
+        self._finished_reason: dict[str, str] = {}
+        # Workloads this process reserved quota for: a stale echo of their admission after
+        # an eviction must not be adopted back as if someone else had admitted them.
+        self._reserved_by_us: set[str] = set()
+        for kind, informer in self.informers.items():
+            informer.add_handler(self._job_handler if kind == "Job" else self._core_handler)
+
+    # -------------------------------------------------------------- informer events
+
+    def _core_handler(self, event: EventType, obj: JSON, old: JSON | None) -> None:
+        kind = str(obj.get("kind"))
+        meta = obj.get("metadata") or {}
+        try:
+            if event == EventType.DELETED:
+                self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
+            elif kind == "Workload" and self._admitted_elsewhere(obj):
+                # Quota reserved by another writer (a previous leader, a test, an external
+                # controller): adopt it instead of overwriting it with our pending view.
+                self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
+                self.core.apply(obj)
+            else:
+                self.core.apply(obj)
+        except ObjectError as exc:
+            log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
+        if kind == "Workload":
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("kind") == "Job" and ref.get("controller"):
+                    self.jobs.add(f"{meta.get('namespace')}/{ref.get('name')}")
+        self._poke()
+
+    def _admitted_elsewhere(self, obj: JSON) -> bool:
+        key = object_key(obj)
+        rec = self.core.workloads.get(key)
+        if rec is None or rec.holds_quota or rec.status == FINISHED or key in self._reserved_by_us:
+            return False
+        status = obj.get("status") or {}
+        return bool(status.get("admission")) and (
+            podsets.condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
+            or podsets.condition_true(obj, keys.WorkloadCondition.ADMITTED))
+
+    def _job_handler(self, event: EventType, obj: JSON, old: JSON | None) -> None:
+        if event != EventType.DELETED and podsets.queue_name(obj):
+            self.jobs.add(object_key(obj))
+
+    def _poke(self) -> None:
+        self._kick.set()
+        self._queues_dirty.set()
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def start_informers(self) -> None:
+        for informer in self.informers.values():
+            informer.start()
+        self.jobs.start()
+
+    async def wait_synced(self, timeout_s: float | None = None) -> None:
+        await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()))
+
+    async def stop(self) -> None:
+        await self.jobs.shutdown(drain=False, timeout_s=5.0)
+        for informer in self.informers.values():
+            await informer.stop()
+
+    async def lead(self) -> None:
+        """Leader-only work: scheduling and queue status, after all informers synced."""
+        await self.wait_synced()
+        log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
+                 len(self.core.cq_defs))
+        await asyncio.gather(self._schedule_forever(), self._queue_status_forever())
+
+    # -------------------------------------------------------------- scheduling
+
+    async def _schedule_forever(self) -> None:
+        while True:
+            self._kick.clear()
+            await self.schedule_once()
+            deadline = self.core.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - time.time())
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._kick.wait()
+
+    async def schedule_once(self) -> None:
+        """Fire due timers, cycle until idle, write what changed."""
+        self.core.fire_timers(time.time())
+        self.core.run_until_idle()
+        changed = self.core.take_changes()
+        if changed:
+            self._queues_dirty.set()
+        for key in sorted(changed):
+            try:
+                await self._write_workload_status(key)
+            except ApiError as exc:
+                log.warning("writing status of Workload %s failed: %s", key, exc)
+
+    async def _write_workload_status(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        path = res.WORKLOADS.object_path(name, namespace, "status")
+        current = self.informers["Workload"].get(key)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            rec = self.core.workloads.get(key)
+            if rec is None:
+                return
+            if current is None:
+                current = await self._get(res.WORKLOADS.object_path(name, namespace))
+                if current is None:
+                    return
+                if self._admitted_elsewhere(current):
+                    self._core_handler(EventType.MODIFIED, current, None)
+                    return
+            if rec.holds_quota:
+                self._reserved_by_us.add(key)
+            status = workload_status(rec, self.core.now)
+            if rec.status == FINISHED:
+                reason = self._finished_reason.get(key, keys.Reason.SUCCEEDED)
+                old = current.get("status") or {}
+                status = {**old, "conditions": _finished_conditions(old, reason, self.core.now, status)}
+            body = {**current, "status": _keep_times(current.get("status") or {}, status)}
+            try:
+                await self.client.replace(path, body)
+                return
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+                current = None  # re-read and recompute from the fresh object
+        log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
+
+    async def _get(self, path: str) -> JSON | None:
+        try:
+            return await self.client.get(path)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    # -------------------------------------------------------------- queue status
+
+    async def _queue_status_forever(self) -> None:
+        while True:
+            await self._queues_dirty.wait()
+            self._queues_dirty.clear()
+            await self.write_queue_statuses()
+            await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # rate limit, not synchronisation
+
+    async def write_queue_statuses(self) -> None:
+        for obj in self.informers["ClusterQueue"].items():
+            name = str(obj["metadata"]["name"])
+            await self._write_queue(res.CLUSTER_QUEUES, obj, partial(cluster_queue_status, self.core, name))
+        for obj in self.informers["LocalQueue"].items():
+            ns, name = str(obj["metadata"]["namespace"]), str(obj["metadata"]["name"])
+            await self._write_queue(res.LOCAL_QUEUES, obj, partial(local_queue_status, self.core, ns, name))
+
+    async def _write_queue(self, ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> None:
+        meta = obj["metadata"]
+        current: JSON | None = obj
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if current is None:
+                current = await self._get(ref.object_path(meta["name"], meta.get("namespace")))
+                if current is None:
+                    return
+            status = compute()
+            old = current.get("status") or {}
+            if same_status({k: old.get(k) for k in status}, status):
+                return
+            now = _timestamp(time.time())
+            for cond in status["conditions"]:
+                cond["lastTransitionTime"] = now
+            try:
+                await self.client.replace(ref.object_path(meta["name"], meta.get("namespace"), "status"),
+                                          {**current, "status": {**old, **status}})
+                return
+            except ApiError as exc:
+                if not exc.conflict:
+                    log.warning("writing status of %s %s failed: %s", ref.kind, meta["name"], exc)
+                    return
+                current = None
+
+    # -------------------------------------------------------------- jobs
+
+    async def _reconcile_job(self, key: str) -> float | None:
+        job = self.informers["Job"].get(key)
+        if job is None or not podsets.queue_name(job):
+            return None
+        meta = job["metadata"]
+        wl_name = workload_name("Job", "batch", meta["name"], str(meta.get("uid", "")))
+        wl_key = f"{meta['namespace']}/{wl_name}"
+        workload = self.informers["Workload"].get(wl_key)
+        finished = podsets.job_finished(job)
+        if workload is None:
+            if finished is None:
+                await self._create_workload(job)
+            return None
+        if finished is not None:
+            if not podsets.condition_true(workload, keys.WorkloadCondition.FINISHED):
+                self._finished_reason[wl_key] = finished
+                self.core.finish(wl_key)
+                self._kick.set()
+            return None
+        suspended = bool((job.get("spec") or {}).get("suspend"))
+        if podsets.is_admitted(workload):
+            if suspended:
+                await self._write_job(podsets.start_job(job, workload, self._flavors()), key)
+            self._pods_ready(job, wl_key)
+            return None
+        if not suspended:
+            await self._write_job(podsets.stop_job(job), key)
+        else:
+            restored = podsets.restore_template(job, workload)
+            if restored is not None and podsets.template_started(job):
+                await self._write_job(restored, key)
+        return None
+
+    def _flavors(self) -> dict[str, JSON]:
+        return {str(o["metadata"]["name"]): o for o in self.informers["ResourceFlavor"].items()}
+
+    def _pods_ready(self, job: JSON, wl_key: str) -> None:
+        rec = self.core.workloads.get(wl_key)
+        if rec is None or rec.status != ADMITTED or rec.pods_ready:
+            return
+        status, spec = job.get("status") or {}, job.get("spec") or {}
+        parallelism = int(spec.get("parallelism", 1))
+        want = min(parallelism, int(spec.get("completions") or parallelism))
+        if int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= want:
+            self.core.set_pods_ready(wl_key)
+
+    async def _create_workload(self, job: JSON) -> None:
+        for wl in workloads_for(job):
+            wl["metadata"].pop("creationTimestamp", None)
+            for ref in wl["metadata"].get("ownerReferences") or ():
+                ref["blockOwnerDeletion"] = True
+            try:
+                await self.client.create(res.WORKLOADS.collection_path(wl["metadata"]["namespace"]), wl)
+                log.info("created Workload %s/%s for Job %s", wl["metadata"]["namespace"],
+                         wl["metadata"]["name"], job["metadata"]["name"])
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+
+    async def _write_job(self, body: JSON, key: str) -> None:
+        """PUT with the Job's resourceVersion; a conflict raises so the work queue retries
+        from the informer's newer copy (the recomputation starts from fresh state)."""
+        namespace, name = key.split("/", 1)
+        await self.client.replace(res.JOBS.object_path(name, namespace), body)
+
+
+def _timestamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _keep_times(old: JSON, new: JSON) -> JSON:
+    """Keep a condition's lastTransitionTime when its status did not change (Kubernetes' rule)."""
+    before = {c.get("type"): c for c in old.get("conditions") or ()}
+    conditions = []
+    for cond in new.get("conditions") or ():
+        prev = before.get(cond.get("type"))
+        if prev is not None and prev.get("status") == cond.get("status") and prev.get("lastTransitionTime"):
+            cond = {**cond, "lastTransitionTime": prev["lastTransitionTime"]}
+        conditions.append(cond)
+    return {**new, "conditions": conditions}
+
+
+def _finished_conditions(old: JSON, reason: str, now: float, computed: JSON) -> list[JSON]:
+    """Finished keeps the admission history (Kueue leaves QuotaReserved/Admitted in place)."""
+    conditions = [c for c in old.get("conditions") or () if c.get("type") != keys.WorkloadCondition.FINISHED]
+    message = "Job finished successfully" if reason == keys.Reason.SUCCEEDED else "Job failed"
+    conditions.append({"type": keys.WorkloadCondition.FINISHED, "status": "True", "reason": reason,
+                       "message": message, "lastTransitionTime": _timestamp(now)})
+    del computed
+    return conditions
+
