@@ -1,0 +1,213 @@
+"""A private CA and the webhook's serving certificate: issue, check, renew. Pure, no I/O.
+
+Kueue's internal cert management (and cert-controller) keeps a self-signed CA in a Secret and
+issues the webhook's serving certificate from it, so the apiserver only ever needs the CA as
+``caBundle``. The CA lives long (10 years) and the serving certificate one year; both are
+renewed once they enter their last 90 days. Renewing the serving certificate alone keeps the
+caBundle unchanged, so the apiserver never sees a window where it distrusts the server.
+
+Keys are ECDSA P-256: fast to generate and to handshake, accepted by kube-apiserver.
+Time is passed in, so tests can age certificates without sleeping.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_VALIDITY = datetime.timedelta(days=3650)
+CERT_VALIDITY = datetime.timedelta(days=365)
+RENEW_BEFORE = datetime.timedelta(days=90)
+CLOCK_SKEW = datetime.timedelta(minutes=5)
+CA_COMMON_NAME = "pykueue-ca"
+
+# Secret data keys, as Kueue's (and cert-manager's) serving-cert Secrets name them.
+CA_CRT, CA_KEY, TLS_CRT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+
+
+def now_utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+@dataclass(frozen=True)
+class CertBundle:
+    """PEM bytes of the CA and the serving pair, as stored in the Secret."""
+
+    ca_crt: bytes
+    ca_key: bytes
+    tls_crt: bytes
+    tls_key: bytes
+
+    def as_files(self) -> dict[str, bytes]:
+        return {CA_CRT: self.ca_crt, CA_KEY: self.ca_key, TLS_CRT: self.tls_crt, TLS_KEY: self.tls_key}
+
+    @classmethod
+    def from_files(cls, data: dict[str, bytes]) -> CertBundle:
+        missing = [k for k in (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY) if not data.get(k)]
+        if missing:
+            raise ValueError(f"certificate bundle lacks {', '.join(missing)}")
+        return cls(data[CA_CRT], data[CA_KEY], data[TLS_CRT], data[TLS_KEY])
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def new_ca(
+    now: datetime.datetime | None = None, validity: datetime.timedelta = CA_VALIDITY
+) -> tuple[bytes, bytes]:
+    """(ca.crt, ca.key) of a fresh self-signed CA."""
+    issued = now or now_utc()
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name(f"{CA_COMMON_NAME}@{int(issued.timestamp())}")
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(issued - CLOCK_SKEW)
+        .not_valid_after(issued + validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def issue_serving(
+    ca_crt: bytes,
+    ca_key: bytes,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str] = (),
+    now: datetime.datetime | None = None,
+    validity: datetime.timedelta = CERT_VALIDITY,
+) -> tuple[bytes, bytes]:
+    """(tls.crt, tls.key) for the given names, signed by the CA; never outlives the CA."""
+    if not dns_names and not ip_addresses:
+        raise ValueError("a serving certificate needs at least one DNS name or IP address")
+    issued = now or now_utc()
+    ca = x509.load_pem_x509_certificate(ca_crt)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an ECDSA key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    alt += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    not_after = min(issued + validity, ca.not_valid_after_utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(dns_names[0] if dns_names else ip_addresses[0]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(issued - CLOCK_SKEW)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
+        )
+        .sign(signer, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def _sans(cert: x509.Certificate) -> tuple[set[str], set[str]]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set(), set()
+    return set(ext.get_values_for_type(x509.DNSName)), {
+        str(ip) for ip in ext.get_values_for_type(x509.IPAddress)
+    }
+
+
+def renewal_reason(
+    bundle: CertBundle,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str] = (),
+    now: datetime.datetime | None = None,
+    renew_before: datetime.timedelta = RENEW_BEFORE,
+) -> tuple[str, str] | None:
+    """Why the bundle must change, as (part, reason) with part "ca" or "cert"; None when it is fine.
+
+    A CA change implies a new serving certificate (and a new caBundle everywhere).
+    """
+    at = now or now_utc()
+    try:
+        ca = x509.load_pem_x509_certificate(bundle.ca_crt)
+        cert = x509.load_pem_x509_certificate(bundle.tls_crt)
+        serialization.load_pem_private_key(bundle.ca_key, password=None)
+        tls_key = serialization.load_pem_private_key(bundle.tls_key, password=None)
+    except ValueError as exc:
+        return "ca", f"unreadable: {exc}"
+    if ca.not_valid_after_utc - at < renew_before:
+        return "ca", "the CA expires within the renewal window"
+    if cert.issuer != ca.subject:
+        return "cert", "the serving certificate was not issued by the CA"
+    if cert.public_key().public_numbers() != tls_key.public_key().public_numbers():  # type: ignore[union-attr]
+        return "cert", "the serving key does not match the certificate"
+    if cert.not_valid_after_utc - at < renew_before:
+        return "cert", "the serving certificate expires within the renewal window"
+    dns, ips = _sans(cert)
+    if not (set(dns_names) <= dns and set(ip_addresses) <= ips):
+        return "cert", "the serving certificate does not cover every name"
+    return None
+
+
+def ensure_bundle(
+    current: CertBundle | None,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str] = (),
+    now: datetime.datetime | None = None,
+) -> tuple[CertBundle, str | None]:
+    """The bundle to use from now on, and why it changed (None: ``current`` is reused as is)."""
+    at = now or now_utc()
+    if current is None:
+        reason: tuple[str, str] | None = ("ca", "no certificates yet")
+    else:
+        reason = renewal_reason(current, dns_names, ip_addresses, at)
+    if reason is None and current is not None:
+        return current, None
+    assert reason is not None
+    if reason[0] == "ca" or current is None:
+        ca_crt, ca_key = new_ca(at)
+    else:
+        ca_crt, ca_key = current.ca_crt, current.ca_key
+    tls_crt, tls_key = issue_serving(ca_crt, ca_key, dns_names, ip_addresses, at)
+    return CertBundle(ca_crt, ca_key, tls_crt, tls_key), reason[1]
+
+
+def service_dns_names(service: str, namespace: str) -> tuple[str, ...]:
+    """The names kube-apiserver may dial a Service by (it verifies ``<svc>.<ns>.svc``)."""
+    base = f"{service}.{namespace}"
+    return (service, base, f"{base}.svc", f"{base}.svc.cluster.local")

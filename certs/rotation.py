@@ -1,0 +1,199 @@
+"""Keeping the webhook's certificates in a Secret, its CA in every caBundle, its server current.
+
+Startup and every check period run the same :meth:`CertRotator.reconcile`:
+
+1. read the Secret (``ca.crt ca.key tls.crt tls.key``); reuse it when still good, otherwise
+   renew (:func:`certs.authority.ensure_bundle`) and write it back with the read
+   ``resourceVersion``. A 409 means another replica wrote first: re-read and take theirs, so
+   replicas converge on one CA instead of fighting.
+2. write the pair to the cert directory and reload it into the live ``ssl.SSLContext``.
+   Loading into the same context object changes only future handshakes: connections already
+   open keep going, so a rotation drops no request.
+3. set the CA as ``caBundle`` on our Mutating/ValidatingWebhookConfigurations and on the
+   conversion stanza of our CRDs (compare-and-swap PUTs, skipped when already equal).
+
+``ready`` turns true only after all three succeeded once; the readiness probe reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from certs.authority import TLS_CRT, TLS_KEY, CertBundle, ensure_bundle
+from manager.runtime.client import ApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+MUTATING_PATH = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+VALIDATING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MAX_CONFLICTS = 5
+
+
+def write_pair(directory: Path, bundle: CertBundle) -> tuple[Path, Path]:
+    """Write tls.crt/tls.key (and ca.crt) atomically; the key is readable by the owner only."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, data in ((TLS_CRT, bundle.tls_crt), (TLS_KEY, bundle.tls_key), ("ca.crt", bundle.ca_crt)):
+        tmp = directory / f".{name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        tmp.replace(directory / name)
+        paths.append(directory / name)
+    return paths[0], paths[1]
+
+
+def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(str(cert_file), str(key_file))
+    return context
+
+
+def _secret_bundle(secret: dict[str, Any]) -> CertBundle | None:
+    data = secret.get("data") or {}
+    try:
+        return CertBundle.from_files({k: base64.b64decode(v) for k, v in data.items()})
+    except (ValueError, TypeError):
+        return None
+
+
+@dataclass
+class CertRotator:
+    client: KubeClient
+    namespace: str
+    secret_name: str
+    dns_names: Sequence[str]
+    ip_addresses: Sequence[str]
+    cert_dir: Path
+    context: ssl.SSLContext | None = None  # the live server context, reloaded in place
+    mutating: Sequence[str] = ()
+    validating: Sequence[str] = ()
+    crds: Sequence[str] = ()
+    check_period_s: float = 3600.0
+    ready: bool = False
+    bundle: CertBundle | None = None
+    _task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @property
+    def secret_path(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/secrets/{self.secret_name}"
+
+    async def reconcile(self) -> CertBundle:
+        bundle = await self._sync_secret()
+        cert_file, key_file = write_pair(self.cert_dir, bundle)
+        if self.context is None:
+            self.context = server_context(cert_file, key_file)
+        elif bundle != self.bundle:
+            self.context.load_cert_chain(str(cert_file), str(key_file))
+            log.info("serving certificate reloaded")
+        self.bundle = bundle
+        await self.inject(bundle.ca_crt)
+        self.ready = True
+        return bundle
+
+    async def _sync_secret(self) -> CertBundle:
+        for _ in range(MAX_CONFLICTS):
+            try:
+                secret: dict[str, Any] | None = await self.client.get(self.secret_path)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+                secret = None
+            current = None if secret is None else _secret_bundle(secret)
+            bundle, reason = ensure_bundle(current, self.dns_names, self.ip_addresses)
+            if reason is None:
+                return bundle
+            log.info("webhook certificates renewed: %s", reason)
+            body: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": self.secret_name, "namespace": self.namespace},
+                "data": {k: base64.b64encode(v).decode() for k, v in bundle.as_files().items()},
+            }
+            try:
+                if secret is None:
+                    await self.client.create(f"/api/v1/namespaces/{self.namespace}/secrets", body)
+                else:
+                    body["metadata"] = {**secret.get("metadata", {})}
+                    await self.client.replace(self.secret_path, body)
+                return bundle
+            except ApiError as exc:
+                if not (exc.conflict or exc.already_exists):
+                    raise
+                log.info("certificate Secret written concurrently: re-reading it")
+        raise RuntimeError(f"Secret {self.namespace}/{self.secret_name} kept changing")
+
+    async def inject(self, ca_crt: bytes) -> None:
+        ca = base64.b64encode(ca_crt).decode()
+        for collection, names in ((MUTATING_PATH, self.mutating), (VALIDATING_PATH, self.validating)):
+            for name in names:
+                await self._update(f"{collection}/{name}", lambda obj: _set_webhooks_ca(obj, ca))
+        for name in self.crds:
+            await self._update(f"{CRD_PATH}/{name}", lambda obj: _set_conversion_ca(obj, ca))
+
+    async def _update(self, path: str, change: Any) -> None:
+        for _ in range(MAX_CONFLICTS):
+            try:
+                obj = await self.client.get(path)
+            except ApiError as exc:
+                if exc.not_found:
+                    log.warning("%s not found: no caBundle to inject", path)
+                    return
+                raise
+            if not change(obj):
+                return
+            try:
+                await self.client.replace(path, obj)
+                return
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+        raise RuntimeError(f"{path} kept changing while injecting the caBundle")
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="cert-rotation")
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.check_period_s)
+            try:
+                await self.reconcile()
+            except Exception:  # keep serving with the current pair; retry next period
+                log.exception("certificate check failed")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _set_webhooks_ca(obj: dict[str, Any], ca: str) -> bool:
+    changed = False
+    for hook in obj.get("webhooks") or ():
+        config = hook.setdefault("clientConfig", {})
+        if config.get("caBundle") != ca:
+            config["caBundle"] = ca
+            changed = True
+    return changed
+
+
+def _set_conversion_ca(obj: dict[str, Any], ca: str) -> bool:
+    conversion = (obj.get("spec") or {}).get("conversion") or {}
+    if conversion.get("strategy") != "Webhook":
+        return False
+    config = conversion.setdefault("webhook", {}).setdefault("clientConfig", {})
+    if config.get("caBundle") == ca:
+        return False
+    config["caBundle"] = ca
+    return True
