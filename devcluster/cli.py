@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from devcluster import cluster
+from devcluster import cluster, sample
 from devcluster.build import BuildError, build
 from devcluster.components import Extender
 from devcluster.health import StartupError
@@ -23,13 +23,17 @@ def _progress(message: str) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="dev_command", metavar="{up,down,status,build}", required=True)
+    sub = parser.add_subparsers(dest="dev_command", metavar="{up,down,status,build,sample}", required=True)
     up = sub.add_parser("up", help="start the dev cluster, or reuse and repair a running one")
     up.add_argument("--extender-url", metavar="URL",
                     help="wire this scheduler extender (filter/prioritize/bind) into kube-scheduler")
     up.add_argument("--extender-ca-file", metavar="FILE", help="CA bundle for an https extender")
     sub.add_parser("down", help="stop everything `up` started and remove its state")
     sub.add_parser("status", help="show the components of the dev cluster")
+    sample_parser = sub.add_parser("sample", help="on the running dev cluster: set up a quota and run three "
+                                   "Jobs through it, showing admission, queueing and completion")
+    sample_parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                               help="give up when the Jobs have not all completed after this long")
     b = sub.add_parser("build", help="build the control-plane binaries (once per pinned version)")
     b.add_argument("--force", action="store_true", help="rebuild binaries that already exist")
     b.add_argument("--only", nargs="+", default=(), metavar="NAME",
@@ -49,7 +53,9 @@ def main(args: argparse.Namespace) -> int:
             return 0
         if args.dev_command == "status":
             return _status()
-    except (BuildError, cluster.BinariesMissing, StartupError, ApiError, OSError) as exc:
+        if args.dev_command == "sample":
+            return _sample(args.timeout)
+    except (BuildError, cluster.BinariesMissing, StartupError, ApiError, OSError, TimeoutError) as exc:
         print(f"pykueue dev {args.dev_command}: {exc}", file=sys.stderr)
         return 1
     print(f"pykueue dev: unknown command {args.dev_command}", file=sys.stderr)
@@ -66,6 +72,23 @@ def _up(args: argparse.Namespace) -> int:
     for line in result.endpoints.lines():
         print(line)
     print(f"kubeconfig: {result.kubeconfig}")
+    return 0
+
+
+def _sample(timeout_s: float) -> int:
+    state = cluster.current_state()
+    if state is None:
+        print("pykueue dev sample: the dev cluster is not running; start it with `pykueue dev up`",
+              file=sys.stderr)
+        return 1
+    lay = cluster.layout()
+    outcome = sample.run(cluster.admin_client(lay, state.ports), deadline_s=timeout_s)
+    if not outcome.completed:
+        print(f"pykueue dev sample: the Jobs did not all complete within {timeout_s:.0f}s; "
+              f"see `pykueue dev status` and the logs it lists", file=sys.stderr)
+        return 1
+    for line in sample.next_steps(str(lay.admin_kubeconfig)):
+        print(line)
     return 0
 
 
