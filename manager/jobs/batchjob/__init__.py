@@ -1,0 +1,1 @@
+"""The batchjob integration: admission rules (webhook.py) and reconciliation (lifecycle.py)."""

@@ -1,0 +1,1 @@
+"""The leaderworkerset integration: admission rules (webhook.py) and reconciliation (lifecycle.py)."""

@@ -1,0 +1,1 @@
+"""The pod integration: admission rules (webhook.py) and reconciliation (lifecycle.py)."""

@@ -1,0 +1,1 @@
+"""The pytorchjob integration: admission rules (webhook.py) and reconciliation (lifecycle.py)."""

@@ -1,0 +1,158 @@
+"""AdmissionReview v1 and ConversionReview v1 on the wire: parse strictly, answer exactly.
+
+Anything the apiserver would never send (not JSON, no ``request``, a wrong apiVersion/kind,
+an object that is not a mapping) is a :class:`BadRequest`, answered with HTTP 400 and the
+reason, so a confused client learns what was wrong and the server never crashes on it.
+Responses always carry the request's ``uid``; mutations are a base64 RFC 6902 JSON Patch
+computed as the diff between what arrived and what the defaulter made of it, as
+controller-runtime does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+
+JSON = dict[str, Any]
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
+MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request limit is ~3 MiB
+
+
+class BadRequest(ValueError):
+    """The request is not a well-formed review: HTTP 400 with this text."""
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    uid: str
+    group: str
+    version: str
+    kind: str
+    operation: str
+    namespace: str
+    name: str
+    object: JSON | None
+    old_object: JSON | None
+    api_version: str  # of the review, echoed back
+    sub_resource: str = ""
+
+
+def decode_json(body: bytes) -> Any:
+    if len(body) > MAX_BODY_BYTES:
+        raise BadRequest(f"request body larger than {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"request body is not JSON: {exc}") from exc
+
+
+def _review(payload: Any, api_version: str, kind: str) -> JSON:
+    if not isinstance(payload, dict):
+        raise BadRequest(f"expected a {kind} object, got {type(payload).__name__}")
+    if payload.get("kind") != kind or payload.get("apiVersion") != api_version:
+        raise BadRequest(
+            f"expected apiVersion {api_version} kind {kind}, got apiVersion "
+            f"{payload.get('apiVersion')!r} kind {payload.get('kind')!r}"
+        )
+    request = payload.get("request")
+    if not isinstance(request, dict):
+        raise BadRequest(f"{kind} without a request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadRequest(f"{kind} request without a uid")
+    return request
+
+
+def _optional_object(value: Any, what: str) -> JSON | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadRequest(f"request.{what} is not an object")
+    return value
+
+
+def parse_admission_review(body: bytes) -> AdmissionRequest:
+    request = _review(decode_json(body), ADMISSION_API_VERSION, "AdmissionReview")
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or not isinstance(kind.get("kind"), str):
+        raise BadRequest("request.kind must be a GroupVersionKind object")
+    operation = request.get("operation")
+    if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+        raise BadRequest(f"request.operation {operation!r} is not CREATE, UPDATE, DELETE or CONNECT")
+    for field in ("namespace", "name", "subResource"):
+        if not isinstance(request.get(field, ""), str):
+            raise BadRequest(f"request.{field} must be a string")
+    return AdmissionRequest(
+        uid=request["uid"],
+        group=str(kind.get("group") or ""),
+        version=str(kind.get("version") or ""),
+        kind=kind["kind"],
+        operation=operation,
+        namespace=request.get("namespace") or "",
+        name=request.get("name") or "",
+        object=_optional_object(request.get("object"), "object"),
+        old_object=_optional_object(request.get("oldObject"), "oldObject"),
+        api_version=ADMISSION_API_VERSION,
+        sub_resource=request.get("subResource") or "",
+    )
+
+
+def admission_response(
+    uid: str,
+    *,
+    allowed: bool = True,
+    patch: list[JSON] | None = None,
+    message: str = "",
+    code: int = 0,
+    reason: str = "",
+    warnings: list[str] | None = None,
+) -> JSON:
+    response: JSON = {"uid": uid, "allowed": allowed}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    if not allowed or message:
+        response["status"] = {
+            "code": code or (200 if allowed else 403),
+            "reason": reason or ("" if allowed else "Forbidden"),
+            "message": message,
+        }
+    if warnings:
+        response["warnings"] = warnings
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def json_patch(original: JSON, mutated: JSON) -> list[JSON]:
+    ops: list[JSON] = jsonpatch.make_patch(original, mutated).patch
+    return ops
+
+
+@dataclass(frozen=True)
+class ConversionRequest:
+    uid: str
+    desired_api_version: str
+    objects: list[Any]
+
+
+def parse_conversion_review(body: bytes) -> ConversionRequest:
+    request = _review(decode_json(body), CONVERSION_API_VERSION, "ConversionReview")
+    desired = request.get("desiredAPIVersion")
+    if not isinstance(desired, str) or not desired:
+        raise BadRequest("ConversionReview request without desiredAPIVersion")
+    objects = request.get("objects")
+    if not isinstance(objects, list):
+        raise BadRequest("ConversionReview request.objects must be a list")
+    return ConversionRequest(request["uid"], desired, objects)
+
+
+def conversion_response(uid: str, objects: list[JSON] | None = None, error: str = "") -> JSON:
+    result: JSON = {"status": "Success"} if not error else {"status": "Failure", "message": error}
+    response: JSON = {"uid": uid, "result": result}
+    if not error:
+        response["convertedObjects"] = objects or []
+    return {"apiVersion": CONVERSION_API_VERSION, "kind": "ConversionReview", "response": response}
