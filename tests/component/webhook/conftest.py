@@ -56,19 +56,34 @@ class WebhookServer:
         except ValueError:
             return resp.status, data.decode(errors="replace")
 
-    def admit(self, path: str, obj: dict[str, Any], *, old: dict[str, Any] | None = None,
-              operation: str | None = None, gvk: tuple[str, str, str] | None = None) -> dict[str, Any]:
+    def admit(
+        self,
+        path: str,
+        obj: dict[str, Any],
+        *,
+        old: dict[str, Any] | None = None,
+        operation: str | None = None,
+        gvk: tuple[str, str, str] | None = None,
+    ) -> dict[str, Any]:
         """Send an AdmissionReview for ``obj``; return the response with the patch applied as ``object``."""
         api_version = str(obj.get("apiVersion", "v1"))
         group, _, version = api_version.rpartition("/")
         group_, version_, kind_ = gvk or (group, version, str(obj.get("kind")))
         uid = str(uuid.uuid4())
-        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": uid, "kind": {"group": group_, "version": version_, "kind": kind_},
-            "resource": {"group": group_, "version": version_, "resource": kind_.lower() + "s"},
-            "operation": operation or ("UPDATE" if old is not None else "CREATE"),
-            "namespace": (obj.get("metadata") or {}).get("namespace", ""),
-            "name": (obj.get("metadata") or {}).get("name", ""), "object": obj, "oldObject": old}}
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": uid,
+                "kind": {"group": group_, "version": version_, "kind": kind_},
+                "resource": {"group": group_, "version": version_, "resource": kind_.lower() + "s"},
+                "operation": operation or ("UPDATE" if old is not None else "CREATE"),
+                "namespace": (obj.get("metadata") or {}).get("namespace", ""),
+                "name": (obj.get("metadata") or {}).get("name", ""),
+                "object": obj,
+                "oldObject": old,
+            },
+        }
         status, body = self.post_raw(path, json.dumps(review).encode())
         assert status == 200, body
         response = body["response"]
@@ -81,7 +96,9 @@ class WebhookServer:
         response["object"] = patched
         return response
 
-    def reset(self, policy: AdmissionPolicy | None = None, lookup: StaticLookup | None = None) -> StaticLookup:
+    def reset(
+        self, policy: AdmissionPolicy | None = None, lookup: StaticLookup | None = None
+    ) -> StaticLookup:
         self.deps.policy = policy or AdmissionPolicy()
         self.deps.lookup = lookup or StaticLookup()
         assert isinstance(self.deps.lookup, StaticLookup)

@@ -15,8 +15,11 @@ from .objects import JOB_M, JOB_V, job, labels_of, owner_ref
 
 MJWQN = AdmissionPolicy(manage_jobs_without_queue_name=True)
 ALL = AdmissionPolicy(frameworks=frozenset({"batch/job", "kubeflow.org/mpijob"}))
-SELECTOR = {"matchExpressions": [{"key": keys.NAMESPACE_NAME_LABEL, "operator": "NotIn",
-                                  "values": ["kube-system", "unmanaged-ns"]}]}
+SELECTOR = {
+    "matchExpressions": [
+        {"key": keys.NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", "unmanaged-ns"]}
+    ]
+}
 
 
 def mutate(w: WebhookServer, obj: dict[str, Any]) -> dict[str, Any]:
@@ -68,19 +71,26 @@ def test_05_explicit_queue_kept_with_default_lq(webhook: WebhookServer) -> None:
 
 
 def test_06_owned_by_enabled_mpijob_left_alone(webhook: WebhookServer) -> None:
-    mpi = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-           "metadata": {"name": "owner", "namespace": "default", "uid": "uid-owner"}}
+    mpi = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "owner", "namespace": "default", "uid": "uid-owner"},
+    }
     lookup = webhook.reset(ALL, StaticLookup(local_queues={("default", "default")}))
     lookup.objects[("kubeflow.org/v2beta1", "MPIJob", "default", "owner")] = mpi
-    response = webhook.admit(JOB_M, job(owner=owner_ref("kubeflow.org/v2beta1", "MPIJob", "owner", "uid-owner")))
+    response = webhook.admit(
+        JOB_M, job(owner=owner_ref("kubeflow.org/v2beta1", "MPIJob", "owner", "uid-owner"))
+    )
     assert response["allowed"] and "patch" not in response
 
 
 def test_07_owner_of_disabled_integration_gets_default_queue(webhook: WebhookServer) -> None:
     lookup = webhook.reset(lookup=StaticLookup(local_queues={("default", "default")}))
     lookup.objects[("jobset.x-k8s.io/v1alpha2", "JobSet", "default", "js")] = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": "js", "namespace": "default", "uid": "uid-js"}}
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "default", "uid": "uid-js"},
+    }
     out = mutate(webhook, job(owner=owner_ref("jobset.x-k8s.io/v1alpha2", "JobSet", "js", "uid-js")))
     assert labels_of(out)[keys.QUEUE_NAME] == "default"
 
@@ -98,26 +108,36 @@ def test_09_queue_existence_not_checked(webhook: WebhookServer) -> None:
 
 
 def test_10_default_lq_not_applied_in_excluded_namespace(webhook: WebhookServer) -> None:
-    webhook.reset(AdmissionPolicy(managed_jobs_namespace_selector=SELECTOR),
-                  StaticLookup(local_queues={("unmanaged-ns", "default")}))
+    webhook.reset(
+        AdmissionPolicy(managed_jobs_namespace_selector=SELECTOR),
+        StaticLookup(local_queues={("unmanaged-ns", "default")}),
+    )
     response = webhook.admit(JOB_M, job(namespace="unmanaged-ns"))
     assert response["allowed"] and "patch" not in response
 
 
-@pytest.mark.parametrize(("gate", "label", "wpc", "owned", "expect"), [
-    (True, None, True, False, "default"),
-    (False, None, True, False, None),
-    (True, "high", True, False, "high"),
-    (True, None, False, False, None),
-    (True, None, True, True, None),
-])
-def test_11_default_priority_class(webhook: WebhookServer, gate: bool, label: str | None, wpc: bool,
-                                   owned: bool, expect: str | None) -> None:
-    lookup = webhook.reset(AdmissionPolicy(gates=FeatureGates({"WorkloadPriorityClassDefaulting": gate})),
-                           StaticLookup(priority_classes={"default"} if wpc else set()))
+@pytest.mark.parametrize(
+    ("gate", "label", "wpc", "owned", "expect"),
+    [
+        (True, None, True, False, "default"),
+        (False, None, True, False, None),
+        (True, "high", True, False, "high"),
+        (True, None, False, False, None),
+        (True, None, True, True, None),
+    ],
+)
+def test_11_default_priority_class(
+    webhook: WebhookServer, gate: bool, label: str | None, wpc: bool, owned: bool, expect: str | None
+) -> None:
+    lookup = webhook.reset(
+        AdmissionPolicy(gates=FeatureGates({"WorkloadPriorityClassDefaulting": gate})),
+        StaticLookup(priority_classes={"default"} if wpc else set()),
+    )
     lookup.objects[("batch/v1", "Job", "default", "parent")] = job("parent", queue="q")
-    obj = job(labels={keys.PRIORITY_CLASS: label} if label else None,
-              owner=owner_ref("batch/v1", "Job", "parent", "uid-parent") if owned else None)
+    obj = job(
+        labels={keys.PRIORITY_CLASS: label} if label else None,
+        owner=owner_ref("batch/v1", "Job", "parent", "uid-parent") if owned else None,
+    )
     assert labels_of(mutate(webhook, obj)).get(keys.PRIORITY_CLASS) == expect
 
 
@@ -129,13 +149,19 @@ def test_12_missing_owner_denied_unless_deleting(webhook: WebhookServer) -> None
     child["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
     response = webhook.admit(JOB_M, child)
     assert response["allowed"] and "patch" not in response
-    webhook.reset(AdmissionPolicy(manage_jobs_without_queue_name=True,
-                                  gates=FeatureGates({"SkipAncestorCheckForDeletedWorkloads": False})))
+    webhook.reset(
+        AdmissionPolicy(
+            manage_jobs_without_queue_name=True,
+            gates=FeatureGates({"SkipAncestorCheckForDeletedWorkloads": False}),
+        )
+    )
     assert not webhook.admit(JOB_M, child)["allowed"]
 
 
 def test_13_selector_excludes_queueless_but_not_queued(webhook: WebhookServer) -> None:
-    webhook.reset(AdmissionPolicy(manage_jobs_without_queue_name=True, managed_jobs_namespace_selector=SELECTOR))
+    webhook.reset(
+        AdmissionPolicy(manage_jobs_without_queue_name=True, managed_jobs_namespace_selector=SELECTOR)
+    )
     assert "patch" not in webhook.admit(JOB_M, job(namespace="unmanaged-ns"))
     assert mutate(webhook, job(namespace="unmanaged-ns", queue="q"))["spec"]["suspend"] is True
 
@@ -145,12 +171,14 @@ def test_13_selector_excludes_queueless_but_not_queued(webhook: WebhookServer) -
 
 def test_14_queue_name_format(webhook: WebhookServer) -> None:
     message = deny_message(webhook, job(queue="queue name"))
-    assert message.startswith("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"queue name\"")
+    assert message.startswith('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "queue name"')
     assert "RFC 1123" in message
 
 
-@pytest.mark.parametrize(("value", "elastic", "ok"), [("NaN", False, False), ("5", False, False),
-                                                      ("3", False, True), ("2", True, False)])
+@pytest.mark.parametrize(
+    ("value", "elastic", "ok"),
+    [("NaN", False, False), ("5", False, False), ("3", False, True), ("2", True, False)],
+)
 def test_15_min_parallelism(webhook: WebhookServer, value: str, elastic: bool, ok: bool) -> None:
     ann = {keys.JOB_MIN_PARALLELISM: value}
     if elastic:
@@ -159,13 +187,17 @@ def test_15_min_parallelism(webhook: WebhookServer, value: str, elastic: bool, o
     if ok:
         allowed(webhook, obj)
     else:
-        assert f"metadata.annotations[{keys.JOB_MIN_PARALLELISM}]: Invalid value" in deny_message(webhook, obj)
+        assert f"metadata.annotations[{keys.JOB_MIN_PARALLELISM}]: Invalid value" in deny_message(
+            webhook, obj
+        )
 
 
 def test_16_completions_equal_parallelism(webhook: WebhookServer) -> None:
     key = keys.JOB_COMPLETIONS_EQUAL_PARALLELISM
     assert "ParseBool" in deny_message(webhook, job(annotations={key: "-"}))
-    msg = deny_message(webhook, job(parallelism=4, completions=6, completionMode="Indexed", annotations={key: "true"}))
+    msg = deny_message(
+        webhook, job(parallelism=4, completions=6, completionMode="Indexed", annotations={key: "true"})
+    )
     assert msg.startswith("spec.completions: Invalid value: 6")
     for mode in (None, "NonIndexed"):
         extra = {"completionMode": mode} if mode else {}
@@ -176,9 +208,11 @@ def test_16_completions_equal_parallelism(webhook: WebhookServer) -> None:
 
 def test_17_prebuilt_workload_name(webhook: WebhookServer) -> None:
     key = keys.PREBUILT_WORKLOAD_NAME
-    assert "Invalid value: \"workload name\"" in deny_message(webhook, job(labels={key: "workload name"}))
+    assert 'Invalid value: "workload name"' in deny_message(webhook, job(labels={key: "workload name"}))
     allowed(webhook, job(labels={key: "workload-name"}))
-    assert deny_message(webhook, job(annotations={key: "workload name"})).startswith(f"metadata.annotations[{key}]")
+    assert deny_message(webhook, job(annotations={key: "workload name"})).startswith(
+        f"metadata.annotations[{key}]"
+    )
 
 
 @pytest.mark.parametrize(("value", "ok"), [("NaN", False), ("0", False), ("-10", False), ("10", True)])
@@ -190,30 +224,71 @@ def test_18_max_exec_time(webhook: WebhookServer, value: str, ok: bool) -> None:
         assert deny_message(webhook, obj).startswith(f"metadata.labels[{keys.MAX_EXEC_TIME_SECONDS}]")
 
 
-@pytest.mark.parametrize(("annotations", "parallelism", "fragment"), [
-    ({keys.PODSET_REQUIRED_TOPOLOGY: "cloud.com/block", keys.PODSET_PREFERRED_TOPOLOGY: "cloud.com/block"}, 1,
-     "spec.template.metadata.annotations: Invalid value"),
-    ({keys.PODSET_REQUIRED_TOPOLOGY: "some required value"}, 1,
-     f"spec.template.metadata.annotations[{keys.PODSET_REQUIRED_TOPOLOGY}]: Invalid value"),
-    ({keys.PODSET_REQUIRED_TOPOLOGY: "cloud.com/block", keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack"}, 1,
-     f"spec.template.metadata.annotations[{keys.PODSET_SLICE_SIZE}]: Required value"),
-    ({keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "not a number"}, 1,
-     "Invalid value: \"not a number\""),
-    ({keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "-1"}, 1, "Invalid value: \"-1\""),
-    ({keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "0"}, 1, "Invalid value: \"0\""),
-    ({keys.PODSET_SLICE_SIZE: "1"}, 1, f"annotations[{keys.PODSET_SLICE_SIZE}]: Forbidden"),
-    ({keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "20"}, 4,
-     "must not be greater than pod set count 4"),
-])
-def test_19_tas_annotations(webhook: WebhookServer, annotations: dict[str, str], parallelism: int,
-                            fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("annotations", "parallelism", "fragment"),
+    [
+        (
+            {
+                keys.PODSET_REQUIRED_TOPOLOGY: "cloud.com/block",
+                keys.PODSET_PREFERRED_TOPOLOGY: "cloud.com/block",
+            },
+            1,
+            "spec.template.metadata.annotations: Invalid value",
+        ),
+        (
+            {keys.PODSET_REQUIRED_TOPOLOGY: "some required value"},
+            1,
+            f"spec.template.metadata.annotations[{keys.PODSET_REQUIRED_TOPOLOGY}]: Invalid value",
+        ),
+        (
+            {
+                keys.PODSET_REQUIRED_TOPOLOGY: "cloud.com/block",
+                keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack",
+            },
+            1,
+            f"spec.template.metadata.annotations[{keys.PODSET_SLICE_SIZE}]: Required value",
+        ),
+        (
+            {keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "not a number"},
+            1,
+            'Invalid value: "not a number"',
+        ),
+        (
+            {keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "-1"},
+            1,
+            'Invalid value: "-1"',
+        ),
+        (
+            {keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "0"},
+            1,
+            'Invalid value: "0"',
+        ),
+        ({keys.PODSET_SLICE_SIZE: "1"}, 1, f"annotations[{keys.PODSET_SLICE_SIZE}]: Forbidden"),
+        (
+            {keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack", keys.PODSET_SLICE_SIZE: "20"},
+            4,
+            "must not be greater than pod set count 4",
+        ),
+    ],
+)
+def test_19_tas_annotations(
+    webhook: WebhookServer, annotations: dict[str, str], parallelism: int, fragment: str
+) -> None:
     assert fragment in deny_message(webhook, job(parallelism=parallelism, template_annotations=annotations))
 
 
 def test_19_tas_unconstrained_with_slices_ok(webhook: WebhookServer) -> None:
-    allowed(webhook, job(parallelism=4, template_annotations={
-        keys.PODSET_UNCONSTRAINED_TOPOLOGY: "true", keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack",
-        keys.PODSET_SLICE_SIZE: "2"}))
+    allowed(
+        webhook,
+        job(
+            parallelism=4,
+            template_annotations={
+                keys.PODSET_UNCONSTRAINED_TOPOLOGY: "true",
+                keys.PODSET_SLICE_REQUIRED_TOPOLOGY: "cloud.com/rack",
+                keys.PODSET_SLICE_SIZE: "2",
+            },
+        ),
+    )
 
 
 def test_20_elastic_with_topology(webhook: WebhookServer) -> None:
@@ -221,18 +296,23 @@ def test_20_elastic_with_topology(webhook: WebhookServer) -> None:
     for key in (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY):
         msg = deny_message(webhook, job(annotations=elastic, template_annotations={key: "cloud.com/block"}))
         assert f"spec.template.metadata.annotations[{key}]: Forbidden" in msg
-    allowed(webhook, job(annotations=elastic, template_annotations={keys.PODSET_UNCONSTRAINED_TOPOLOGY: "true"}))
+    allowed(
+        webhook, job(annotations=elastic, template_annotations={keys.PODSET_UNCONSTRAINED_TOPOLOGY: "true"})
+    )
 
 
-@pytest.mark.parametrize(("value", "ok", "fragment"), [
-    ("example.com/controller", True, ""),
-    ("example.com/a , example.com/b", True, ""),
-    ("this is an invalid value", False, "Invalid value"),
-    ("example.com/a,example.com/a", False, "duplicate gate"),
-    ("example.com/" + "x" * 60, False, "Too long"),
-    ("example .com/gate", False, "Invalid value"),
-    ("", True, ""),
-])
+@pytest.mark.parametrize(
+    ("value", "ok", "fragment"),
+    [
+        ("example.com/controller", True, ""),
+        ("example.com/a , example.com/b", True, ""),
+        ("this is an invalid value", False, "Invalid value"),
+        ("example.com/a,example.com/a", False, "duplicate gate"),
+        ("example.com/" + "x" * 60, False, "Too long"),
+        ("example .com/gate", False, "Invalid value"),
+        ("", True, ""),
+    ],
+)
 def test_21_admission_gated_by(webhook: WebhookServer, value: str, ok: bool, fragment: str) -> None:
     obj = job(annotations={keys.ADMISSION_GATED_BY: value})
     if ok:
@@ -258,17 +338,25 @@ def test_23_parallelism_locked_while_partially_admitted_job_runs(webhook: Webhoo
     msg = deny_message(webhook, job(parallelism=5, annotations=ann), job(parallelism=4, annotations=ann))
     assert msg.startswith("spec.parallelism: Forbidden")
     stopping = {**ann, keys.STOPPING: "true"}
-    allowed(webhook, job(parallelism=5, suspend=True, annotations=stopping),
-            job(parallelism=4, suspend=True, annotations=stopping))
+    allowed(
+        webhook,
+        job(parallelism=5, suspend=True, annotations=stopping),
+        job(parallelism=4, suspend=True, annotations=stopping),
+    )
 
 
 def test_24_completions_equal_parallelism_locked_while_running(webhook: WebhookServer) -> None:
     key = keys.JOB_COMPLETIONS_EQUAL_PARALLELISM
     spec = {"parallelism": 4, "completions": 4, "completionMode": "Indexed"}
-    msg = deny_message(webhook, job(annotations={key: "false"}, **spec), job(annotations={key: "true"}, **spec))
+    msg = deny_message(
+        webhook, job(annotations={key: "false"}, **spec), job(annotations={key: "true"}, **spec)
+    )
     assert "Forbidden" in msg
-    allowed(webhook, job(annotations={key: "false"}, suspend=True, **spec),
-            job(annotations={key: "true"}, suspend=True, **spec))
+    allowed(
+        webhook,
+        job(annotations={key: "false"}, suspend=True, **spec),
+        job(annotations={key: "true"}, suspend=True, **spec),
+    )
 
 
 def test_25_priority_class_updates(webhook: WebhookServer) -> None:
@@ -276,8 +364,9 @@ def test_25_priority_class_updates(webhook: WebhookServer) -> None:
     assert "Invalid value" in deny_message(webhook, job(labels={key: "test"}), job())
     allowed(webhook, job(labels={key: "new-test"}), job(labels={key: "test"}))
     for suspend in (False, True):
-        assert "cannot be removed" in deny_message(webhook, job(suspend=suspend),
-                                                   job(labels={key: "test"}, suspend=suspend))
+        assert "cannot be removed" in deny_message(
+            webhook, job(suspend=suspend), job(labels={key: "test"}, suspend=suspend)
+        )
     allowed(webhook, job(labels={key: "test"}, suspend=True), job(suspend=True))
     allowed(webhook, job(labels={key: "new"}, suspend=True), job(labels={key: "test"}, suspend=True))
 
@@ -285,10 +374,14 @@ def test_25_priority_class_updates(webhook: WebhookServer) -> None:
 def test_26_max_exec_time_and_prebuilt_updates(webhook: WebhookServer) -> None:
     key = keys.MAX_EXEC_TIME_SECONDS
     assert "immutable" in deny_message(webhook, job(labels={key: "20"}), job(labels={key: "10"}))
-    assert "immutable" in deny_message(webhook, job(labels={key: "20"}), job(labels={key: "10"}, suspend=True))
+    assert "immutable" in deny_message(
+        webhook, job(labels={key: "20"}), job(labels={key: "10"}, suspend=True)
+    )
     allowed(webhook, job(labels={key: "20"}, suspend=True), job(labels={key: "10"}, suspend=True))
     pre = keys.PREBUILT_WORKLOAD_NAME
-    assert "immutable" in deny_message(webhook, job(labels={pre: "new-workload"}), job(labels={pre: "old-workload"}))
+    assert "immutable" in deny_message(
+        webhook, job(labels={pre: "new-workload"}), job(labels={pre: "old-workload"})
+    )
     allowed(webhook, job(annotations={pre: "old-workload"}), job(labels={pre: "old-workload"}))
 
 
@@ -299,8 +392,9 @@ def test_27_admission_gated_by_updates(webhook: WebhookServer) -> None:
     allowed(webhook, job(), job(annotations={key: both}))
     allowed(webhook, job(annotations={key: "example.com/a"}), job(annotations={key: both}))
     allowed(webhook, job(annotations={key: "example.com/b,example.com/a"}), job(annotations={key: both}))
-    assert "Forbidden" in deny_message(webhook, job(annotations={key: "example.com/c"}),
-                                       job(annotations={key: "example.com/a"}))
+    assert "Forbidden" in deny_message(
+        webhook, job(annotations={key: "example.com/c"}), job(annotations={key: "example.com/a"})
+    )
 
 
 def test_28_queue_removal_with_default_lq(webhook: WebhookServer) -> None:
