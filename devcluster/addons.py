@@ -89,19 +89,33 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
     The process is recorded in the cluster's state file like the other components, so
     ``dev down`` stops it; a second ``dev up`` reuses it while it runs and starts a new one
     when it died. Its log is ``logs/pykueue.log`` in the state directory. It campaigns for
-    its Lease in ``kueue-system``, created here. Not wired yet (see the ``run`` command):
-    the webhook configuration and the visibility APIService registration.
+    its Lease in ``kueue-system``, created here. The admission webhook listens on loopback
+    with a serving certificate for 127.0.0.1; the webhook configurations and the CRD
+    conversion stanzas are registered here with ``url`` client configs pointing at it, and
+    pykueue injects their caBundle itself before it reports ready. Not wired yet: the
+    visibility APIService registration.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
     record = _pykueue_record(state)
-    if record is None or not processes.is_running(record):
-        metrics, health, extender = ports.free_ports(3)
+    running = record is not None and processes.is_running(record)
+    if record is None or not running or "--webhook-bind-address" not in record.argv:
+        metrics, health, extender, webhook = ports.free_ports(4)
+        config = layout.state_file.parent / "pykueue-config.yaml"
+        config.write_text(json.dumps(DEV_CONFIG))
         argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(layout.admin_kubeconfig),
+                "--config", str(config),
                 "--metrics-bind-address", f"{ports.LOOPBACK}:{metrics}",
                 "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}",
-                "--extender-bind-address", f"{ports.LOOPBACK}:{extender}"]
+                "--extender-bind-address", f"{ports.LOOPBACK}:{extender}",
+                "--webhook-bind-address", f"{ports.LOOPBACK}:{webhook}",
+                "--webhook-cert-dir", str(layout.state_file.parent / "webhook-certs"),
+                "--webhook-ip", ports.LOOPBACK]
+        if record is not None and running:
+            processes.stop(record)  # an older pykueue without the webhook: replace it
+        # Registered before the process starts, so its first reconcile finds them to inject into.
+        register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
         record = processes.spawn(PYKUEUE, argv, layout.logs / "pykueue.log", cwd=REPO_ROOT)
         if state is not None:
             state["processes"] = [p for p in state["processes"] if p.get("name") != PYKUEUE]
@@ -110,10 +124,63 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
             tmp.write_text(json.dumps(state, indent=2))
             tmp.replace(layout.state_file)
     addresses = _flag_values(record.argv)
+    webhook_url = f"https://{addresses['--webhook-bind-address']}"
+    register_webhooks(client, webhook_url)  # again: install_crds may have reset the conversion stanzas
     ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
     wait_for("pykueue readiness", lambda: _http_ok(ready), PYKUEUE_DEADLINE_S, record)
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
+                            webhook=webhook_url,
                             extender=f"http://{addresses['--extender-bind-address']}")
+
+
+WEBHOOK_SECRET = "pykueue-webhook-server-cert"
+# pykueue's Configuration in the dev cluster: every integration the dev CRDs provide.
+DEV_CONFIG: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "namespace": PYKUEUE_NAMESPACE,
+    "internalCertManagement": {"enable": True, "webhookServiceName": "pykueue-webhook-service",
+                               "webhookSecretName": WEBHOOK_SECRET},
+    "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob",
+                                    "leaderworkerset.x-k8s.io/leaderworkerset"]},
+}
+WEBHOOK_CONFIG_PATHS = {
+    "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+}
+
+
+def register_webhooks(client: AdminClient, base_url: str) -> None:
+    """Apply the install manifests' webhook configurations and CRD conversion stanzas with
+    ``url`` client configs on loopback (and the dev namespace excluded instead of
+    ``pykueue-system``). The caBundle is pykueue's CA from its Secret once that exists (so a
+    re-apply keeps it); before that pykueue injects it at start-up."""
+    ca_bundle = _webhook_ca(client)
+    for doc in _documents((MANIFESTS_DIR,)):
+        path = WEBHOOK_CONFIG_PATHS.get(str(doc.get("kind")))
+        if path is None:
+            continue
+        for hook in doc.get("webhooks") or ():
+            path_part = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
+            for expr in (hook.get("namespaceSelector") or {}).get("matchExpressions") or ():
+                expr["values"] = [PYKUEUE_NAMESPACE if v == "pykueue-system" else v for v in expr["values"]]
+        client.apply(f"{path}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
+    for doc in _documents((MANIFESTS_DIR / "crds",)):
+        webhook = ((doc.get("spec") or {}).get("conversion") or {}).get("webhook")
+        if doc.get("kind") != "CustomResourceDefinition" or not webhook:
+            continue
+        path_part = webhook["clientConfig"]["service"]["path"]
+        webhook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
+        client.apply(f"{CRD_PATH}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
+
+
+def _client_config(url: str, ca_bundle: str | None) -> dict[str, str]:
+    return {"url": url, "caBundle": ca_bundle} if ca_bundle else {"url": url}
+
+
+def _webhook_ca(client: AdminClient) -> str | None:
+    secret = client.get_or_none(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/secrets/{WEBHOOK_SECRET}")
+    value = ((secret or {}).get("data") or {}).get("ca.crt")
+    return str(value) if value else None
 
 
 def _pykueue_record(state: dict[str, Any] | None) -> processes.ProcessRecord | None:

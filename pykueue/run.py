@@ -26,6 +26,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     manager_cli.add_arguments(parser)
     parser.add_argument("--extender-bind-address", default="127.0.0.1:0",
                         help="host:port of the kube-scheduler extender (port 0 picks one)")
+    from webhook import server as webhook_server
+    webhook_server.add_arguments(parser)
+
+
+def _webhook(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.Extra:
+    # Started before the informers: readiness cannot pass before certs and caBundles are in place.
+    from webhook import server as webhook_server
+
+    webhook_settings = webhook_server.settings_from(args, settings.config, settings.namespace)
+
+    async def start(client: Any) -> Callable[[], Awaitable[None]]:
+        stop, _ = await webhook_server.start_webhook(client, webhook_settings)
+        return stop
+    return start
 
 
 def _extender(address: str) -> manager_cli.Extra | None:
@@ -57,7 +71,8 @@ def _extender(address: str) -> manager_cli.Extra | None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    extras = [e for e in (_extender(args.extender_bind_address),) if e is not None]
-    for part in ("webhook", "visibility"):
+    settings = manager_cli.settings_from(args)
+    extras = [e for e in (_webhook(args, settings), _extender(args.extender_bind_address)) if e is not None]
+    for part in ("visibility",):
         log.info("%s skipped: not composed by pykueue run yet", part)
-    return manager_cli.serve(manager_cli.settings_from(args), tuple(extras))
+    return manager_cli.serve(settings, tuple(extras))

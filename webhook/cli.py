@@ -1,0 +1,43 @@
+"""``pykueue webhook``: the admission webhook alone (``pykueue run`` composes it with the rest)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+
+from manager.runtime import cli as manager_cli
+from manager.runtime.client import connect
+from webhook import server
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config when omitted")
+    parser.add_argument("--config", default=None, help="Kueue Configuration YAML (defaults when absent)")
+    parser.add_argument("--log-level", default="INFO")
+    server.add_arguments(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    config = manager_cli.load_config(args.config)
+    settings = server.settings_from(
+        args, config, str(config.get("namespace") or manager_cli.DEFAULT_NAMESPACE)
+    )
+
+    async def run() -> None:
+        stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop_event.set)
+        client = await connect(args.kubeconfig)
+        try:
+            stop, _ = await server.start_webhook(client, settings)
+            await stop_event.wait()
+            await stop()
+        finally:
+            await client.close()
+
+    asyncio.run(run())
+    return 0
