@@ -90,10 +90,11 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
     ``dev down`` stops it; a second ``dev up`` reuses it while it runs and starts a new one
     when it died. Its log is ``logs/pykueue.log`` in the state directory. It campaigns for
     its Lease in ``kueue-system``, created here. The admission webhook listens on loopback
-    with a serving certificate for 127.0.0.1; the webhook configurations and the CRD
-    conversion stanzas are registered here with ``url`` client configs pointing at it, and
-    pykueue injects their caBundle itself before it reports ready. Not wired yet: the
-    visibility APIService registration.
+    with a serving certificate for 127.0.0.1; the webhook configurations are registered here
+    with ``url`` client configs pointing at it, and pykueue injects their caBundle itself
+    before it reports ready. The CRD conversion stanzas keep the install manifests' Service
+    reference (tests apply those manifests as they are), so v1beta1 reads need a deployment.
+    Not wired yet: the visibility APIService registration.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
@@ -125,7 +126,7 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
             tmp.replace(layout.state_file)
     addresses = _flag_values(record.argv)
     webhook_url = f"https://{addresses['--webhook-bind-address']}"
-    register_webhooks(client, webhook_url)  # again: install_crds may have reset the conversion stanzas
+    register_webhooks(client, webhook_url)
     ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
     wait_for("pykueue readiness", lambda: _http_ok(ready), PYKUEUE_DEADLINE_S, record)
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
@@ -149,10 +150,11 @@ WEBHOOK_CONFIG_PATHS = {
 
 
 def register_webhooks(client: AdminClient, base_url: str) -> None:
-    """Apply the install manifests' webhook configurations and CRD conversion stanzas with
-    ``url`` client configs on loopback (and the dev namespace excluded instead of
-    ``pykueue-system``). The caBundle is pykueue's CA from its Secret once that exists (so a
-    re-apply keeps it); before that pykueue injects it at start-up."""
+    """Apply the install manifests' webhook configurations, renamed with a ``-dev`` suffix
+    (so applying the install manifests themselves never conflicts), with ``url`` client
+    configs on loopback and the dev namespace excluded instead of ``pykueue-system``.
+    The caBundle is pykueue's CA from its Secret once that exists (so a re-apply keeps it);
+    before that pykueue injects it at start-up."""
     ca_bundle = _webhook_ca(client)
     for doc in _documents((MANIFESTS_DIR,)):
         path = WEBHOOK_CONFIG_PATHS.get(str(doc.get("kind")))
@@ -163,14 +165,12 @@ def register_webhooks(client: AdminClient, base_url: str) -> None:
             hook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
             for expr in (hook.get("namespaceSelector") or {}).get("matchExpressions") or ():
                 expr["values"] = [PYKUEUE_NAMESPACE if v == "pykueue-system" else v for v in expr["values"]]
+        doc["metadata"]["name"] = dev_name(doc["metadata"]["name"])
         client.apply(f"{path}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
-    for doc in _documents((MANIFESTS_DIR / "crds",)):
-        webhook = ((doc.get("spec") or {}).get("conversion") or {}).get("webhook")
-        if doc.get("kind") != "CustomResourceDefinition" or not webhook:
-            continue
-        path_part = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
-        client.apply(f"{CRD_PATH}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
+
+
+def dev_name(name: str) -> str:
+    return f"{name}-dev"
 
 
 def _client_config(url: str, ca_bundle: str | None) -> dict[str, str]:

@@ -119,7 +119,8 @@ def test_bad_cluster_queue_is_denied(dev_cluster: DevCluster) -> None:
 
 
 def test_malformed_review_gets_400_and_server_keeps_serving(dev_cluster: DevCluster, namespace: str) -> None:
-    config = dev_cluster.get_json("mutatingwebhookconfiguration", "pykueue-mutating-webhook-configuration")
+    name = "pykueue-mutating-webhook-configuration-dev"
+    config = dev_cluster.get_json("mutatingwebhookconfiguration", name)
     hook = next(h for h in config["webhooks"] if h["name"] == "mjob.pykueue.x-k8s.io")
     url, ca = hook["clientConfig"]["url"], base64.b64decode(hook["clientConfig"]["caBundle"]).decode()
     with tempfile.NamedTemporaryFile("w", suffix=".crt") as ca_file:
