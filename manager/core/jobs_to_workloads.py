@@ -6,7 +6,8 @@ Supported: batch/v1 Job (one podset ``main``), kubeflow.org/v1 PyTorchJob (``mas
 Kueue's rule ``<kind>-<owner name>-<first 5 hex of sha1(kind, group, owner name, uid)>``
 so simulated names match the ones a cluster would show.
 
-This belongs with the job integrations; it lives in the core until they can share it.
+The job lifecycles in ``manager.jobs`` build their Workloads with :func:`build_workloads`;
+the content lives here so ``simulate`` (core only) and the cluster reconcilers agree.
 """
 
 from __future__ import annotations
@@ -124,11 +125,22 @@ def is_job(obj: dict[str, Any]) -> bool:
     return (obj.get("apiVersion"), obj.get("kind")) in _CONVERTERS
 
 
-def workloads_for(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Workload object dicts Kueue would create for a job (empty without a queue name)."""
+def build_workloads(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Workload object dicts for a job, whether or not it names a queue.
+
+    The job reconcilers call this once they decided the job is managed (a queue name, or
+    manageJobsWithoutQueueName: then ``spec.queueName`` is empty and the Workload waits).
+    """
     convert = _CONVERTERS.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
     if convert is None:
         raise ObjectError(f"unsupported job kind {obj.get('apiVersion')}/{obj.get('kind')}")
+    return convert(obj)
+
+
+def workloads_for(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Workload object dicts Kueue would create for a job (empty without a queue name)."""
+    if not is_job(obj):
+        raise ObjectError(f"unsupported job kind {obj.get('apiVersion')}/{obj.get('kind')}")
     if not _queue_name(_meta(obj)):
         return []  # not managed by Kueue (manageJobsWithoutQueueName is off)
-    return convert(obj)
+    return build_workloads(obj)

@@ -92,7 +92,7 @@ def split_address(address: str) -> tuple[str, int]:
 
 async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Extra, ...] = ()) -> None:
     client = await connect(settings.kubeconfig)
-    manager = QueueManager(client, config_from(settings.config))
+    manager = QueueManager(client, config_from(settings.config), job_config=settings.config)
     metrics = KueueMetrics()
     health = HealthChecks()
     health.add_liveness("ping", lambda: True)

@@ -4,8 +4,9 @@ Data flow (one asyncio task each, the core touched only from the event loop thre
 no locks): informer handlers apply objects to :class:`QueueingCore` and poke the
 scheduler; the scheduler loop (leader only, after every informer has synced, so a
 restart rebuilds all admitted quota before deciding anything) runs cycles on a real
-clock and writes changed Workload statuses; a job work queue reconciles each Job with
-its Workload (create, start on admission, stop on eviction, finish).
+clock and writes changed Workload statuses; the job reconciler (``jobs``, generic over
+the enabled integrations) reconciles each job with its Workloads (create, start on
+admission, stop on eviction, finish).
 
 Every write is a compare-and-swap on the object's ``resourceVersion``. A 409 re-reads
 the object and recomputes the write from the fresh copy; nothing is overwritten blindly.
@@ -17,23 +18,24 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 from api import keys
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
-from manager.core.jobs_to_workloads import workload_name, workloads_for
 from manager.core.objects import ObjectError
 from manager.core.status import workload_status
-from manager.core.workload_state import ADMITTED, FINISHED
+from manager.core.workload_state import FINISHED
+from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
 from manager.runtime import resources as res
 from manager.runtime.client import JSON, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 from manager.runtime.resources import ResourceRef, object_key
-from manager.runtime.workqueue import WorkQueue
 
-from . import podsets
+from .jobs import JobReconciler
 from .queue_status import cluster_queue_status, local_queue_status, same_status
 
 log = logging.getLogger(__name__)
@@ -43,25 +45,30 @@ CORE_KINDS: tuple[ResourceRef, ...] = (
     res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.NAMESPACES, res.WORKLOADS,
 )
 QUEUE_STATUS_PERIOD_S = 1.0
+SUCCEEDED = Finished(keys.Reason.SUCCEEDED, "Job finished successfully")
 MAX_CONFLICT_RETRIES = 5
 
 
 class QueueManager:
     """Owns the core, the informers and the controllers built on them."""
 
-    def __init__(self, client: KubeClient, config: CoreConfig | None = None) -> None:
+    def __init__(self, client: KubeClient, config: CoreConfig | None = None,
+                 job_config: Mapping[str, Any] | None = None) -> None:
+        """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName."""
         self.client = client
         self.core = QueueingCore(config, now=time.time())
-        self.informers: dict[str, Informer] = {r.kind: Informer(client, r) for r in (*CORE_KINDS, res.JOBS)}
-        self.jobs: WorkQueue[str] = WorkQueue(self._reconcile_job, workers=4, name="jobs")
+        self.informers: dict[str, Informer] = {r.kind: Informer(client, r) for r in CORE_KINDS}
         self._kick = asyncio.Event()
         self._queues_dirty = asyncio.Event()
-        self._finished_reason: dict[str, str] = {}
+        self._finished: dict[str, Finished] = {}
+        policy = AdmissionPolicy.from_config(job_config or {})
+        self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
+                                  self._kick.set, self._finished)
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
-        for kind, informer in self.informers.items():
-            informer.add_handler(self._job_handler if kind == "Job" else self._core_handler)
+        for informer in self.informers.values():
+            informer.add_handler(self._core_handler)
 
     # -------------------------------------------------------------- informer events
 
@@ -78,13 +85,21 @@ class QueueManager:
                 self.core.apply(obj)
             else:
                 self.core.apply(obj)
+                if kind == "Workload" and condition_true(obj, keys.WorkloadCondition.FINISHED):
+                    self._finished_by_writer(object_key(obj))
         except ObjectError as exc:
             log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
         if kind == "Workload":
-            for ref in meta.get("ownerReferences") or ():
-                if ref.get("kind") == "Job" and ref.get("controller"):
-                    self.jobs.add(f"{meta.get('namespace')}/{ref.get('name')}")
+            self.jobs.on_workload(event, obj)
         self._poke()
+
+    def _finished_by_writer(self, key: str) -> None:
+        """Another writer (a job controller elsewhere, a test harness) set Finished: release
+        the quota as Kueue's workload controller does. The object already says Finished, so
+        there is nothing to write back unless a write was owed anyway."""
+        owed = key in self.core.changed
+        if self.core.finish(key) and not owed:
+            self.core.changed.discard(key)
 
     def _admitted_elsewhere(self, obj: JSON) -> bool:
         key = object_key(obj)
@@ -93,12 +108,8 @@ class QueueManager:
             return False
         status = obj.get("status") or {}
         return bool(status.get("admission")) and (
-            podsets.condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
-            or podsets.condition_true(obj, keys.WorkloadCondition.ADMITTED))
-
-    def _job_handler(self, event: EventType, obj: JSON, old: JSON | None) -> None:
-        if event != EventType.DELETED and podsets.queue_name(obj):
-            self.jobs.add(object_key(obj))
+            condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
+            or condition_true(obj, keys.WorkloadCondition.ADMITTED))
 
     def _poke(self) -> None:
         self._kick.set()
@@ -107,6 +118,7 @@ class QueueManager:
     # -------------------------------------------------------------- lifecycle
 
     async def start_informers(self) -> None:
+        await self.jobs.prepare()  # adds the informers of the job kinds this cluster serves
         for informer in self.informers.values():
             informer.start()
         self.jobs.start()
@@ -115,7 +127,7 @@ class QueueManager:
         await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()))
 
     async def stop(self) -> None:
-        await self.jobs.shutdown(drain=False, timeout_s=5.0)
+        await self.jobs.stop()
         for informer in self.informers.values():
             await informer.stop()
 
@@ -170,9 +182,9 @@ class QueueManager:
                 self._reserved_by_us.add(key)
             status = workload_status(rec, self.core.now)
             if rec.status == FINISHED:
-                reason = self._finished_reason.get(key, keys.Reason.SUCCEEDED)
+                finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
-                status = {**old, "conditions": _finished_conditions(old, reason, self.core.now, status)}
+                status = {**old, "conditions": _finished_conditions(old, finished, self.core.now)}
             body = {**current, "status": _keep_times(current.get("status") or {}, status)}
             try:
                 await self.client.replace(path, body)
@@ -233,73 +245,6 @@ class QueueManager:
                     return
                 current = None
 
-    # -------------------------------------------------------------- jobs
-
-    async def _reconcile_job(self, key: str) -> float | None:
-        job = self.informers["Job"].get(key)
-        if job is None or not podsets.queue_name(job):
-            return None
-        meta = job["metadata"]
-        wl_name = workload_name("Job", "batch", meta["name"], str(meta.get("uid", "")))
-        wl_key = f"{meta['namespace']}/{wl_name}"
-        workload = self.informers["Workload"].get(wl_key)
-        finished = podsets.job_finished(job)
-        if workload is None:
-            if finished is None:
-                await self._create_workload(job)
-            return None
-        if finished is not None:
-            if not podsets.condition_true(workload, keys.WorkloadCondition.FINISHED):
-                self._finished_reason[wl_key] = finished
-                self.core.finish(wl_key)
-                self._kick.set()
-            return None
-        suspended = bool((job.get("spec") or {}).get("suspend"))
-        if podsets.is_admitted(workload):
-            if suspended:
-                await self._write_job(podsets.start_job(job, workload, self._flavors()), key)
-            self._pods_ready(job, wl_key)
-            return None
-        if not suspended:
-            await self._write_job(podsets.stop_job(job), key)
-        else:
-            restored = podsets.restore_template(job, workload)
-            if restored is not None and podsets.template_started(job):
-                await self._write_job(restored, key)
-        return None
-
-    def _flavors(self) -> dict[str, JSON]:
-        return {str(o["metadata"]["name"]): o for o in self.informers["ResourceFlavor"].items()}
-
-    def _pods_ready(self, job: JSON, wl_key: str) -> None:
-        rec = self.core.workloads.get(wl_key)
-        if rec is None or rec.status != ADMITTED or rec.pods_ready:
-            return
-        status, spec = job.get("status") or {}, job.get("spec") or {}
-        parallelism = int(spec.get("parallelism", 1))
-        want = min(parallelism, int(spec.get("completions") or parallelism))
-        if int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= want:
-            self.core.set_pods_ready(wl_key)
-
-    async def _create_workload(self, job: JSON) -> None:
-        for wl in workloads_for(job):
-            wl["metadata"].pop("creationTimestamp", None)
-            for ref in wl["metadata"].get("ownerReferences") or ():
-                ref["blockOwnerDeletion"] = True
-            try:
-                await self.client.create(res.WORKLOADS.collection_path(wl["metadata"]["namespace"]), wl)
-                log.info("created Workload %s/%s for Job %s", wl["metadata"]["namespace"],
-                         wl["metadata"]["name"], job["metadata"]["name"])
-            except ApiError as exc:
-                if not exc.already_exists:
-                    raise
-
-    async def _write_job(self, body: JSON, key: str) -> None:
-        """PUT with the Job's resourceVersion; a conflict raises so the work queue retries
-        from the informer's newer copy (the recomputation starts from fresh state)."""
-        namespace, name = key.split("/", 1)
-        await self.client.replace(res.JOBS.object_path(name, namespace), body)
-
 
 def _timestamp(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
@@ -317,12 +262,11 @@ def _keep_times(old: JSON, new: JSON) -> JSON:
     return {**new, "conditions": conditions}
 
 
-def _finished_conditions(old: JSON, reason: str, now: float, computed: JSON) -> list[JSON]:
-    """Finished keeps the admission history (Kueue leaves QuotaReserved/Admitted in place)."""
+def _finished_conditions(old: JSON, finished: Finished, now: float) -> list[JSON]:
+    """Finished keeps the admission history (Kueue leaves QuotaReserved/Admitted in place);
+    reason and message are the job's own verdict."""
     conditions = [c for c in old.get("conditions") or () if c.get("type") != keys.WorkloadCondition.FINISHED]
-    message = "Job finished successfully" if reason == keys.Reason.SUCCEEDED else "Job failed"
-    conditions.append({"type": keys.WorkloadCondition.FINISHED, "status": "True", "reason": reason,
-                       "message": message, "lastTransitionTime": _timestamp(now)})
-    del computed
+    conditions.append({"type": keys.WorkloadCondition.FINISHED, "status": "True", "reason": finished.reason,
+                       "message": finished.message, "lastTransitionTime": _timestamp(now)})
     return conditions
 

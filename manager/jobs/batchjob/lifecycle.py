@@ -1,0 +1,113 @@
+"""batch/v1 Job as Kueue runs it: ``spec.suspend`` is the switch, one podset ``main``.
+
+Start merges the admission into the Workload's copy of the pod template (the job's template
+as it was when the Workload was made) and unsuspends; stop suspends; restore, once the job
+is suspended, puts that original template back. Two separate writes because the Job API
+only lets the template's scheduling directives change while the job is suspended.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from api import keys
+from manager.core.jobs_to_workloads import build_workloads, workload_name
+from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
+from manager.jobs.lifecycle import (
+    JSON,
+    Action,
+    Finished,
+    PodSetInfo,
+    Replace,
+    condition_message,
+    condition_true,
+    has_controller_owner_of,
+    infos_by_name,
+    managed_top_level,
+    merge_into_template,
+    meta,
+    queue_name,
+    restored_template,
+    workload_template,
+)
+
+PODSET = "main"
+
+
+def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    return job.get("spec") or {}
+
+
+def pods_count(job: Mapping[str, Any]) -> int:
+    """min(parallelism, completions), parallelism defaulting to 1 (the podset count)."""
+    spec = _spec(job)
+    parallelism = int(spec.get("parallelism", 1))
+    completions = spec.get("completions")
+    return parallelism if completions is None else min(parallelism, int(completions))
+
+
+class BatchJobLifecycle:
+    integration: Integration = BY_GROUP_KIND[("batch", "Job")]
+
+    def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
+                   namespace_labels: Mapping[str, str]) -> bool:
+        # A Job owned by a managed kind (a JobSet, ...) runs under its owner's Workload.
+        return not has_controller_owner_of(job, policy) and managed_top_level(job, policy, namespace_labels)
+
+    def queue_name(self, job: Mapping[str, Any]) -> str:
+        return queue_name(job)
+
+    def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
+        return build_workloads(dict(job))
+
+    def workload_name(self, job: Mapping[str, Any]) -> str:
+        return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+        return bool(_spec(job).get("suspend"))
+
+    def is_active(self, job: Mapping[str, Any]) -> bool:
+        return not self.is_suspended(job)
+
+    def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
+              infos: list[PodSetInfo]) -> list[Action]:
+        [(_, info)] = list(infos_by_name(infos, [PODSET]))
+        out = copy.deepcopy(dict(job))
+        spec = out.setdefault("spec", {})
+        base = workload_template(workload, PODSET) or spec.get("template") or {}
+        spec["template"] = merge_into_template(base, info)
+        spec["suspend"] = False
+        return [Replace(out)]
+
+    def stop(self, job: Mapping[str, Any]) -> list[Action]:
+        out = copy.deepcopy(dict(job))
+        out.setdefault("spec", {})["suspend"] = True
+        return [Replace(out)]
+
+    def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:
+        original = workload_template(workload, PODSET)
+        if original is None or not self.is_suspended(job):
+            return []
+        template = restored_template(_spec(job).get("template") or {}, original)
+        if template is None:
+            return []
+        out = copy.deepcopy(dict(job))
+        out["spec"]["template"] = template
+        return [Replace(out)]
+
+    def finished(self, job: Mapping[str, Any]) -> Finished | None:
+        if condition_true(job, "Complete"):
+            message = condition_message(job, "Complete") or "Job finished successfully"
+            return Finished(keys.Reason.SUCCEEDED, message)
+        if condition_true(job, "Failed"):
+            return Finished(keys.Reason.FAILED, condition_message(job, "Failed") or "Job failed")
+        return None
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        status = job.get("status") or {}
+        return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= pods_count(job)
+
+
+LIFECYCLE = BatchJobLifecycle()

@@ -1,0 +1,323 @@
+"""The job reconciler: one loop for every integration, generic over ``manager.jobs.lifecycle``.
+
+For each enabled integration whose API exists it keeps an informer, and every event puts
+``<Kind>:<namespace>/<name>`` on one work queue (the work queue runs a key at most once at
+a time, so a job never races itself; different jobs run in parallel). A reconcile reads
+only informer caches, asks the lifecycle what should be true, and writes the difference:
+
+1. Workloads: create the missing ones the lifecycle wants, update a pending one's queue
+   name (a queue-name label added to a job held under manageJobsWithoutQueueName), delete
+   surplus ones the job owns (an LWS scaled down).
+2. Adoption (capability ``AdoptsPods``): stamp the owner's pods with their group.
+3. Running (``JobLifecycle``): finished -> Workload Finished; admitted and suspended ->
+   start with the admission's podset infos; admitted -> pods ready; not admitted and active
+   -> stop; not admitted and stopped -> restore the original templates.
+
+Pod groups (capability ``GroupedObjects``) are keyed by group name; an index from group to
+member pods, kept by the pod informer's handler, assembles the group for the lifecycle.
+
+An integration whose CRD is missing is logged and left out (a cluster may lack the
+training-operator or LWS); the others run. Writes carry the object's resourceVersion, so a
+409 raises, and the work queue retries from the informer's newer copy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from api import keys
+from manager.core.engine import QueueingCore
+from manager.core.objects import ObjectError
+from manager.core.workload_state import ADMITTED
+from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.lifecycle import (
+    Action,
+    AdoptsPods,
+    Delete,
+    Finished,
+    GroupedObjects,
+    JobLifecycle,
+    Registry,
+    Replace,
+    StartConflict,
+    WorkloadOwner,
+    condition_true,
+    is_admitted,
+    meta,
+    podset_infos,
+)
+from manager.runtime import resources as res
+from manager.runtime.client import JSON, ApiError, KubeClient
+from manager.runtime.informer import EventType, Informer
+from manager.runtime.resources import ResourceRef, object_key
+from manager.runtime.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+FAILED_TO_START = "FailedToStart"
+NAMESPACE_RETRY_S = 1.0
+
+
+def resource_of(lc: WorkloadOwner) -> ResourceRef:
+    i = lc.integration
+    return ResourceRef(i.group, i.version, i.plural, True, i.kind)
+
+
+class JobReconciler:
+    """Reconciles every registered job kind against its Workloads; see the module docstring."""
+
+    def __init__(self, client: KubeClient, core: QueueingCore, informers: dict[str, Informer],
+                 registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
+                 finished: dict[str, Finished], workers: int = 4) -> None:
+        self.client = client
+        self.core = core
+        self.informers = informers
+        self.registry = registry
+        self.policy = policy
+        self._kick = kick
+        self._finished = finished
+        self.queue: WorkQueue[str] = WorkQueue(self.reconcile, workers=workers, name="jobs")
+        self.active: list[WorkloadOwner] = []
+        # group key "Kind:ns/group" -> member object keys, and the reverse (for moves).
+        self._groups: dict[str, set[str]] = {}
+        self._group_of: dict[str, str] = {}
+        # adoption owner key "Kind:ns/owner" -> pod keys.
+        self._adoptees: dict[str, set[str]] = {}
+        self._adopter_of: dict[str, set[str]] = {}
+        # job UID -> keys of Workloads labelled with it (surplus detection).
+        self._by_job_uid: dict[str, set[str]] = {}
+
+    # -------------------------------------------------------------- setup
+
+    async def prepare(self) -> None:
+        """Create the informers of integrations whose API is served; call before starting them."""
+        for lc in self.registry:
+            ref = resource_of(lc)
+            if ref.group and not await self._served(ref):
+                log.warning("%s integration disabled: the %s API (%s) is not served by this cluster",
+                            lc.integration.name, ref.kind, ref.api_version)
+                continue
+            self.active.append(lc)
+            selector = lc.label_selector if isinstance(lc, GroupedObjects) else None
+            informer = Informer(self.client, ref, label_selector=selector)
+            informer.add_handler(self._object_handler(lc))
+            self.informers[ref.kind] = informer
+        log.info("job integrations: %s", ", ".join(lc.integration.name for lc in self.active) or "none")
+
+    async def _served(self, ref: ResourceRef) -> bool:
+        try:
+            await self.client.get(ref.collection_path(), {"limit": 1})
+            return True
+        except ApiError as exc:
+            if exc.not_found:
+                return False
+            raise
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.shutdown(drain=False, timeout_s=5.0)
+
+    # -------------------------------------------------------------- events
+
+    def _object_handler(self, lc: WorkloadOwner) -> Callable[[EventType, JSON, JSON | None], None]:
+        kind = lc.integration.kind
+
+        def handle(event: EventType, obj: JSON, old: JSON | None) -> None:
+            key = object_key(obj)
+            ns = str(meta(obj).get("namespace") or "")
+            if isinstance(lc, GroupedObjects):
+                self._regroup(kind, key, ns, None if event == EventType.DELETED else lc.group_name(obj))
+            else:
+                self.queue.add(f"{kind}:{key}")
+            for owner in self.active:
+                if isinstance(owner, AdoptsPods) and kind == "Pod":
+                    name = None if event == EventType.DELETED else owner.pod_owner(obj)
+                    self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
+        return handle
+
+    def _regroup(self, kind: str, key: str, ns: str, group: str | None) -> None:
+        new = f"{kind}:{ns}/{group}" if group else None
+        old = self._group_of.pop(key, None)
+        if old is not None:
+            self._groups.get(old, set()).discard(key)
+            if not self._groups.get(old):
+                self._groups.pop(old, None)
+            self.queue.add(old)
+        if new is not None:
+            self._group_of[key] = new
+            self._groups.setdefault(new, set()).add(key)
+            self.queue.add(new)
+
+    def _readopt(self, owner_key: str | None, pod_key: str) -> None:
+        for old in self._adopter_of.pop(pod_key, set()):
+            self._adoptees.get(old, set()).discard(pod_key)
+        if owner_key is not None:
+            self._adopter_of.setdefault(pod_key, set()).add(owner_key)
+            self._adoptees.setdefault(owner_key, set()).add(pod_key)
+            self.queue.add(owner_key)
+
+    def on_workload(self, event: EventType, obj: JSON) -> None:
+        """A Workload changed: reconcile the jobs it belongs to."""
+        m = meta(obj)
+        ns, name, key = str(m.get("namespace") or ""), str(m.get("name") or ""), object_key(obj)
+        uid = str((m.get("labels") or {}).get(keys.JOB_UID) or "")
+        if uid:
+            if event == EventType.DELETED:
+                self._by_job_uid.get(uid, set()).discard(key)
+            else:
+                self._by_job_uid.setdefault(uid, set()).add(key)
+        registered = set(self.registry.kinds())
+        for ref in m.get("ownerReferences") or ():
+            if ref.get("kind") in registered:
+                self.queue.add(f"{ref['kind']}:{ns}/{ref.get('name')}")
+        for lc in self.active:
+            group = f"{lc.integration.kind}:{ns}/{name}"
+            if isinstance(lc, GroupedObjects) and group in self._groups:
+                self.queue.add(group)
+
+    # -------------------------------------------------------------- reconcile
+
+    async def reconcile(self, key: str) -> float | None:
+        kind, _, obj_key = key.partition(":")
+        lc = self.registry.get(kind)
+        if lc is None or "/" not in obj_key:
+            return None
+        ns, name = obj_key.split("/", 1)
+        job = self._load(lc, key, ns, name)
+        if job is None:
+            return None  # deleted: its Workloads go with it (ownerReferences, garbage collector)
+        namespace = self.informers["Namespace"].get(ns)
+        if namespace is None:
+            return NAMESPACE_RETRY_S  # the Namespace informer has not caught up yet
+        if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
+            return None
+        try:
+            desired = lc.workloads(job)
+        except (ObjectError, ValueError, TypeError) as exc:
+            log.warning("%s %s: cannot build its Workloads: %s", kind, obj_key, exc)
+            return None
+        finished = lc.finished(job) if isinstance(lc, JobLifecycle) else None
+        await self._sync_workloads(job, desired, create=finished is None)
+        if isinstance(lc, AdoptsPods):
+            await self._adopt(lc, key, job)
+        if isinstance(lc, JobLifecycle):
+            await self._run(lc, job, ns, finished)
+        return None
+
+    def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
+        informer = self.informers.get(lc.integration.kind)
+        if informer is None:
+            return None
+        if isinstance(lc, GroupedObjects):
+            members = [m for k in sorted(self._groups.get(key, ())) if (m := informer.get(k)) is not None]
+            return lc.assemble(ns, name, members) if members else None
+        return informer.get(f"{ns}/{name}")
+
+    async def _run(self, lc: JobLifecycle, job: JSON, ns: str, finished: Finished | None) -> None:
+        wl_key = f"{ns}/{lc.workload_name(job)}"
+        workload = self.informers["Workload"].get(wl_key)
+        if workload is None:
+            if finished is None and lc.is_active(job):
+                await self._apply(lc.stop(job))  # nothing may run without its Workload
+            return
+        if finished is not None:
+            self._finish(wl_key, workload, finished)
+            return
+        if condition_true(workload, keys.WorkloadCondition.FINISHED):
+            if lc.is_active(job):
+                await self._apply(lc.stop(job))
+            return
+        if is_admitted(workload):
+            if lc.is_suspended(job):
+                try:
+                    actions = lc.start(job, workload, podset_infos(workload, self._flavors()))
+                except StartConflict as exc:
+                    self._finish(wl_key, workload, Finished(FAILED_TO_START, str(exc)))
+                    return
+                await self._apply(actions)
+            rec = self.core.workloads.get(wl_key)
+            if rec is not None and rec.status == ADMITTED and not rec.pods_ready and lc.pods_ready(job):
+                self.core.set_pods_ready(wl_key)
+                self._kick()
+            return
+        if lc.is_active(job):
+            await self._apply(lc.stop(job))
+        else:
+            await self._apply(lc.restore(job, workload))
+
+    def _finish(self, wl_key: str, workload: JSON, finished: Finished) -> None:
+        if condition_true(workload, keys.WorkloadCondition.FINISHED):
+            return
+        self._finished[wl_key] = finished
+        if self.core.finish(wl_key):
+            self._kick()
+
+    def _flavors(self) -> dict[str, Mapping[str, Any]]:
+        return {str(o["metadata"]["name"]): o for o in self.informers["ResourceFlavor"].items()}
+
+    async def _sync_workloads(self, job: JSON, desired: list[JSON], create: bool) -> None:
+        informer = self.informers["Workload"]
+        wanted: set[str] = set()
+        for wl in desired:
+            key = object_key(wl)
+            wanted.add(key)
+            current = informer.get(key)
+            if current is None:
+                if create:
+                    await self._create_workload(job, wl)
+                continue
+            queue = (wl.get("spec") or {}).get("queueName") or ""
+            held = bool((current.get("status") or {}).get("admission"))
+            if not held and ((current.get("spec") or {}).get("queueName") or "") != queue:
+                # A pending Workload follows its job's queue name (mJWQN: the label came later).
+                path = res.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"])
+                await self.client.replace(path, {**current, "spec": {**current["spec"], "queueName": queue}})
+        uid = str(meta(job).get("uid") or "")
+        for key in sorted(self._by_job_uid.get(uid, set()) - wanted if uid else set()):
+            surplus = informer.get(key)
+            if surplus is not None:
+                log.info("deleting surplus Workload %s of %s %s", key, job.get("kind"), object_key(job))
+                await self._apply([Delete(surplus)])
+
+    async def _create_workload(self, job: JSON, wl: JSON) -> None:
+        wl["metadata"].pop("creationTimestamp", None)
+        for ref in wl["metadata"].get("ownerReferences") or ():
+            ref["blockOwnerDeletion"] = True
+        try:
+            await self.client.create(res.WORKLOADS.collection_path(wl["metadata"]["namespace"]), wl)
+            log.info("created Workload %s for %s %s", object_key(wl), job.get("kind"), object_key(job))
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+
+    async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
+        pods = self.informers.get("Pod")
+        if pods is None:
+            return
+        actions: list[Action] = []
+        for pod_key in sorted(self._adoptees.get(owner_key, ())):
+            pod = pods.get(pod_key)
+            adopted = None if pod is None else lc.adopt(owner, pod)
+            if adopted is not None:
+                actions.append(Replace(adopted))
+        await self._apply(actions)
+
+    async def _apply(self, actions: list[Action]) -> None:
+        for action in actions:
+            obj = action.obj
+            m = meta(obj)
+            path = res.for_object(obj).object_path(str(m.get("name")), str(m.get("namespace") or "") or None)
+            try:
+                if isinstance(action, Replace):
+                    await self.client.replace(path, obj)
+                else:
+                    await self.client.delete(path, {"preconditions": {"uid": m.get("uid")}}
+                                             if m.get("uid") else None)
+            except ApiError as exc:
+                if exc.not_found or (isinstance(action, Delete) and exc.conflict):
+                    continue  # already gone (or replaced by a namesake we must not touch)
+                raise

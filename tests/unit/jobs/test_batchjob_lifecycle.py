@@ -1,0 +1,118 @@
+"""batch/v1 Job: start on admission, stop and restore on eviction, finished, pods ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api import keys
+from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
+from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.lifecycle import Replace, StartConflict, podset_infos
+
+from .helpers import FLAVORS, admitted
+
+TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"app": "x"}},
+    "spec": {"nodeSelector": {"zone": "a"}, "containers": [{"name": "c", "image": "busybox"}]},
+}
+
+
+def _job(suspend: bool = True, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "name",
+            "namespace": "ns",
+            "uid": "uid",
+            "resourceVersion": "7",
+            "labels": {keys.QUEUE_NAME: "lq"},
+        },
+        "spec": {"suspend": suspend, "parallelism": 2, "template": TEMPLATE, **spec},
+    }
+
+
+def _started() -> dict[str, Any]:
+    job = _job()
+    [wl] = JOB.workloads(job)
+    wl = admitted(wl, ["main"])
+    [action] = JOB.start(job, wl, podset_infos(wl, FLAVORS))
+    assert isinstance(action, Replace)
+    return action.obj
+
+
+def test_workload_name_and_content_follow_kueue() -> None:
+    [wl] = JOB.workloads(_job())
+    assert wl["metadata"]["name"] == JOB.workload_name(_job()) == "job-name-ef3a1"
+    assert wl["spec"]["podSets"] == [{"name": "main", "count": 2, "template": TEMPLATE}]
+    assert wl["metadata"]["ownerReferences"][0]["controller"] is True
+
+
+def test_start_unsuspends_and_merges_flavor_labels_tolerations_and_podset_label() -> None:
+    started = _started()
+    assert started["spec"]["suspend"] is False
+    assert started["metadata"]["resourceVersion"] == "7", "the write is a compare-and-swap"
+    template = started["spec"]["template"]
+    assert template["spec"]["nodeSelector"] == {"zone": "a", "instance-type": "on-demand"}
+    assert template["spec"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]
+    assert template["metadata"]["labels"][keys.PODSET] == "main"
+    assert not JOB.is_suspended(started) and JOB.is_active(started)
+
+
+def test_a_node_selector_conflict_cannot_start() -> None:
+    job = _job()
+    [wl] = JOB.workloads(job)
+    wl["spec"]["podSets"][0]["template"] = {"spec": {"nodeSelector": {"instance-type": "spot"}}}
+    wl = admitted(wl, ["main"])
+    with pytest.raises(StartConflict):
+        JOB.start(job, wl, podset_infos(wl, FLAVORS))
+
+
+def test_stop_then_restore_brings_back_the_original_template() -> None:
+    job = _job()
+    [wl] = JOB.workloads(job)
+    [stop] = JOB.stop(_started())
+    stopped = stop.obj
+    assert stopped["spec"]["suspend"] is True
+    assert JOB.restore(_started(), wl) == [], "no restore while the job still runs"
+    [restore] = JOB.restore(stopped, wl)
+    assert restore.obj["spec"]["template"] == TEMPLATE
+    assert JOB.restore(restore.obj, wl) == [], "nothing left to restore"
+
+
+def test_finished_reads_complete_and_failed_with_their_message() -> None:
+    job = _job(suspend=False)
+    assert JOB.finished(job) is None
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]}
+    verdict = JOB.finished(job)
+    assert verdict is not None and (verdict.reason, verdict.message) == ("Failed", "BackoffLimitExceeded")
+    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    verdict = JOB.finished(job)
+    assert verdict is not None and verdict.reason == "Succeeded"
+
+
+def test_pods_ready_counts_ready_and_succeeded_against_min_of_parallelism_and_completions() -> None:
+    job = _job(suspend=False, completions=1)
+    assert not JOB.pods_ready(job)
+    job["status"] = {"ready": 1}
+    assert JOB.pods_ready(job), "completions=1 caps the count at 1"
+    job = _job(suspend=False)
+    job["status"] = {"ready": 1}
+    assert not JOB.pods_ready(job)
+    job["status"] = {"ready": 1, "succeeded": 1}
+    assert JOB.pods_ready(job)
+
+
+def test_a_job_owned_by_a_managed_kind_is_left_to_its_owner() -> None:
+    policy = AdmissionPolicy.from_config(
+        {"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}}
+    )
+    job = _job()
+    ns = {"kubernetes.io/metadata.name": "ns"}
+    assert JOB.is_managed(job, policy, ns)
+    job["metadata"]["ownerReferences"] = [
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "p", "uid": "u", "controller": True}
+    ]
+    assert not JOB.is_managed(job, policy, ns)
