@@ -193,6 +193,8 @@ class JobReconciler:
         namespace = self.informers["Namespace"].get(ns)
         if namespace is None:
             return NAMESPACE_RETRY_S  # the Namespace informer has not caught up yet
+        if (namespace.get("status") or {}).get("phase") == "Terminating":
+            return None  # nothing can be created there any more; its objects are going away
         if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
             return None
         try:
@@ -201,7 +203,8 @@ class JobReconciler:
             log.warning("%s %s: cannot build its Workloads: %s", kind, obj_key, exc)
             return None
         finished = lc.finished(job) if isinstance(lc, JobLifecycle) else None
-        await self._sync_workloads(job, desired, create=finished is None)
+        deleting = bool(meta(job).get("deletionTimestamp"))
+        await self._sync_workloads(job, desired, create=finished is None and not deleting)
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):

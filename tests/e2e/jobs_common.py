@@ -1,0 +1,75 @@
+"""Queues and lookups shared by the job-integration e2e tests (PyTorchJob, LWS, mJWQN)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api import keys
+
+from .conftest import DevCluster
+
+FLAVOR = "on-demand"
+NODE_LABELS = {"instance-type": "on-demand"}
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+
+
+def condition(obj: dict[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or ()
+    )
+
+
+def queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
+    """A flavor with node labels, a ClusterQueue of ``cpu`` CPUs for this namespace, LocalQueue ``lq``."""
+    cq = f"cq-{namespace}"
+    dev_cluster.apply(
+        {
+            "apiVersion": keys.API_VERSION,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": FLAVOR},
+            "spec": {"nodeLabels": NODE_LABELS},
+        }
+    )
+    dev_cluster.apply(
+        {
+            "apiVersion": keys.API_VERSION,
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+                    }
+                ],
+            },
+        }
+    )
+    dev_cluster.apply(
+        {
+            "apiVersion": keys.API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        }
+    )
+    return cq
+
+
+def workloads_owned_by(dev_cluster: DevCluster, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+    return [
+        wl
+        for wl in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"]
+        if any(r["kind"] == kind and r["name"] == name for r in wl["metadata"].get("ownerReferences") or ())
+    ]
+
+
+def cq_cpu_usage(dev_cluster: DevCluster, cq: str) -> str | None:
+    status = dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", cq).get("status") or {}
+    for flavor in status.get("flavorsUsage") or ():
+        for res in flavor.get("resources") or ():
+            if flavor["name"] == FLAVOR and res["name"] == "cpu":
+                return str(res["total"])
+    return None

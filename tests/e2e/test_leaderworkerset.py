@@ -1,0 +1,198 @@
+"""A LeaderWorkerSet gets one Workload per group; its group pods run only once admitted.
+
+No LWS controller runs in the dev cluster (only the CRD), so the test creates each group's
+pods itself the way the LWS controller does from templates Kueue's webhook stamped: labels
+``leaderworkerset.sigs.k8s.io/{name,group-index,worker-index}``, the leader-name annotation
+on workers, the ``pod-suspending-parent``/``pod-group-serving`` annotations, and the
+``kueue.x-k8s.io/admission`` scheduling gate already in place (so nothing here depends on
+the admission webhook). pykueue adopts the pods into their groups, ungates the pods of the
+admitted group with the flavor's node selector, and keeps the over-quota group gated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from api import keys
+
+from .conftest import DevCluster, wait_until
+from .jobs_common import NODE_LABELS, condition, cq_cpu_usage, queues, workloads_owned_by
+
+pytestmark = pytest.mark.e2e
+
+LWS_PARENT = "leaderworkerset.x-k8s.io/leaderworkerset"
+
+
+def _template() -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": {keys.POD_SUSPENDING_PARENT: LWS_PARENT, keys.POD_GROUP_SERVING: "true"}},
+        "spec": {"containers": [{"name": "c", "image": "server", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+
+
+def _lws(namespace: str, name: str, queue: str | None) -> dict[str, Any]:
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {keys.QUEUE_NAME: queue} if queue else {},
+        },
+        "spec": {
+            "replicas": 2,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": _template(), "workerTemplate": _template()},
+        },
+    }
+
+
+def group_pods(namespace: str, name: str, group: int) -> list[dict[str, Any]]:
+    """The leader and the worker of one group, as the LWS controller would create them, gated."""
+    pods = []
+    for worker in (0, 1):
+        pod_name = f"{name}-{group}" + (f"-{worker}" if worker else "")
+        annotations = dict(_template()["metadata"]["annotations"])
+        if worker:
+            annotations[keys.LWS_LEADER_NAME] = f"{name}-{group}"
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod_name,
+                    "namespace": namespace,
+                    "annotations": annotations,
+                    "labels": {
+                        keys.LWS_NAME: name,
+                        keys.LWS_GROUP_INDEX: str(group),
+                        keys.LWS_WORKER_INDEX: str(worker),
+                    },
+                },
+                "spec": {**_template()["spec"], "schedulingGates": [{"name": keys.ADMISSION_GATE}]},
+            }
+        )
+    return pods
+
+
+def gated(pod: dict[str, Any]) -> bool:
+    return any(g["name"] == keys.ADMISSION_GATE for g in pod["spec"].get("schedulingGates") or ())
+
+
+def pods_of(dev_cluster: DevCluster, namespace: str, name: str, group: int) -> list[dict[str, Any]]:
+    return list(
+        dev_cluster.get_json(
+            "pods", "-n", namespace, "-l", f"{keys.LWS_NAME}={name},{keys.LWS_GROUP_INDEX}={group}"
+        )["items"]
+    )
+
+
+def adopted(pods: list[dict[str, Any]]) -> bool:
+    return len(pods) == 2 and all(
+        keys.POD_GROUP_NAME in (p["metadata"].get("annotations") or {}) for p in pods
+    )
+
+
+def test_lws_groups_are_admitted_one_workload_each_and_pods_ungated_only_when_admitted(
+    dev_cluster: DevCluster, namespace: str
+) -> None:
+    cq = queues(dev_cluster, namespace, "2")  # room for one group of two 1-CPU pods
+    dev_cluster.apply(_lws(namespace, "srv", "lq"))
+    lws = dev_cluster.get_json("leaderworkersets.leaderworkerset.x-k8s.io", "srv", "-n", namespace)
+
+    wls = wait_until(
+        "one Workload per group",
+        lambda: (
+            w if len(w := workloads_owned_by(dev_cluster, namespace, "LeaderWorkerSet", "srv")) == 2 else None
+        ),
+        60.0,
+    )
+    by_index = {w["metadata"]["annotations"][keys.COMPONENT_WORKLOAD_INDEX]: w for w in wls}
+    assert sorted(by_index) == ["0", "1"]
+    for index, wl in by_index.items():
+        assert wl["metadata"]["name"].startswith(f"leaderworkerset-srv-{index}-")
+        assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 1)]
+        assert wl["metadata"]["labels"][keys.JOB_UID] == lws["metadata"]["uid"]
+
+    def one_admitted() -> str | None:
+        admitted = [
+            i
+            for i, w in by_index.items()
+            if condition(
+                dev_cluster.get_json("workloads.kueue.x-k8s.io", w["metadata"]["name"], "-n", namespace),
+                "Admitted",
+            )
+        ]
+        return admitted[0] if len(admitted) == 1 else None
+
+    winner = int(wait_until("exactly one group to be admitted", one_admitted, 60.0))
+    loser = 1 - winner
+
+    for group in (0, 1):
+        for pod in group_pods(namespace, "srv", group):
+            dev_cluster.apply(pod)
+
+    started = wait_until(
+        "the admitted group's pods to be ungated",
+        lambda: (
+            p
+            if len(p := pods_of(dev_cluster, namespace, "srv", winner)) == 2 and not any(gated(x) for x in p)
+            else None
+        ),
+        60.0,
+    )
+    group_name = by_index[str(winner)]["metadata"]["name"]
+    for pod in started:
+        assert pod["spec"]["nodeSelector"] == NODE_LABELS
+        assert pod["metadata"]["annotations"][keys.POD_GROUP_NAME] == group_name
+        assert pod["metadata"]["labels"][keys.MANAGED] == "true"
+        role = "worker" if keys.LWS_LEADER_NAME in pod["metadata"]["annotations"] else "leader"
+        assert pod["metadata"]["annotations"][keys.ROLE_HASH] == role
+        assert pod["metadata"]["labels"][keys.PODSET] == role
+    wait_until(
+        "the admitted group's pods to be bound",
+        lambda: all(p["spec"].get("nodeName") for p in pods_of(dev_cluster, namespace, "srv", winner)),
+        60.0,
+    )
+
+    # The over-quota group: adopted (so pykueue has seen it) yet still gated.
+    waiting = wait_until(
+        "the waiting group's pods to be adopted",
+        lambda: p if adopted(p := pods_of(dev_cluster, namespace, "srv", loser)) else None,
+        60.0,
+    )
+    assert all(gated(p) and not p["spec"].get("nodeName") for p in waiting)
+    assert cq_cpu_usage(dev_cluster, cq) == "2"
+
+    # Scale down to one group: the Workload of group 1 goes; if it held the quota, group 0 gets it.
+    dev_cluster.kubectl(
+        "patch",
+        "leaderworkersets.leaderworkerset.x-k8s.io",
+        "srv",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"replicas": 1}}),
+    )
+    wait_until(
+        "the surplus group's Workload to be deleted",
+        lambda: (
+            [
+                w["metadata"]["annotations"][keys.COMPONENT_WORKLOAD_INDEX]
+                for w in workloads_owned_by(dev_cluster, namespace, "LeaderWorkerSet", "srv")
+            ]
+            == ["0"]
+        ),
+        60.0,
+    )
+    if winner == 1:
+        for pod in pods_of(dev_cluster, namespace, "srv", 1):
+            dev_cluster.kubectl("delete", "pod", pod["metadata"]["name"], "-n", namespace, "--wait=false")
+        wait_until(
+            "group 0 to be ungated once the quota is free",
+            lambda: not any(gated(p) for p in pods_of(dev_cluster, namespace, "srv", 0)),
+            60.0,
+        )
