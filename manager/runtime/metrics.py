@@ -13,7 +13,7 @@ typed helpers are what reconcilers call; they keep label spelling in one place.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -166,6 +166,8 @@ class KueueMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
         self.role = role
         self._metrics: dict[str, Any] = {}
+        # Recomputes the state gauges right before each exposition (the queue manager's feed).
+        self.before_scrape: Callable[[], None] | None = None
         gauge_names = {f.name for f in FAMILIES if f.kind is Kind.GAUGE}
         for family in FAMILIES:
             labels = (*family.labels, REPLICA_ROLE) if family.replica_role else family.labels
@@ -192,6 +194,8 @@ class KueueMetrics:
         return self._metrics[name].labels(*labels, self.role.value)
 
     def exposition(self) -> bytes:
+        if self.before_scrape is not None:
+            self.before_scrape()
         return generate_latest(self.registry)
 
     def set_role(self, role: ReplicaRole) -> None:
@@ -320,6 +324,12 @@ class KueueMetrics:
             self._child("kueue_local_queue_evicted_workloads_total", name, ns, reason, underlying_cause,
                         priority_class).inc()
 
+    def evicted_once(self, cluster_queue: str, reason: str, underlying_cause: str,
+                     priority_class: str) -> None:
+        """A workload's first eviction for ``reason`` (v0.12 unique evictions)."""
+        self._child("kueue_evicted_workloads_once_total", cluster_queue, reason, underlying_cause,
+                    priority_class).inc()
+
     def pods_ready_to_evicted(self, cluster_queue: str, reason: str, underlying_cause: str,
                               seconds: float) -> None:
         self._child("kueue_pods_ready_to_evicted_time_seconds", cluster_queue, reason,
@@ -381,6 +391,9 @@ class KueueMetrics:
     def report_local_queue_active(self, namespace: str, name: str, reserving: int, admitted: int) -> None:
         self._child("kueue_local_queue_reserving_active_workloads", name, namespace).set(reserving)
         self._child("kueue_local_queue_admitted_active_workloads", name, namespace).set(admitted)
+
+    def report_local_queue_finished(self, namespace: str, name: str, count: int) -> None:
+        self._child("kueue_local_queue_finished_workloads", name, namespace).set(count)
 
     def local_queue_resources(self, namespace: str, name: str, flavor: str, resource: str, *,
                               reservation: float, usage: float) -> None:

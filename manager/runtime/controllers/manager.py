@@ -23,16 +23,19 @@ from functools import partial
 from typing import Any
 
 from api import keys
+from manager.core.assignment import Outcome
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.status import workload_status
-from manager.core.workload_state import FINISHED
+from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.framework import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
 from manager.runtime import resources as res
 from manager.runtime.client import JSON, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
+from manager.runtime.metrics import KueueMetrics, ReplicaRole
+from manager.runtime.metrics_feed import MetricsFeed
 from manager.runtime.resources import ResourceRef, object_key
 
 from .jobs import JobReconciler
@@ -53,10 +56,13 @@ class QueueManager:
     """Owns the core, the informers and the controllers built on them."""
 
     def __init__(self, client: KubeClient, config: CoreConfig | None = None,
-                 job_config: Mapping[str, Any] | None = None) -> None:
+                 job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None) -> None:
         """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName."""
         self.client = client
         self.core = QueueingCore(config, now=time.time())
+        self.metrics = metrics if metrics is not None else KueueMetrics()
+        self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
+        self.metrics.before_scrape = self.metrics_feed.refresh
         self.informers: dict[str, Informer] = {r.kind: Informer(client, r) for r in CORE_KINDS}
         self._kick = asyncio.Event()
         self._queues_dirty = asyncio.Event()
@@ -83,6 +89,7 @@ class QueueManager:
                 # controller): adopt it instead of overwriting it with our pending view.
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
                 self.core.apply(obj)
+                self.metrics_feed.baseline((object_key(obj),))  # not our admission: not counted
             else:
                 self.core.apply(obj)
                 if kind == "Workload" and condition_true(obj, keys.WorkloadCondition.FINISHED):
@@ -136,6 +143,10 @@ class QueueManager:
         await self.wait_synced()
         log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
                  len(self.core.cq_defs))
+        if self.metrics.role is ReplicaRole.FOLLOWER:
+            self.metrics.set_role(ReplicaRole.LEADER)
+        # What the API says now was decided before this process led: never counted again.
+        self.metrics_feed.baseline()
         await asyncio.gather(self._schedule_forever(), self._queue_status_forever())
 
     # -------------------------------------------------------------- scheduling
@@ -153,8 +164,9 @@ class QueueManager:
     async def schedule_once(self) -> None:
         """Fire due timers, cycle until idle, write what changed."""
         self.core.fire_timers(time.time())
-        self.core.run_until_idle()
+        preemptors = self._run_cycles()
         changed = self.core.take_changes()
+        changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
         if changed:
             self._queues_dirty.set()
         for key in sorted(changed):
@@ -162,6 +174,23 @@ class QueueManager:
                 await self._write_workload_status(key)
             except ApiError as exc:
                 log.warning("writing status of Workload %s failed: %s", key, exc)
+
+    def _run_cycles(self) -> dict[str, str]:
+        """Cycle until idle like ``QueueingCore.run_until_idle``, timing each cycle for
+        ``kueue_admission_attempt*``; returns victim key -> preempting ClusterQueue."""
+        preemptors: dict[str, str] = {}
+        while True:
+            started = time.perf_counter()
+            result = self.core.next_cycle()
+            progress = self.core.apply_cycle(result)
+            if result.decisions:
+                admitted = any(d.outcome == Outcome.ADMIT for d in result.decisions)
+                self.metrics.admission_attempt(admitted, time.perf_counter() - started)
+            for d in result.decisions:
+                if d.outcome == Outcome.PREEMPT:
+                    preemptors.update((t, d.cluster_queue) for t in d.targets)
+            if not progress:
+                return preemptors
 
     async def _write_workload_status(self, key: str) -> None:
         namespace, name = key.split("/", 1)
@@ -185,6 +214,9 @@ class QueueManager:
                 finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
                 status = {**old, "conditions": _finished_conditions(old, finished, self.core.now)}
+            elif rec.status == ADMITTED:
+                status["conditions"] = [*(status.get("conditions") or ()),
+                                        _pods_ready_condition(rec.pods_ready, self.core.now)]
             body = {**current, "status": _keep_times(current.get("status") or {}, status)}
             try:
                 await self.client.replace(path, body)
@@ -260,6 +292,16 @@ def _keep_times(old: JSON, new: JSON) -> JSON:
             cond = {**cond, "lastTransitionTime": prev["lastTransitionTime"]}
         conditions.append(cond)
     return {**new, "conditions": conditions}
+
+
+def _pods_ready_condition(ready: bool, now: float) -> JSON:
+    """Kueue's PodsReady condition of an admitted workload (from the job's ready pods)."""
+    if ready:
+        return {"type": keys.WorkloadCondition.PODS_READY, "status": "True", "reason": "Started",
+                "message": "All pods reached readiness and the workload is running",
+                "lastTransitionTime": _timestamp(now)}
+    return {"type": keys.WorkloadCondition.PODS_READY, "status": "False", "reason": "WaitForStart",
+            "message": "Not all pods are ready or succeeded", "lastTransitionTime": _timestamp(now)}
 
 
 def _finished_conditions(old: JSON, finished: Finished, now: float) -> list[JSON]:

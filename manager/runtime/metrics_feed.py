@@ -1,0 +1,297 @@
+"""Kueue's metrics computed from the queueing core's state.
+
+Two kinds of series, fed two ways:
+
+* Gauges (pending, reserving/admitted active, ClusterQueue status, resource quotas and
+  usage, LocalQueue variants, finished counts) are a pure function of the core's current
+  state. :meth:`MetricsFeed.refresh` recomputes all of them right before each scrape, so
+  they can never drift from the queues, on followers as well as on the leader.
+* Counters and histograms (reservations, admissions, ready times, evictions, finishes)
+  count *transitions*. The core does not report transitions, it only knows the present, so
+  :meth:`MetricsFeed.observe` compares each touched workload with what it last saw of it.
+  Workloads found already admitted at start-up are baselined, not counted: a restarted
+  manager must not count the previous leader's admissions again.
+
+Times come from the core's own timestamps (``reserved_at``, ``admitted_at``) and the
+caller's clock, so the computation is testable without a cluster or a real clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from manager.core.engine import QueueingCore
+from manager.core.objects import FR
+from manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from manager.runtime.metrics import KueueMetrics
+
+# Kueue's eviction reason label for a Kueue deactivation, and the underlying cause it names.
+_DEACTIVATED_PREFIX = "DeactivatedDueTo"
+_PODS_READY_TIMEOUT = "PodsReadyTimeout"
+
+
+def eviction_labels(core_reason: str, *, unique: bool = False) -> tuple[str, str]:
+    """(reason, underlying_cause) labels of an eviction recorded by the core.
+
+    The core records ``DeactivatedDueTo<Cause>`` for Kueue's own deactivations; Kueue's
+    metrics label those ``Deactivated`` with the cause apart. The unique-evictions family
+    also says why a PodsReady timeout happened (``WaitForStart``: pods never became ready).
+    """
+    if core_reason.startswith(_DEACTIVATED_PREFIX):
+        return "Deactivated", core_reason.removeprefix(_DEACTIVATED_PREFIX)
+    if unique and core_reason == _PODS_READY_TIMEOUT:
+        return core_reason, "WaitForStart"
+    return core_reason, ""
+
+
+def resource_amount(resource: str, amount: int) -> float:
+    """The core's integer amount as the float Kueue exposes (cpu is kept in milli-cores)."""
+    return amount / 1000 if resource == "cpu" else float(amount)
+
+
+@dataclass
+class _Seen:
+    status: str
+    evictions: int
+    pods_ready: bool
+    queued_since: float
+    first_admitted: float | None = None
+    evicted_for: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """What the gauges of one queue say (also what tests compare with the API)."""
+
+    active: int = 0
+    inadmissible: int = 0
+    reserving: int = 0
+    admitted: int = 0
+    finished: int = 0
+
+
+def cluster_queue_counts(core: QueueingCore) -> dict[str, QueueCounts]:
+    """Pending (active / inadmissible), reserving, admitted and finished per ClusterQueue.
+
+    Active = in the queue's heap, ready to be tried; everything else pending in the queue
+    (parked after a failed attempt, waiting out a requeue backoff) is inadmissible, as in
+    Kueue, where both wait outside the active heap.
+    """
+    pending: dict[str, int] = {}
+    finished: dict[str, int] = {}
+    for rec in core.workloads.values():
+        cq = rec.cluster_queue or ""
+        if rec.status == PENDING and not rec.deactivated:
+            pending[cq] = pending.get(cq, 0) + 1
+        elif rec.status == FINISHED:
+            finished[cq] = finished.get(cq, 0) + 1
+    out: dict[str, QueueCounts] = {}
+    for name in core.cq_defs:
+        queue = core.queues.get(name)
+        active = queue.active_count if queue is not None else 0
+        holding = core.holding.get(name, {}).values()
+        out[name] = QueueCounts(active=active, inadmissible=max(0, pending.get(name, 0) - active),
+                                reserving=len(holding),
+                                admitted=sum(1 for r in holding if r.status == ADMITTED),
+                                finished=finished.get(name, 0))
+    return out
+
+
+def local_queue_counts(core: QueueingCore) -> tuple[dict[str, QueueCounts], dict[str, dict[FR, int]]]:
+    """Counts and reserved resources per LocalQueue key ``namespace/name``.
+
+    A LocalQueue has no heap of its own; its pending workloads are active when they sit in
+    their ClusterQueue's heap and inadmissible otherwise.
+    """
+    counts: dict[str, dict[str, int]] = {key: {} for key in core.local_queues}
+    usage: dict[str, dict[FR, int]] = {key: {} for key in core.local_queues}
+    for rec in core.workloads.values():
+        key = f"{rec.wl.namespace}/{rec.wl.queue_name}"
+        if key not in counts:
+            continue
+        c = counts[key]
+        if rec.status == PENDING and not rec.deactivated:
+            queue = core.queues.get(rec.cluster_queue or "")
+            # ``in`` covers parked ones too; only the heap's tickets are active.
+            active = queue is not None and rec.key in queue and rec.key not in queue.parked
+            bucket = "active" if active else "inadmissible"
+            c[bucket] = c.get(bucket, 0) + 1
+        elif rec.holds_quota:
+            c["reserving"] = c.get("reserving", 0) + 1
+            c["admitted"] = c.get("admitted", 0) + (rec.status == ADMITTED)
+            for fr, v in rec.usage.items():
+                usage[key][fr] = usage[key].get(fr, 0) + v
+        elif rec.status == FINISHED:
+            c["finished"] = c.get("finished", 0) + 1
+    return {k: QueueCounts(**v) for k, v in counts.items()}, usage
+
+
+def cohort_path(core: QueueingCore, cluster_queue: str) -> tuple[str, str]:
+    """(parent cohort, root cohort) of a ClusterQueue; empty strings when it has none."""
+    cq = core.cq_defs.get(cluster_queue)
+    parent = (cq.parent if cq is not None else None) or ""
+    root, seen = parent, {parent}
+    while root:
+        cohort = core.cohort_defs.get(root)
+        up = cohort.parent if cohort is not None else None
+        if not up or up in seen:
+            break
+        seen.add(up)
+        root = up
+    return parent, root
+
+
+class MetricsFeed:
+    """Feeds :class:`KueueMetrics` from a :class:`QueueingCore`."""
+
+    def __init__(self, core: QueueingCore, metrics: KueueMetrics, *, cluster_queue_resources: bool = False,
+                 local_queue_metrics: bool = True) -> None:
+        self.core = core
+        self.metrics = metrics
+        self.cluster_queue_resources = cluster_queue_resources
+        self.local_queue_metrics = local_queue_metrics
+        self._seen: dict[str, _Seen] = {}
+        self._awaiting_ready: set[str] = set()
+        self._queues: set[str] = set()
+        self._local_queues: set[str] = set()
+
+    @classmethod
+    def from_config(cls, core: QueueingCore, metrics: KueueMetrics, config: Mapping[str, Any]) -> MetricsFeed:
+        """Honours Configuration ``metrics.enableClusterQueueResources`` and ``localQueueMetrics.enable``."""
+        section = config.get("metrics") or {}
+        lq = section.get("localQueueMetrics") or {}
+        return cls(core, metrics, cluster_queue_resources=bool(section.get("enableClusterQueueResources")),
+                   local_queue_metrics=lq.get("enable", True) is not False)
+
+    # -- transitions -------------------------------------------------------------------------
+    def baseline(self, keys: Iterable[str] | None = None) -> None:
+        """Remember workloads as they are now without counting anything (start-up, adoption)."""
+        for key in self.core.workloads if keys is None else keys:
+            rec = self.core.workloads.get(key)
+            if rec is not None:
+                self._remember(rec, self._seen.get(key))
+
+    def _remember(self, rec: WorkloadRecord, prev: _Seen | None) -> _Seen:
+        seen = _Seen(rec.status, len(rec.evictions), rec.pods_ready, rec.wl.created)
+        if prev is not None:
+            seen.queued_since, seen.first_admitted = prev.queued_since, prev.first_admitted
+            seen.evicted_for = prev.evicted_for
+        elif rec.status == ADMITTED:
+            seen.first_admitted = rec.admitted_at
+        self._seen[rec.key] = seen
+        if rec.status == ADMITTED and not rec.pods_ready:
+            self._awaiting_ready.add(rec.key)
+        else:
+            self._awaiting_ready.discard(rec.key)
+        return seen
+
+    def observe(self, keys: Iterable[str], now: float,
+                preemptors: Mapping[str, str] | None = None) -> set[str]:
+        """Count the transitions of ``keys`` (and of admitted workloads awaiting PodsReady).
+
+        ``preemptors`` maps a victim's key to the preempting ClusterQueue, for
+        ``kueue_preempted_workloads_total``. Returns the keys whose PodsReady turned true:
+        their status needs writing although the core did not mark them changed.
+        """
+        became_ready: set[str] = set()
+        for key in set(keys) | self._awaiting_ready:
+            rec = self.core.workloads.get(key)
+            if rec is None:
+                self._seen.pop(key, None)
+                self._awaiting_ready.discard(key)
+                continue
+            prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
+            if self._transition(rec, prev, now, preemptors or {}):
+                became_ready.add(key)
+            self._remember(rec, prev)
+        return became_ready
+
+    def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
+                    preemptors: Mapping[str, str]) -> bool:
+        m, cq, pc = self.metrics, rec.cluster_queue or "", rec.wl.priority_class or ""
+        lq = (rec.wl.namespace, rec.wl.queue_name) if self.local_queue_metrics else None
+        for reason in rec.evictions[prev.evictions:]:
+            label, cause = eviction_labels(reason)
+            unique_label, unique_cause = eviction_labels(reason, unique=True)
+            first = unique_label not in prev.evicted_for
+            prev.evicted_for.add(unique_label)
+            m.evicted(cq, label, cause, pc, local_queue=lq)
+            if first:
+                m.evicted_once(cq, unique_label, unique_cause, pc)
+            if reason == "Preempted":
+                m.preempted(preemptors.get(rec.key, cq),
+                            self.core.preempted_reasons.get(rec.key, "InClusterQueue"))
+            prev.queued_since = now  # requeued: the next wait is measured from here
+        held_before = prev.status in (ADMITTED, QUOTA_RESERVED)
+        if rec.holds_quota and (not held_before or len(rec.evictions) > prev.evictions):
+            reserved = rec.reserved_at if rec.reserved_at is not None else now
+            m.quota_reserved(cq, pc, max(0.0, reserved - prev.queued_since), local_queue=lq)
+        if rec.status == ADMITTED and (prev.status != ADMITTED or len(rec.evictions) > prev.evictions):
+            admitted = rec.admitted_at if rec.admitted_at is not None else now
+            checks = admitted - rec.reserved_at if rec.reserved_at is not None else None
+            m.admitted_workload(cq, pc, max(0.0, admitted - prev.queued_since), checks, local_queue=lq)
+            if prev.first_admitted is None:
+                prev.first_admitted = admitted
+        ready_now = rec.status == ADMITTED and rec.pods_ready
+        if ready_now and not (prev.status == ADMITTED and prev.pods_ready):
+            admitted = rec.admitted_at if rec.admitted_at is not None else now
+            m.pods_ready(cq, pc, max(0.0, now - prev.queued_since), max(0.0, now - admitted), local_queue=lq)
+        if rec.status == FINISHED and prev.status != FINISHED:
+            start = prev.first_admitted if prev.first_admitted is not None else now
+            m.finished_workload(cq, pc, max(0.0, now - start), local_queue=lq)
+        return ready_now and not (prev.status == ADMITTED and prev.pods_ready)
+
+    # -- gauges --------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Recompute every gauge from the core (called before each scrape)."""
+        core, m = self.core, self.metrics
+        counts = cluster_queue_counts(core)
+        for gone in self._queues - counts.keys():
+            m.forget_cluster_queue(gone)
+        self._queues = set(counts)
+        for name, c in counts.items():
+            m.report_pending(name, c.active, c.inadmissible)
+            m.report_active(name, c.reserving, c.admitted)
+            m.report_finished(name, c.finished)
+            m.cluster_queue_status(name, "pending" if name in core.inactive else "active")
+            parent, root = cohort_path(core, name)
+            m.cluster_queue_info(name, parent, root)
+            if self.cluster_queue_resources:
+                self._resources(name, parent)
+        if self.local_queue_metrics:
+            self._refresh_local_queues()
+
+    def _resources(self, name: str, cohort: str) -> None:
+        cq = self.core.cq_defs[name]
+        usage = self.core.usage_of(name)
+        for (flavor, resource), quota in sorted(cq.quotas.items()):
+            used = resource_amount(resource, usage.get((flavor, resource), 0))
+            self.metrics.cluster_queue_resources(
+                cohort, name, flavor, resource, nominal=resource_amount(resource, quota.nominal),
+                reservation=used, usage=used,
+                borrowing_limit=None if quota.borrowing_limit is None else resource_amount(
+                    resource, quota.borrowing_limit),
+                lending_limit=None if quota.lending_limit is None else resource_amount(
+                    resource, quota.lending_limit))
+
+    def _refresh_local_queues(self) -> None:
+        core, m = self.core, self.metrics
+        counts, usage = local_queue_counts(core)
+        for gone in self._local_queues - counts.keys():
+            ns, name = gone.split("/", 1)
+            m.forget_local_queue(ns, name)
+        self._local_queues = set(counts)
+        for key, c in counts.items():
+            ns, name = key.split("/", 1)
+            m.report_local_queue_pending(ns, name, c.active, c.inadmissible)
+            m.report_local_queue_active(ns, name, c.reserving, c.admitted)
+            m.report_local_queue_finished(ns, name, c.finished)
+            lq = core.local_queues[key]
+            active = lq.cluster_queue in core.cq_defs and lq.cluster_queue not in core.inactive \
+                and lq.stop_policy == "None"
+            m.local_queue_status(ns, name, "True" if active else "False")
+            for (flavor, resource), v in sorted(usage[key].items()):
+                amount = resource_amount(resource, v)
+                m.local_queue_resources(ns, name, flavor, resource, reservation=amount, usage=amount)
