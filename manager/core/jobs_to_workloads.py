@@ -49,6 +49,8 @@ def _workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]], con
     ns = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
     spec: dict[str, Any] = {"queueName": _queue_name(meta), "podSets": podsets}
+    if not spec["queueName"]:
+        del spec["queueName"]  # the API omits an empty queue name (and rejects "")
     wpc = labels.get(keys.PRIORITY_CLASS)
     if wpc:
         spec["priorityClassRef"] = {"group": keys.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}
@@ -129,7 +131,7 @@ def build_workloads(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """The Workload object dicts for a job, whether or not it names a queue.
 
     The job reconcilers call this once they decided the job is managed (a queue name, or
-    manageJobsWithoutQueueName: then ``spec.queueName`` is empty and the Workload waits).
+    manageJobsWithoutQueueName: then ``spec.queueName`` is absent and the Workload waits).
     """
     convert = _CONVERTERS.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
     if convert is None:

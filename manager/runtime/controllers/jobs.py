@@ -278,7 +278,10 @@ class JobReconciler:
             if not held and ((current.get("spec") or {}).get("queueName") or "") != queue:
                 # A pending Workload follows its job's queue name (mJWQN: the label came later).
                 path = res.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"])
-                await self.client.replace(path, {**current, "spec": {**current["spec"], "queueName": queue}})
+                spec = {k: v for k, v in current["spec"].items() if k != "queueName"}
+                if queue:
+                    spec["queueName"] = queue
+                await self.client.replace(path, {**current, "spec": spec})
         uid = str(meta(job).get("uid") or "")
         for key in sorted(self._by_job_uid.get(uid, set()) - wanted if uid else set()):
             surplus = informer.get(key)

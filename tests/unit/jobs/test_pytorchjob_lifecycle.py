@@ -104,4 +104,4 @@ def test_without_queue_name_managed_only_under_mjwqn() -> None:
     assert not PTJ.is_managed(job, AdmissionPolicy(), ns)
     assert PTJ.is_managed(job, AdmissionPolicy(manage_jobs_without_queue_name=True), ns)
     [wl] = PTJ.workloads(job)
-    assert wl["spec"]["queueName"] == "", "the Workload waits until a queue name is added"
+    assert "queueName" not in wl["spec"], "the Workload waits until a queue name is added"
