@@ -58,6 +58,8 @@ class Entry:
     targets: tuple[str, ...] = ()
     inadmissible: str = ""  # set when the entry was rejected before flavor assignment
     requeue_reason: str = ""
+    target_reasons: dict[str, str] = field(default_factory=dict)  # target -> Preempted condition reason
+    preempting: bool = False  # already waiting for victims it chose in an earlier cycle
 
 
 class Outcome:
@@ -76,6 +78,8 @@ class Decision:
     targets: tuple[str, ...] = ()
     immediate: bool = False  # requeue into the heap rather than the inadmissible set
     reason: str = "Pending"
+    # Target key -> reason of its Preempted condition (InClusterQueue, InCohortReclamation, ...).
+    target_reasons: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass

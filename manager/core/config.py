@@ -56,6 +56,8 @@ class CoreConfig:
     partial_admission: bool = True
     transformations: dict[str, Transformation] = field(default_factory=dict)
     excluded_prefixes: tuple[str, ...] = ()
+    # Configuration fairSharing.preemptionStrategies; None when fair sharing is off.
+    fair_sharing: tuple[str, ...] | None = None
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
@@ -82,9 +84,13 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     if not isinstance(obj, dict):
         raise ConfigError("config is not a mapping")
     transformations, excluded = _resources(obj)
+    fs = obj.get("fairSharing")
+    strategies = (fs or {}).get("preemptionStrategies") if isinstance(fs, dict) else None
+    fair = None if not isinstance(fs, dict) or fs.get("enable") is False else tuple(
+        str(x) for x in strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
     wfpr = obj.get("waitForPodsReady")
     if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
-        return CoreConfig(transformations=transformations, excluded_prefixes=excluded)
+        return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair)
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -104,4 +110,5 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         requeuing=strategy,
         transformations=transformations,
         excluded_prefixes=excluded,
+        fair_sharing=fair,
     )

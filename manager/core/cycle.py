@@ -3,8 +3,9 @@
 1. *Nominate*: each head is checked (ClusterQueue active, namespace selected, checks
    not failed) and gets a flavor assignment against the snapshot taken at cycle start.
    Entries whose assignment needs preemption ask the preemption hook for targets.
-2. *Order*: entries that do not borrow first, then higher priority, then earlier
-   queue-order timestamp (then key, for determinism).
+2. *Order*: a preemptor waiting for its victims first, then entries that do not borrow,
+   then higher priority, then earlier queue-order timestamp (then key, for determinism).
+   With fair sharing, a tournament by dominant resource share instead.
 3. *Process* in that order on the cycle's usage view: an entry is admitted only if it
    still fits after the entries before it took their share, so two heads of one cohort
    cannot both take the last free capacity. An entry that must wait for preemption
@@ -15,7 +16,7 @@ Nothing outside the returned :class:`CycleResult` changes; the caller applies it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
@@ -53,6 +54,9 @@ class Scheduler:
         self.preemption: PreemptionHook = preemption or NoPreemption()
         self.topology: TopologyHook = topology or QuotaOnlyTopology()
         self.partial_admission = partial_admission
+        # Fair sharing replaces the order of step 2 with an iterator that re-decides the
+        # next entry on the cycle's live usage view (see fair_sharing.tournament).
+        self.order: Callable[[Sequence[Entry], Snapshot, Usage], Iterable[Entry]] | None = None
 
     # -- nomination ----------------------------------------------------------------------
 
@@ -123,6 +127,10 @@ class Scheduler:
         entry.assignment = self._assign(assigner, entry, snap)
         if entry.assignment.mode.needs_preemption:
             entry.targets = tuple(self.preemption.targets(snap, entry))
+            # The hook remembers why it chose each target; move that onto the entry so the
+            # hook's memory stays bounded and the reasons travel with the decision.
+            reasons: dict[str, str] = getattr(self.preemption, "reasons", {})
+            entry.target_reasons = {t: reasons.pop(t, "InClusterQueue") for t in entry.targets}
 
     # -- the cycle -----------------------------------------------------------------------
 
@@ -152,10 +160,16 @@ class Scheduler:
             if e.assignment is None:
                 decisions.append(Decision(e.workload.key, e.cluster_queue, Outcome.PENDING, e.inadmissible,
                                           reason="Inadmissible"))
-        entries.sort(key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.priority,
-                                    e.timestamp, e.workload.key))
+        ordered: Iterable[Entry]
+        if self.order is not None:
+            ordered = self.order(entries, snap, usage)
+        else:
+            # A preemptor already waiting for its victims first, so the quota they release
+            # goes to it; then non-borrowing, higher priority, earlier queue order.
+            ordered = sorted(entries, key=lambda e: (not e.preempting, e.assignment.borrowing if e.assignment
+                                                     else 0, -e.priority, e.timestamp, e.workload.key))
         victims: set[str] = set()
-        for e in entries:
+        for e in ordered:
             a = e.assignment
             assert a is not None
             node = snap.nodes[e.cluster_queue]
@@ -188,7 +202,7 @@ class Scheduler:
                 victims.update(e.targets)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PREEMPT,
                                           "Pending the preemption of workloads", assignment=a,
-                                          targets=e.targets, immediate=True))
+                                          targets=e.targets, immediate=True, target_reasons=e.target_reasons))
             else:
                 decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a))
         return CycleResult(decisions)

@@ -25,6 +25,7 @@ from typing import Any
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
 from .cycle import NAMESPACE_MISMATCH, Scheduler
+from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
 from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .objects import (
     FR,
@@ -43,7 +44,8 @@ from .objects import (
     parse_time,
     workload_from,
 )
-from .queues import PendingQueue, sort_key
+from .preemption import ClassicalPreemption
+from .queues import PendingQueue, SortKey, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
 from .resources import transform_requests
 from .snapshot import Snapshot
@@ -60,7 +62,17 @@ class QueueingCore:
                  preemption: PreemptionHook | None = None, topology: TopologyHook | None = None) -> None:
         self.config = config or CoreConfig()
         self.now = now
-        self.scheduler = Scheduler(preemption, topology, self.config.partial_admission)
+        # Classical (or, with fairSharing configured, fair) preemption unless a hook is given.
+        fair = self.config.fair_sharing
+        if preemption is None:
+            preemption = ClassicalPreemption() if fair is None else FairSharingPreemption(fair)
+        self.preemption: PreemptionHook = preemption
+        self.scheduler = Scheduler(self.preemption, topology, self.config.partial_admission)
+        if fair is not None:
+            self.scheduler.order = tournament
+        self.fair_weights: dict[str, float] = {}  # "ClusterQueue/<name>" or "Cohort/<name>" -> weight
+        # Victim key -> the reason of its latest preemption (condition Preempted's reason).
+        self.preempted_reasons: dict[str, str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
         self.flavors: dict[str, Flavor] = {}
@@ -94,9 +106,11 @@ class QueueingCore:
         elif kind == "ClusterQueue":
             cq = cluster_queue_from(obj)
             self.cq_defs[cq.name] = cq
+            self._weight("ClusterQueue", cq.name, obj)
         elif kind == "Cohort":
             c = cohort_from(obj)
             self.cohort_defs[c.name] = c
+            self._weight("Cohort", c.name, obj)
         elif kind == "LocalQueue":
             lq = local_queue_from(obj)
             self.local_queues[lq.key] = lq
@@ -146,6 +160,13 @@ class QueueingCore:
         del table[name]
         self._dirty = True
         return True
+
+    def _weight(self, kind: str, name: str, obj: dict[str, Any]) -> None:
+        fs = (obj.get("spec") or {}).get("fairSharing") or {}
+        try:
+            self.fair_weights[f"{kind}/{name}"] = parse_weight(fs.get("weight"))
+        except WeightError as exc:
+            raise ObjectError(f"{kind} {name}: {exc}") from exc
 
     def apply_workload(self, obj: dict[str, Any]) -> WorkloadRecord:
         self._created += 1
@@ -351,7 +372,7 @@ class QueueingCore:
         rec.cluster_queue = target
         if target is not None:
             q = self.queues.setdefault(target, PendingQueue())
-            skey = sort_key(rec.priority, rec.queue_ts, rec.key)
+            skey = self._sort_key(rec)
             if rec.key in q.parked:
                 q.park(rec.key, skey)
             else:
@@ -373,6 +394,7 @@ class QueueingCore:
     def _leave(self, rec: WorkloadRecord) -> None:
         """The workload stops competing: release its quota or take it out of its queue."""
         rec.generation += 1
+        rec.preempting = False
         if rec.holds_quota:
             self._release(rec)
         elif rec.cluster_queue in self.queues:
@@ -517,7 +539,7 @@ class QueueingCore:
     def snapshot(self) -> Snapshot:
         self._ensure()
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
-                        self.usage.overlay(), self.holding)
+                        self.usage.overlay(), self.holding, self.fair_weights)
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready
@@ -538,7 +560,7 @@ class QueueingCore:
             if key is None:
                 continue
             rec = self.workloads[key]
-            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts))
+            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting))
         if not heads:
             return CycleResult([])
         return self.scheduler.schedule(heads, self.snapshot())
@@ -589,11 +611,17 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, message=why, immediate=True)
             if d.outcome == Outcome.PREEMPT:
+                rec.preempting = True
                 for target in d.targets:
                     victim = self.workloads.get(target)
                     if victim is not None and victim.holds_quota:
+                        reason = d.target_reasons.get(target, "InClusterQueue")
+                        self.preempted_reasons[target] = reason
+                        victim.preemption_reasons.append(reason)
                         self._evict(victim, "Preempted", requeue_now=True)
                         progress = True
+            elif not d.immediate:
+                rec.preempting = False  # it no longer fits even with preemption: no claim to keep
             message = d.message
             if self.tas is not None and message.endswith(": topology placement failed"):
                 message = message.replace("topology placement failed", self.tas.explain(rec.key) or
@@ -609,7 +637,7 @@ class QueueingCore:
         if q is None or rec.cluster_queue != d.cluster_queue:
             return False
         cq = self.cq_defs[d.cluster_queue]
-        skey = sort_key(rec.priority, rec.queue_ts, rec.key)
+        skey = self._sort_key(rec)
         strict = cq.queueing_strategy == "StrictFIFO" and d.message != NAMESPACE_MISMATCH \
             and "namespace doesn't match" not in d.message
         if d.immediate or strict:
@@ -618,9 +646,13 @@ class QueueingCore:
         q.park(rec.key, skey)
         return True
 
+    def _sort_key(self, rec: WorkloadRecord) -> SortKey:
+        return sort_key(rec.priority, rec.queue_ts, rec.key, sticky=rec.preempting)
+
     def _reserve(self, rec: WorkloadRecord, d: Decision) -> None:
         assert d.assignment is not None
         self.changed.add(rec.key)
+        rec.preempting = False
         rec.generation += 1
         rec.status = QUOTA_RESERVED
         rec.cluster_queue = d.cluster_queue

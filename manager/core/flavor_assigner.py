@@ -53,6 +53,13 @@ class FlavorAssigner:
         self.snap = snap
         self.preemption = preemption
 
+    def _preempts_while_borrowing(self, cq: ClusterQueueDef) -> bool:
+        """borrowWithinCohort allows it; a hook may say otherwise (fair sharing: reclaim policy)."""
+        hook = getattr(self.preemption, "can_preempt_while_borrowing", None)
+        if hook is not None:
+            return bool(hook(cq))
+        return (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never") not in ("", "Never")
+
     def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int,
                        priority: int) -> tuple[Mode, int, str]:
         usage = self.snap.usage
@@ -66,8 +73,7 @@ class FlavorAssigner:
             return Mode.FIT, level, ""
         msg = (f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, "
                f"{_q(fr, val - max(avail, 0))} more needed")
-        bwc = (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never")
-        if val <= node.quota(fr).nominal or may_reclaim or bwc not in ("", "Never"):
+        if val <= node.quota(fr).nominal or may_reclaim or self._preempts_while_borrowing(cq):
             verdict = self.preemption.oracle(self.snap, cq, fr, val, priority)
             if verdict == NO_CANDIDATES:
                 return Mode.NO_CANDIDATES, level, msg

@@ -1,6 +1,8 @@
 """Pending workloads of one ClusterQueue: an ordered heap plus the inadmissible set.
 
-Order is Kueue's: higher priority first, then earlier queue-order timestamp, then the
+Order is Kueue's: a preemptor waiting for its victims first (so the quota they free is
+not taken by the workload it displaced), then, with admission fair sharing, lower
+LocalQueue usage, then higher priority, then earlier queue-order timestamp, then the
 workload key (so ties are deterministic). The heap uses lazy deletion: removing a
 workload only forgets its ticket, and stale heap items are dropped when popped. That
 keeps push, remove and pop O(log n) with no scans, which matters with tens of
@@ -14,12 +16,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 
-SortKey = tuple[int, float, str]
+SortKey = tuple[int, float, int, float, str]
 
 
-def sort_key(priority: int, timestamp: float, key: str) -> SortKey:
-    return (-priority, timestamp, key)
+def sort_key(priority: int, timestamp: float, key: str, sticky: bool = False,
+             lq_usage: float = 0.0) -> SortKey:
+    return (0 if sticky else 1, lq_usage, -priority, timestamp, key)
 
 
 class PendingQueue:
@@ -71,6 +75,12 @@ class PendingQueue:
         for key, skey in moved.items():
             self.push(key, skey)
         return len(moved)
+
+    def resort(self, key_of: Callable[[str], SortKey]) -> None:
+        """Recompute every sort key (LocalQueue usage changed); O(n log n)."""
+        self._heap = [(key_of(k), t, k) for k, t in self._tickets.items()]
+        heapq.heapify(self._heap)
+        self.parked = {k: key_of(k) for k in self.parked}
 
     def keys(self) -> list[str]:
         return list(self._tickets) + list(self.parked)

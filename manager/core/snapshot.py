@@ -27,3 +27,5 @@ class Snapshot:
     usage: Usage
     # ClusterQueue name -> workloads holding quota there (key -> record), for preemption.
     holding: Mapping[str, Mapping[str, WorkloadRecord]] = field(default_factory=dict)
+    # Fair-sharing weights by "ClusterQueue/<name>" or "Cohort/<name>" (missing: 1).
+    weights: Mapping[str, float] = field(default_factory=dict)

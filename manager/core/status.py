@@ -22,6 +22,41 @@ def _condition(kind: str, status: bool, reason: str, message: str, now: float) -
             "message": message, "lastTransitionTime": format_time(now)}
 
 
+def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
+    """Evicted (and, after a preemption, Preempted and Requeued) for the latest eviction.
+
+    While the workload waits they are True; once it reserves quota again Kueue flips them
+    to False with reason QuotaReserved and the old message after "Previously: ".
+    """
+    last = rec.evictions[-1]
+    preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
+    why = rec.preemption_reasons[-1] if preempted else ""
+    message = (f"Preempted to accommodate a workload due to {_HUMAN.get(why, why)}" if preempted
+               else f"Evicted: {last}")
+    out: list[dict[str, Any]] = []
+    if rec.holds_quota:
+        out.append(_condition(WorkloadCondition.EVICTED, False, Reason.QUOTA_RESERVED,
+                              f"Previously: {message}", now))
+        if preempted:
+            out.append(_condition(WorkloadCondition.PREEMPTED, False, Reason.QUOTA_RESERVED,
+                                  f"Previously: {message}", now))
+        return out
+    if rec.status != PENDING:
+        return out
+    out.append(_condition(WorkloadCondition.EVICTED, True, last, message, now))
+    if preempted:
+        out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
+        out.append(_condition(WorkloadCondition.REQUEUED, True, Reason.PREEMPTED, message, now))
+    return out
+
+
+# Kueue's wording of each preemption reason in the Preempted condition message.
+_HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
+          "InCohortReclamation": "reclamation within the cohort",
+          "InCohortFairSharing": "Fair Sharing within the cohort",
+          "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
+
+
 def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,
                     unhealthy_nodes: Sequence[str] = ()) -> dict[str, Any]:
     """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker."""
@@ -49,8 +84,7 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
-        conditions.append(_condition(WorkloadCondition.EVICTED, rec.status == PENDING, rec.evictions[-1],
-                                     f"Evicted: {rec.evictions[-1]}", now))
+        conditions.extend(_eviction_conditions(rec, now))
         counts: dict[str, int] = {}
         for r in rec.evictions:
             counts[r] = counts.get(r, 0) + 1

@@ -36,6 +36,9 @@ class WorkloadRecord:
     admitted_at: float | None = None
     pods_ready: bool = False
     generation: int = 0  # bumped on every transition; stale timers compare it
+    preempting: bool = False  # chose victims and waits for their quota (sorts first in its queue)
+    # Reason of the Preempted condition of each "Preempted" eviction, in order.
+    preemption_reasons: list[str] = field(default_factory=list)
 
     @property
     def holds_quota(self) -> bool:

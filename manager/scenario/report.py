@@ -41,6 +41,9 @@ def result(core: QueueingCore) -> dict[str, Any]:
             "evictions": list(rec.evictions),
             "reason": rec.reason if rec.status == PENDING else "",
         }
+        if rec.preemption_reasons:
+            # Beside the contract's "evictions": why each "Preempted" eviction happened.
+            workloads[key]["preemptionReasons"] = list(rec.preemption_reasons)
         if rec.checks:
             workloads[key]["admissionChecks"] = dict(rec.checks)
         unhealthy = core.tas.status_fields(key)[1] if isinstance(core.tas, TasPlacer) else []

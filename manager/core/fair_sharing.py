@@ -1,0 +1,440 @@
+"""Fair sharing: dominant resource shares, the admission tournament and fair preemption.
+
+With the Configuration's ``fairSharing`` set, ClusterQueues of a cohort tree compete by
+their *dominant resource share* (DRS). For a node with a parent: per resource, what it
+uses above its subtree quota, in thousandths of what its parent could lend (summed over
+flavors), the largest such ratio, divided by the node's ``spec.fairSharing.weight``
+(default 1). A node with weight 0 that borrows ranks above every other node, and among
+such nodes the unweighted ratio decides: :class:`Share` encodes that as a sortable pair.
+
+* Admission (:func:`tournament`): heads are not sorted once; after every admission the
+  next head is picked again, because admitting changes the shares. In each cohort the
+  winners of the child cohorts and the heads of the child ClusterQueues meet, and the
+  one whose share *after admission* at that level (the share of the cohort's child on
+  its path) is lowest wins, then higher priority, then earlier queue order.
+* Preemption (:class:`FairSharingPreemption`): candidates are the preemptor's own queue
+  (``withinClusterQueue``) and every borrowing queue of the tree (``reclaimWithinCohort``);
+  the preemptor's request is counted in the shares while searching. The target queue is
+  found by descending from the root into the child with the highest share; a victim in
+  another queue is taken only when the strategy holds between the children of the lowest
+  common ancestor (``LessThanOrEqualToFinalShare``: preemptor's share with its request <=
+  the target's share without the victim; ``LessThanInitialShare``: < the target's share
+  now); a second strategy revisits the queues whose candidates failed the first. A
+  preemptor that stays within its nominal quota reclaims from borrowers without a share
+  check. The victims found are filled back as in classical preemption;
+  ``borrowWithinCohort`` is ignored.
+
+Quota is read from the snapshot; all simulated changes live in usage overlays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from api.quantity import QuantityError, parse_quantity
+
+from .assignment import Entry
+from .hooks import NO_CANDIDATES, PREEMPT, RECLAIM
+from .objects import FR, ClusterQueueDef
+from .quota import QuotaNode, Usage, available, potential_available
+from .snapshot import Snapshot
+from .workload_state import WorkloadRecord
+
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+
+Share = tuple[int, float]
+"""(1, unweighted ratio) for a weight-0 borrower, else (0, weighted ratio): compares as Kueue's DRS."""
+NEGATIVE: Share = (0, -1.0)
+
+
+def weight_key(node: QuotaNode) -> str:
+    """How a node's weight is keyed in :attr:`Snapshot.weights`."""
+    return f"{'ClusterQueue' if node.is_cq else 'Cohort'}/{node.name}"
+
+
+class WeightError(ValueError):
+    pass
+
+
+def parse_weight(value: object) -> float:
+    """``spec.fairSharing.weight``: a quantity such as ``2``, ``0.5`` or ``500m`` (default 1)."""
+    if value is None:
+        return 1.0
+    try:
+        weight = parse_quantity(value).nano / 1e9
+    except (QuantityError, ValueError, TypeError) as exc:
+        raise WeightError(f"invalid fairSharing weight {value!r}") from exc
+    if weight < 0:
+        raise WeightError(f"invalid fairSharing weight {value!r}: negative")
+    return weight
+
+
+class Shares:
+    """DRS arithmetic over one snapshot's tree; remembers what each parent can lend."""
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.weights = weights
+        self._lendable: dict[int, dict[str, int]] = {}
+
+    def lendable(self, parent: QuotaNode) -> dict[str, int]:
+        got = self._lendable.get(id(parent))
+        if got is None:
+            got = {}
+            for fr in parent.root().subtree:
+                got[fr[1]] = got.get(fr[1], 0) + potential_available(parent, fr)
+            self._lendable[id(parent)] = got
+        return got
+
+    def drs(self, node: QuotaNode, usage: Usage, extra: Mapping[FR, int] | None = None) -> tuple[Share, bool]:
+        """The node's share and whether it borrows at all (a borrower may still have share 0)."""
+        parent = node.parent
+        if parent is None:
+            return (0, 0.0), False
+        used = usage.of(node)
+        borrowed: dict[str, int] = {}
+        for fr, quota in node.subtree.items():
+            over = used.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
+            if over > 0:
+                borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
+        if not borrowed:
+            return (0, 0.0), False
+        lendable = self.lendable(parent)
+        ratio = 0.0
+        for res, b in borrowed.items():
+            lr = lendable.get(res, 0)
+            if lr > 0:
+                ratio = max(ratio, b * 1000 / lr)
+        weight = self.weights.get(weight_key(node), 1.0)
+        if weight == 0 and ratio > 0:
+            return (1, ratio), True
+        return (0, ratio / weight if weight else 0.0), True
+
+    def share(self, node: QuotaNode, usage: Usage, extra: Mapping[FR, int] | None = None) -> Share:
+        return self.drs(node, usage, extra)[0]
+
+
+def dominant_share(node: QuotaNode, usage: Usage, weights: Mapping[str, float],
+                   extra: Mapping[FR, int] | None = None) -> float:
+    """The weighted dominant resource share of ``node`` as a number (inf: weight 0 and borrowing)."""
+    kind, value = Shares(weights).share(node, usage, extra)
+    return float("inf") if kind else value
+
+
+def _ancestors(node: QuotaNode) -> list[QuotaNode]:
+    out: list[QuotaNode] = []
+    n = node.parent
+    while n is not None:
+        out.append(n)
+        n = n.parent
+    return out
+
+
+# -- admission order -----------------------------------------------------------------------
+
+
+def tournament(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterator[Entry]:
+    """Yield ``entries`` in fair-sharing order, re-deciding after each one on ``usage``.
+
+    ``usage`` is the cycle's live view: the caller adds an admitted entry's usage to it
+    before asking for the next entry, so shares reflect this cycle's admissions.
+    """
+    shares = Shares(snap.weights)
+    remaining = list(entries)
+    while remaining:
+        first = remaining[0]
+        node = snap.nodes.get(first.cluster_queue)
+        if node is None or node.parent is None or first.assignment is None:
+            remaining.pop(0)
+            yield first
+            continue
+        root = node.root()
+        tree = [e for e in remaining if (n := snap.nodes.get(e.cluster_queue)) is not None
+                and n.root() is root and e.assignment is not None]
+        by_cq: dict[str, Entry] = {e.cluster_queue: e for e in reversed(tree)}
+        values: dict[tuple[str, str], Share] = {}
+        for cq_name, e in by_cq.items():
+            cq_node = snap.nodes[cq_name]
+            assert e.assignment is not None
+            view = usage.overlay()
+            view.add_all(cq_node, e.assignment.usage)
+            share = shares.share(cq_node, view)
+            for anc in _ancestors(cq_node):
+                values[(anc.name, e.workload.key)] = share
+                share = shares.share(anc, view)
+
+        winner = _run(root, by_cq, values)
+        assert winner is not None
+        remaining.remove(winner)
+        yield winner
+
+
+def _run(cohort: QuotaNode, by_cq: Mapping[str, Entry],
+         values: Mapping[tuple[str, str], Share]) -> Entry | None:
+    """The winner among the cohort's child cohorts' winners and its child queues' heads."""
+    best: Entry | None = None
+    for child in sorted(cohort.children, key=lambda c: (c.is_cq, c.name)):
+        cand = by_cq.get(child.name) if child.is_cq else _run(child, by_cq, values)
+        if cand is None:
+            continue
+        if best is None or _less(cand, best, cohort.name, values):
+            best = cand
+    return best
+
+
+def _less(a: Entry, b: Entry, cohort: str, values: Mapping[tuple[str, str], Share]) -> bool:
+    if a.preempting != b.preempting:
+        return a.preempting  # a preemptor waiting for its victims keeps its claim
+    da, db = values[(cohort, a.workload.key)], values[(cohort, b.workload.key)]
+    if da != db:
+        return da < db
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return (a.timestamp, a.workload.key) < (b.timestamp, b.workload.key)
+
+
+# -- preemption ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    key: str
+    cluster_queue: str
+    record: WorkloadRecord
+
+
+def _order(c: _Candidate, own: str) -> tuple[bool, int, float, str]:
+    """Other queues first, lower priority, most recent quota reservation, uid."""
+    return (c.cluster_queue == own, c.record.priority, -(c.record.reserved_at or 0.0), c.record.wl.uid)
+
+
+def _satisfies(policy: str, rec: WorkloadRecord, priority: int, timestamp: float) -> bool:
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return rec.priority < priority
+    if policy == "LowerOrNewerEqualPriority":
+        return rec.priority < priority or (rec.priority == priority and timestamp < rec.queue_ts)
+    return False
+
+
+def _almost_lcas(own: QuotaNode, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+    """The children of the lowest common ancestor on the paths to ``own`` and ``target``."""
+    own_anc = {id(a) for a in _ancestors(own)}
+    lca: QuotaNode | None = None
+    for anc in _ancestors(target):
+        if id(anc) in own_anc:
+            lca = anc
+            break
+    assert lca is not None, "nodes of one tree share a root"
+
+    def below(n: QuotaNode) -> QuotaNode:
+        while n.parent is not lca:
+            assert n.parent is not None
+            n = n.parent
+        return n
+
+    return below(own), below(target)
+
+
+class _Search:
+    """One fair-preemption search: the simulated usage and the target queue ordering."""
+
+    def __init__(self, snap: Snapshot, own: QuotaNode, request: Mapping[FR, int], shares: Shares) -> None:
+        self.snap, self.own, self.request, self.shares = snap, own, request, shares
+        self.usage = snap.usage.overlay()
+        self.usage.add_all(own, request)  # shares are computed with the incoming workload
+
+    def fits(self) -> bool:
+        view = self.usage.overlay()
+        view.add_all(self.own, self.request, sign=-1)
+        return all(available(self.own, view, fr) >= v for fr, v in self.request.items() if v)
+
+    def remove(self, c: _Candidate) -> None:
+        self.usage.add_all(self.snap.nodes[c.cluster_queue], c.record.usage, sign=-1)
+
+    def targets(self, lists: dict[str, list[_Candidate]]) -> Iterator[QuotaNode]:
+        """Target queues, highest share first, re-decided every time one is asked for."""
+        own = self.own
+        pruned_cqs: set[str] = set()
+        if own.parent is None:
+            while own.name not in pruned_cqs and lists.get(own.name):
+                yield own
+            return
+        path = {id(a) for a in _ancestors(own)}
+        pruned_cohorts: set[int] = set()
+        root = own.root()
+
+        def first(n: QuotaNode) -> tuple[bool, int, float, str]:
+            return _order(lists[n.name][0], own.name)
+
+        def next_target(cohort: QuotaNode) -> QuotaNode | None:
+            best_cq: QuotaNode | None = None
+            best_cq_share = NEGATIVE
+            best_co: QuotaNode | None = None
+            best_co_share = NEGATIVE
+            for child in sorted(cohort.children, key=lambda c: c.name):
+                if child.is_cq:
+                    if child.name in pruned_cqs:
+                        continue
+                    share, borrowing = self.shares.drs(child, self.usage)
+                    if (not borrowing and child is not own) or not lists.get(child.name):
+                        pruned_cqs.add(child.name)
+                    elif best_cq is None or share > best_cq_share or (
+                            share == best_cq_share and first(child) < first(best_cq)):
+                        best_cq, best_cq_share = child, share
+                else:
+                    if id(child) in pruned_cohorts:
+                        continue
+                    share, borrowing = self.shares.drs(child, self.usage)
+                    if not borrowing and id(child) not in path:
+                        pruned_cohorts.add(id(child))
+                    elif share >= best_co_share:
+                        best_co, best_co_share = child, share
+            if best_co is None and best_cq is None:
+                pruned_cohorts.add(id(cohort))
+                return None
+            if best_co is not None and (best_cq is None or best_co_share >= best_cq_share):
+                return next_target(best_co)
+            return best_cq
+
+        while id(root) not in pruned_cohorts:
+            target = next_target(root)
+            if target is not None:
+                yield target
+                if not lists.get(target.name):
+                    pruned_cqs.add(target.name)
+
+    def drop(self, lists: dict[str, list[_Candidate]], name: str) -> None:
+        lists[name] = []
+
+
+class FairSharingPreemption:
+    """Preemption under fair sharing, as a :class:`~manager.core.hooks.PreemptionHook`."""
+
+    def __init__(self, strategies: Sequence[str] = DEFAULT_STRATEGIES) -> None:
+        for s in strategies:
+            if s not in (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE):
+                raise ValueError(f"unknown fair sharing preemption strategy {s!r}")
+        self.strategies = tuple(strategies) or DEFAULT_STRATEGIES
+        self.reasons: dict[str, str] = {}
+
+    @staticmethod
+    def can_preempt_while_borrowing(cq: ClusterQueueDef) -> bool:
+        """With fair sharing, reclaiming is allowed while borrowing (borrowWithinCohort is ignored)."""
+        return str(cq.preemption.get("reclaimWithinCohort") or "Never") != "Never"
+
+    def oracle(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int, priority: int) -> str:
+        found = self.search(snapshot, cq.name, priority, float("-inf"), {fr: amount}, frozenset({fr}))
+        if not found:
+            return NO_CANDIDATES
+        return PREEMPT if any(c.cluster_queue == cq.name for c, _ in found) else RECLAIM
+
+    def targets(self, snapshot: Snapshot, entry: Entry) -> Sequence[str]:
+        a = entry.assignment
+        if a is None or not a.preempt_frs:
+            return ()
+        found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                            a.usage, a.preempt_frs)
+        for c, reason in found:
+            self.reasons[c.key] = reason
+        return tuple(c.key for c, _ in found)
+
+    def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+                   frs: frozenset[FR]) -> list[_Candidate]:
+        cq = snap.cluster_queues[cq_name]
+        node = snap.nodes[cq_name]
+        within = str(cq.preemption.get("withinClusterQueue") or "Never")
+        reclaim = str(cq.preemption.get("reclaimWithinCohort") or "Never")
+        out: list[_Candidate] = []
+        for key, rec in snap.holding.get(cq_name, {}).items():
+            if frs.intersection(rec.usage) and _satisfies(within, rec, priority, timestamp):
+                out.append(_Candidate(key, cq_name, rec))
+        if node.parent is not None and reclaim != "Never":
+            stack = [node.root()]
+            while stack:
+                n = stack.pop()
+                if not n.is_cq:
+                    stack.extend(n.children)
+                    continue
+                if n is node or not any(snap.usage.get(n, fr) > n.subtree.get(fr, 0) for fr in frs):
+                    continue  # only queues borrowing on a contested resource lose workloads
+                for key, rec in snap.holding.get(n.name, {}).items():
+                    if frs.intersection(rec.usage) and _satisfies(reclaim, rec, priority, timestamp):
+                        out.append(_Candidate(key, n.name, rec))
+        out.sort(key=lambda c: _order(c, cq_name))
+        return out
+
+    def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+               request: Mapping[FR, int], frs: frozenset[FR]) -> list[tuple[_Candidate, str]]:
+        """Victims (with their Preempted reason) that let ``request`` fit; empty when none do."""
+        cands = self.candidates(snap, cq_name, priority, timestamp, frs)
+        if not cands:
+            return []
+        own = snap.nodes[cq_name]
+        s = _Search(snap, own, request, Shares(snap.weights))
+        within_nominal = all(s.usage.get(own, fr) <= own.quota(fr).nominal for fr in frs)
+        lists: dict[str, list[_Candidate]] = {}
+        for c in cands:
+            lists.setdefault(c.cluster_queue, []).append(c)
+        chosen: list[tuple[_Candidate, str]] = []
+        retry: dict[str, list[_Candidate]] = {}
+        fits = False
+        for target in s.targets(lists):
+            lst = lists[target.name]
+            if target is own or within_nominal:
+                c = lst.pop(0)
+                s.remove(c)
+                chosen.append((c, IN_CLUSTER_QUEUE if target is own else IN_COHORT_RECLAMATION))
+                if s.fits():
+                    fits = True
+                    break
+                continue
+            pre_child, tgt_child = _almost_lcas(own, target)
+            preemptor_new = s.shares.share(pre_child, s.usage)
+            target_old = s.shares.share(tgt_child, s.usage)
+            while lst:
+                c = lst.pop(0)
+                if self.strategies[0] == LESS_THAN_INITIAL_SHARE:
+                    passed = preemptor_new < target_old
+                else:
+                    view = s.usage.overlay()
+                    view.add_all(target, c.record.usage, sign=-1)
+                    passed = preemptor_new <= s.shares.share(tgt_child, view)
+                if passed:
+                    s.remove(c)
+                    chosen.append((c, IN_COHORT_FAIR_SHARING))
+                    fits = s.fits()
+                    break  # shares changed: pick the target queue again
+                retry.setdefault(target.name, []).append(c)
+            if fits:
+                break
+        if not fits and len(self.strategies) > 1 and retry:
+            for target in s.targets(retry):
+                pre_child, tgt_child = _almost_lcas(own, target)
+                c = retry[target.name][0]
+                if s.shares.share(pre_child, s.usage) < s.shares.share(tgt_child, s.usage):
+                    s.remove(c)
+                    chosen.append((c, IN_COHORT_FAIR_SHARING))
+                    if s.fits():
+                        fits = True
+                        break
+                s.drop(retry, target.name)  # rule S2-b applies at most once per queue
+        if not fits:
+            return []
+        # Fill back, on usage without the incoming workload, every victim not needed.
+        usage = s.usage.overlay()
+        usage.add_all(own, request, sign=-1)
+        for item in reversed(chosen[:-1]):
+            node = snap.nodes[item[0].cluster_queue]
+            usage.add_all(node, item[0].record.usage)
+            if all(available(own, usage, fr) >= v for fr, v in request.items() if v):
+                chosen.remove(item)
+            else:
+                usage.add_all(node, item[0].record.usage, sign=-1)
+        return chosen

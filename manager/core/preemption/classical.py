@@ -1,0 +1,262 @@
+"""Classical preemption: which admitted workloads to evict so that a pending one fits.
+
+Candidates (see ../shared spec §5.1-5.4):
+
+* in the preemptor's own ClusterQueue, by ``withinClusterQueue`` (``LowerPriority``:
+  strictly lower priority; ``LowerOrNewerEqualPriority``: also equal priority but queued
+  later);
+* in other ClusterQueues of the same cohort tree that borrow on a contested
+  (flavor, resource), by ``reclaimWithinCohort`` (``LowerPriority`` or ``Any``). When the
+  preemptor's request fits in its own quota these are plain reclamations
+  (``InCohortReclamation``); otherwise ``borrowWithinCohort: LowerPriority`` (with its
+  optional ``maxPriorityThreshold``) lets it take lower-priority ones while borrowing
+  (``InCohortReclaimWhileBorrowing``), and the rest are only usable if the preemptor
+  ends up within its nominal quota.
+
+Candidates are ordered other ClusterQueues first, then lower priority, then the most
+recent quota reservation, then key. The minimal set is found by removing candidates in
+that order until the request fits, then giving back every removed one (from the
+second-to-last to the first) the request does not need. A candidate from another
+ClusterQueue is only taken while that queue still borrows on a contested resource.
+
+The search works on throw-away overlays of the snapshot's usage, so it never changes
+what the cycle sees; ``reasons`` remembers why each returned target was chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..assignment import Entry
+from ..hooks import NO_CANDIDATES, PREEMPT, RECLAIM
+from ..objects import FR, ClusterQueueDef
+from ..quota import QuotaNode, Usage, available, local_available
+from ..snapshot import Snapshot
+from ..workload_state import WorkloadRecord
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+# Variants of a candidate (Kueue's preemption variants).
+_WITHIN_CQ = 0
+_RECLAIM = 1  # the preemptor has the quota's "advantage": reclaim regardless of borrowing
+_WHILE_BORROWING = 2
+_WITHOUT_BORROWING = 3  # valid only if the preemptor ends up not borrowing
+
+_REASON = {_WITHIN_CQ: IN_CLUSTER_QUEUE, _RECLAIM: IN_COHORT_RECLAMATION,
+           _WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING, _WITHOUT_BORROWING: IN_COHORT_RECLAMATION}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str
+    cluster_queue: str
+    record: WorkloadRecord
+    variant: int
+    lca: str = ""  # the cohort whose subtree the candidate was found in (other queues only)
+
+
+def _cq_nodes(root: QuotaNode) -> list[QuotaNode]:
+    out: list[QuotaNode] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.is_cq:
+            out.append(n)
+        else:
+            stack.extend(n.children)
+    return sorted(out, key=lambda n: n.name)
+
+
+def _borrowing_on(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
+    return any(usage.get(node, fr) > node.subtree.get(fr, 0) for fr in frs)
+
+
+def _within_nominal(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
+    return not _borrowing_on(node, usage, frs)
+
+
+def _fits_in_quota(node: QuotaNode, usage: Usage, request: Mapping[FR, int]) -> tuple[bool, dict[FR, int]]:
+    """Whether ``request`` fits in the node's subtree quota, and what is left after its local quota."""
+    fits = all(usage.get(node, fr) + v <= node.subtree.get(fr, 0) for fr, v in request.items())
+    return fits, {fr: max(0, v - local_available(node, usage, fr)) for fr, v in request.items()}
+
+
+def _satisfies(policy: str, rec: WorkloadRecord, priority: int, timestamp: float) -> bool:
+    """Kueue's preemption policies, as seen from a preemptor of ``priority`` queued at ``timestamp``."""
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return rec.priority < priority
+    if policy == "LowerOrNewerEqualPriority":
+        return rec.priority < priority or (rec.priority == priority and timestamp < rec.queue_ts)
+    return False
+
+
+def _policy(cq: ClusterQueueDef, name: str) -> str:
+    return str(cq.preemption.get(name) or "Never")
+
+
+class ClassicalPreemption:
+    """Kueue's classical preemptor as a :class:`~manager.core.hooks.PreemptionHook`."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[str, str] = {}  # target key -> preemption reason (latest search)
+        self.no_other_queues = True  # facts about the latest candidate list (attempt order)
+        self.no_hierarchy = True
+
+    # -- hook ----------------------------------------------------------------------------
+
+    def oracle(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int, priority: int) -> str:
+        found = self.search(snapshot, cq.name, priority, float("-inf"), {fr: amount}, frozenset({fr}))
+        if not found:
+            return NO_CANDIDATES
+        return PREEMPT if any(c.cluster_queue == cq.name for c in found) else RECLAIM
+
+    def targets(self, snapshot: Snapshot, entry: Entry) -> Sequence[str]:
+        a = entry.assignment
+        if a is None or not a.preempt_frs:
+            return ()
+        found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                            a.usage, a.preempt_frs)
+        for c in found:
+            self.reasons[c.key] = _REASON[c.variant]
+        return tuple(c.key for c in found)
+
+    # -- search --------------------------------------------------------------------------
+
+    def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+                   request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
+        """Hierarchy candidates, then priority candidates, then the preemptor's own queue's."""
+        cq = snap.cluster_queues[cq_name]
+        node = snap.nodes[cq_name]
+        usage = snap.usage
+        own: list[Candidate] = []
+        within = _policy(cq, "withinClusterQueue")
+        if within != "Never":
+            for key, rec in snap.holding.get(cq_name, {}).items():
+                if frs.intersection(rec.usage) and _satisfies(within, rec, priority, timestamp):
+                    own.append(Candidate(key, cq_name, rec, _WITHIN_CQ))
+        hierarchy: list[Candidate] = []
+        by_priority: list[Candidate] = []
+        reclaim = _policy(cq, "reclaimWithinCohort")
+        if node.parent is not None and reclaim != "Never":
+            bwc = cq.preemption.get("borrowWithinCohort") or {}
+            bwc_allowed = str(bwc.get("policy") or "Never") != "Never"
+            threshold = bwc.get("maxPriorityThreshold")
+
+            def variant(rec: WorkloadRecord, advantage: bool) -> int:
+                if advantage:
+                    return _RECLAIM
+                if not bwc_allowed or rec.priority >= priority or (
+                        threshold is not None and rec.priority > int(threshold)):
+                    return _WITHOUT_BORROWING
+                return _WHILE_BORROWING
+
+            def collect(current: QuotaNode, lca: QuotaNode, skip: QuotaNode | None, advantage: bool,
+                        out: list[Candidate]) -> None:
+                for child in current.children:
+                    if child is skip or child is node or _within_nominal(child, usage, frs):
+                        continue
+                    if not child.is_cq:
+                        collect(child, lca, skip, advantage, out)
+                        continue
+                    for key, rec in snap.holding.get(child.name, {}).items():
+                        if frs.intersection(rec.usage) and _satisfies(reclaim, rec, priority, timestamp):
+                            out.append(Candidate(key, child.name, rec, variant(rec, advantage), lca.name))
+
+            # Walking up, the preemptor gains an "advantage" over everything outside the
+            # lowest subtree whose quota can hold its request: those workloads use quota
+            # that subtree lends, so they are reclaimed regardless of borrowWithinCohort.
+            advantage, remaining = _fits_in_quota(node, usage, request)
+            previous: QuotaNode | None = None
+            ancestor: QuotaNode | None = node.parent
+            while ancestor is not None:
+                collect(ancestor, ancestor, previous, advantage, hierarchy if advantage else by_priority)
+                fits, remaining = _fits_in_quota(ancestor, usage, remaining)
+                advantage = advantage or fits
+                previous, ancestor = ancestor, ancestor.parent
+        for group in (hierarchy, by_priority, own):
+            group.sort(key=lambda c: self._order(c, cq_name))
+        self.no_other_queues = not hierarchy and not by_priority
+        self.no_hierarchy = not hierarchy
+        return [*hierarchy, *by_priority, *own]
+
+    @staticmethod
+    def _order(c: Candidate, cq_name: str) -> tuple[bool, int, float, str]:
+        """Other ClusterQueues first, lower priority, most recent reservation, uid."""
+        rec = c.record
+        return (c.cluster_queue == cq_name, rec.priority, -(rec.reserved_at or 0.0), rec.wl.uid)
+
+    def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+               request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
+        """The minimal set of candidates whose eviction lets ``request`` fit (empty: none)."""
+        cands = self.candidates(snap, cq_name, priority, timestamp, request, frs)
+        if not cands:
+            return []
+        cq = snap.cluster_queues[cq_name]
+        node = snap.nodes[cq_name]
+        bwc = cq.preemption.get("borrowWithinCohort") or {}
+        bwc_forbidden = str(bwc.get("policy") or "Never") == "Never"
+        at_nominal = any(snap.usage.get(node, fr) >= node.quota(fr).nominal for fr in frs)
+        if self.no_other_queues or (bwc_forbidden and at_nominal):
+            attempts = [True]
+        elif bwc_forbidden and self.no_hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for allow_borrowing in attempts:
+            found = self._minimal(snap, node, request, frs, cands, allow_borrowing)
+            if found:
+                return found
+        return []
+
+    @staticmethod
+    def _fits(node: QuotaNode, usage: Usage, request: Mapping[FR, int], allow_borrowing: bool) -> bool:
+        for fr, v in request.items():
+            if not v:
+                continue
+            if available(node, usage, fr) < v:
+                return False
+            if not allow_borrowing and usage.get(node, fr) + v > node.subtree.get(fr, 0):
+                return False
+        return True
+
+    @staticmethod
+    def _still_valid(other: QuotaNode, lca: str, usage: Usage, frs: frozenset[FR]) -> bool:
+        """A victim elsewhere stays one while its queue, and each cohort up to the LCA, borrows."""
+        n: QuotaNode | None = other
+        while n is not None and not (not n.is_cq and n.name == lca):
+            if _within_nominal(n, usage, frs):
+                return False
+            n = n.parent
+        return True
+
+    def _minimal(self, snap: Snapshot, node: QuotaNode, request: Mapping[FR, int], frs: frozenset[FR],
+                 cands: list[Candidate], allow_borrowing: bool) -> list[Candidate]:
+        usage = snap.usage.overlay()
+        removed: list[Candidate] = []
+        fits = False
+        for c in cands:
+            if c.variant == _WITHOUT_BORROWING and allow_borrowing:
+                continue
+            other = snap.nodes[c.cluster_queue]
+            if other is not node and not self._still_valid(other, c.lca, usage, frs):
+                continue
+            usage.add_all(other, c.record.usage, sign=-1)
+            removed.append(c)
+            if self._fits(node, usage, request, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            return []
+        for c in reversed(removed[:-1]):
+            other = snap.nodes[c.cluster_queue]
+            usage.add_all(other, c.record.usage)
+            if self._fits(node, usage, request, allow_borrowing):
+                removed.remove(c)
+            else:
+                usage.add_all(other, c.record.usage, sign=-1)
+        return removed

@@ -1,0 +1,93 @@
+"""Classical preemption: recorded reasons, the oracle's answers and the hook contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.core.engine import QueueingCore
+from manager.core.hooks import NO_CANDIDATES, PREEMPT, RECLAIM
+from manager.core.preemption import (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    ClassicalPreemption,
+)
+
+
+def _cq(name: str, nominal: int, preemption: dict[str, Any], cohort: str = "co") -> dict[str, Any]:
+    return {"kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, "cohortName": cohort, "preemption": preemption,
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}}
+
+
+def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
+    return {"kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"queueName": f"lq-{cq}", "priority": priority,
+                     "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+                         {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+
+
+def _core(*cqs: dict[str, Any]) -> QueueingCore:
+    core = QueueingCore()
+    core.apply({"kind": "ResourceFlavor", "metadata": {"name": "f"}})
+    for cq in cqs:
+        core.apply(cq)
+        name = cq["metadata"]["name"]
+        core.apply({"kind": "LocalQueue", "metadata": {"name": f"lq-{name}", "namespace": "default"},
+                    "spec": {"clusterQueue": name}})
+    return core
+
+
+def test_default_hook_is_classical() -> None:
+    assert isinstance(QueueingCore().preemption, ClassicalPreemption)
+
+
+def test_in_cluster_queue_reason_and_readmission() -> None:
+    core = _core(_cq("a", 4, {"withinClusterQueue": "LowerPriority"}))
+    core.apply(_wl("low", "a", 4, 0))
+    core.run_until_idle()
+    core.apply(_wl("high", "a", 4, 9))
+    core.run_until_idle()
+    assert core.preempted_reasons == {"default/low": IN_CLUSTER_QUEUE}
+    assert core.workloads["default/low"].evictions == ["Preempted"]
+    assert core.workloads["default/high"].holds_quota
+
+
+def test_reclamation_reason() -> None:
+    core = _core(_cq("a", 4, {"reclaimWithinCohort": "Any"}), _cq("b", 4, {}))
+    core.apply(_wl("borrower", "b", 8, 5))
+    core.run_until_idle()
+    core.apply(_wl("owner", "a", 4, 0))
+    core.run_until_idle()
+    assert core.preempted_reasons == {"default/borrower": IN_COHORT_RECLAMATION}
+
+
+def test_reclaim_while_borrowing_reason() -> None:
+    pol = {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}
+    core = _core(_cq("a", 2, pol), _cq("b", 4, {}), _cq("c", 2, {}))
+    core.apply(_wl("c-borrow", "c", 6, 0))
+    core.apply(_wl("b-own", "b", 2, 0))
+    core.run_until_idle()
+    core.apply(_wl("big", "a", 4, 10))
+    core.run_until_idle()
+    assert core.preempted_reasons == {"default/c-borrow": IN_COHORT_RECLAIM_WHILE_BORROWING}
+
+
+def test_oracle_answers() -> None:
+    core = _core(_cq("a", 4, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+                 _cq("b", 4, {}))
+    core.apply(_wl("a-low", "a", 2, 0))
+    core.apply(_wl("b-borrow", "b", 6, 0))
+    core.run_until_idle()
+    hook = ClassicalPreemption()
+    snap = core.snapshot()
+    cq = core.cq_defs["a"]
+    fr = ("f", "cpu")
+    assert hook.oracle(snap, cq, fr, 2000, 5) == RECLAIM  # the borrower alone makes room
+    assert hook.oracle(snap, cq, fr, 4000, 5) == PREEMPT  # needs the own workload too
+    # Equal priority: the own workload is no candidate, and reclaiming alone would leave the
+    # preemptor borrowing, which reclamation without borrowWithinCohort does not allow.
+    assert hook.oracle(snap, cq, fr, 4000, 0) == NO_CANDIDATES
+    assert hook.oracle(snap, core.cq_defs["b"], fr, 2000, 5) == NO_CANDIDATES  # b has no policy
+    assert snap.usage is not core.usage and core.usage.get(core.nodes["a"], fr) == 2000

@@ -1,0 +1,91 @@
+"""Properties of fair-sharing preemption over random flat cohorts (hypothesis).
+
+Random ClusterQueues of one cohort, filled with random admitted workloads, then a random
+preemptor request in one of them (its queue reclaims from any borrower, never within
+itself). For every victim the search returns:
+
+* under every strategy, the preemptor's share with its request is below the share the
+  victim's queue had before preemption;
+* under ``LessThanOrEqualToFinalShare`` alone, it is also at most the share the victim's
+  queue keeps after all victims are gone;
+* the request fits once the victims are removed, and no victim is in the preemptor's queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from manager.core.config import CoreConfig
+from manager.core.engine import QueueingCore
+from manager.core.fair_sharing import (
+    LESS_THAN_INITIAL_SHARE,
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+    FairSharingPreemption,
+    dominant_share,
+)
+from manager.core.quota import available
+
+FR = ("f", "cpu")
+STRATEGIES = [(LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,), (LESS_THAN_INITIAL_SHARE,),
+              (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)]
+
+
+World = tuple[list[dict[str, Any]], tuple[str, ...], str, int]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    objects: list[dict[str, Any]] = [{"kind": "ResourceFlavor", "metadata": {"name": "f"}}]
+    n = draw(st.integers(2, 4))
+    for i in range(n):
+        spec: dict[str, Any] = {"namespaceSelector": {}, "cohortName": "co",
+                                "preemption": {"reclaimWithinCohort": "Any"},
+                                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                                    {"name": "f", "resources": [
+                                        {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}]}]}]}
+        if draw(st.booleans()):
+            spec["fairSharing"] = {"weight": draw(st.sampled_from(["1", "2", "500m"]))}
+        objects.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": spec})
+        objects.append({"kind": "LocalQueue", "metadata": {"name": f"lq{i}", "namespace": "default"},
+                        "spec": {"clusterQueue": f"cq{i}"}})
+    for j in range(draw(st.integers(1, 10))):
+        objects.append({"kind": "Workload", "metadata": {"name": f"w{j}", "namespace": "default"},
+                        "spec": {"queueName": f"lq{draw(st.integers(0, n - 1))}", "podSets": [
+                            {"name": "main", "count": 1, "template": {"spec": {"containers": [
+                                {"name": "c", "resources": {"requests": {
+                                    "cpu": str(draw(st.integers(1, 4)))}}}]}}}]}})
+    return objects, draw(st.sampled_from(STRATEGIES)), f"cq{draw(st.integers(0, n - 1))}", \
+        draw(st.integers(1, 4)) * 1000
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_fair_preemption_respects_shares(world: World) -> None:
+    objects, strategies, cq, amount = world
+    core = QueueingCore(CoreConfig(fair_sharing=strategies))
+    for obj in objects:
+        core.apply(obj)
+    core.run_until_idle()
+    snap = core.snapshot()
+    hook = FairSharingPreemption(strategies)
+    request = {FR: amount}
+    victims = [c for c, _ in hook.search(snap, cq, 0, 0.0, request, frozenset(request))]
+    if not victims:
+        return
+    own = snap.nodes[cq]
+    after = snap.usage.overlay()
+    for v in victims:
+        assert v.cluster_queue != cq
+        after.add_all(snap.nodes[v.cluster_queue], v.record.usage, sign=-1)
+    assert available(own, after, FR) >= amount
+    with_request = snap.usage.overlay()
+    with_request.add_all(own, request)
+    preemptor_new = dominant_share(own, with_request, snap.weights)
+    for v in victims:
+        target = snap.nodes[v.cluster_queue]
+        assert preemptor_new < dominant_share(target, snap.usage, snap.weights)
+        if strategies == (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,):
+            assert preemptor_new <= dominant_share(target, after, snap.weights)

@@ -1,0 +1,121 @@
+"""Properties of classical preemption over random cohorts, policies and priorities.
+
+Workloads of random sizes and priorities arrive in waves into ClusterQueues of one
+cohort with random preemption policies. After every wave:
+
+* no victim chosen within its own ClusterQueue has a higher priority than the preemptor
+  (equal only under LowerOrNewerEqualPriority), and no victim taken while the preemptor
+  borrows (InCohortReclaimWhileBorrowing) has a priority at or above the preemptor's;
+* quota is never overrun: every ClusterQueue's usage equals the sum of the workloads
+  holding quota there, and the cohort never uses more than its pooled quota;
+* no two preemptors of one cycle share a victim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from manager.core.assignment import Outcome
+from manager.core.engine import QueueingCore
+from manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
+
+WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM = ("Never", "LowerPriority", "Any")
+
+
+def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
+    return {"kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"queueName": f"lq-{cq}", "priority": priority,
+                     "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+                         {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+
+
+World = tuple[list[dict[str, Any]], dict[str, dict[str, Any]], list[list[dict[str, Any]]]]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    objects: list[dict[str, Any]] = [{"kind": "ResourceFlavor", "metadata": {"name": "f"}}]
+    policies: dict[str, dict[str, Any]] = {}
+    cqs = [f"cq{i}" for i in range(draw(st.integers(1, 3)))]
+    for name in cqs:
+        reclaim = draw(st.sampled_from(RECLAIM))
+        pol: dict[str, Any] = {"withinClusterQueue": draw(st.sampled_from(WITHIN)),
+                               "reclaimWithinCohort": reclaim}
+        if reclaim != "Never" and draw(st.booleans()):
+            bwc: dict[str, Any] = {"policy": "LowerPriority"}
+            if draw(st.booleans()):
+                bwc["maxPriorityThreshold"] = draw(st.integers(0, 3))
+            pol["borrowWithinCohort"] = bwc
+        policies[name] = pol
+        quota: dict[str, Any] = {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}
+        if draw(st.booleans()):
+            quota["borrowingLimit"] = draw(st.integers(0, 4))
+        objects.append({"kind": "ClusterQueue", "metadata": {"name": name},
+                        "spec": {"namespaceSelector": {}, "cohortName": "co", "preemption": pol,
+                                 "resourceGroups": [{"coveredResources": ["cpu"],
+                                                     "flavors": [{"name": "f", "resources": [quota]}]}]}})
+        objects.append({"kind": "LocalQueue", "metadata": {"name": f"lq-{name}", "namespace": "default"},
+                        "spec": {"clusterQueue": name}})
+    waves: list[list[dict[str, Any]]] = []
+    n = 0
+    for _ in range(draw(st.integers(1, 4))):
+        wave = []
+        for _ in range(draw(st.integers(1, 4))):
+            cq, cpu, prio = draw(st.sampled_from(cqs)), draw(st.integers(1, 4)), draw(st.integers(0, 4))
+            wave.append(_wl(f"w{n}", cq, cpu, prio))
+            n += 1
+        waves.append(wave)
+    return objects, policies, waves
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_classical_preemption_properties(world: World) -> None:
+    objects, policies, waves = world
+    core = QueueingCore()
+    for obj in objects:
+        core.apply(obj)
+    for wave in waves:
+        for obj in wave:
+            core.apply(obj)
+        for _ in range(200):
+            result = core.next_cycle()
+            if not result.decisions:
+                break
+            chosen: set[str] = set()
+            for d in result.decisions:
+                if d.outcome != Outcome.PREEMPT:
+                    continue
+                assert not chosen.intersection(d.targets), "two preemptors share a victim"
+                chosen.update(d.targets)
+                pre = core.workloads[d.key]
+                for t in d.targets:
+                    victim = core.workloads[t]
+                    reason = d.target_reasons[t]
+                    if reason == IN_CLUSTER_QUEUE:
+                        if policies[d.cluster_queue]["withinClusterQueue"] == "LowerPriority":
+                            assert victim.priority < pre.priority
+                        else:
+                            assert victim.priority <= pre.priority
+                    if reason == IN_COHORT_RECLAIM_WHILE_BORROWING:
+                        assert victim.priority < pre.priority
+                    if policies[d.cluster_queue]["reclaimWithinCohort"] == "LowerPriority" \
+                            and victim.cluster_queue != d.cluster_queue:
+                        assert victim.priority < pre.priority
+            if not core.apply_cycle(result) and all(d.outcome != Outcome.PREEMPT for d in result.decisions):
+                break
+            total = 0
+            pooled = 0
+            for name, node in core.nodes.items():
+                held = sum(r.usage.get(("f", "cpu"), 0) for r in core.holding.get(name, {}).values())
+                assert core.usage.get(node, ("f", "cpu")) == held
+                q = node.quota(("f", "cpu"))
+                if q.borrowing_limit is not None:
+                    assert held <= q.nominal + q.borrowing_limit
+                total += held
+                pooled += q.nominal
+            assert total <= pooled, "cohort quota overrun"
