@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from devcluster import ports, processes
+from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
 from devcluster.health import wait_for
 from devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
@@ -94,15 +95,16 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
     with ``url`` client configs pointing at it, and pykueue injects their caBundle itself
     before it reports ready. The CRD conversion stanzas keep the install manifests' Service
     reference (tests apply those manifests as they are), so v1beta1 reads need a deployment.
-    Not wired yet: the visibility APIService registration.
+    The visibility API listens on loopback too; its APIService goes through an ExternalName
+    Service (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
     record = _pykueue_record(state)
     running = record is not None and processes.is_running(record)
-    if record is None or not running or "--webhook-bind-address" not in record.argv:
-        metrics, health, extender, webhook = ports.free_ports(4)
+    if record is None or not running or "--visibility-bind-address" not in record.argv:
+        metrics, health, extender, webhook, visibility = ports.free_ports(5)
         config = layout.state_file.parent / "pykueue-config.yaml"
         config.write_text(json.dumps(DEV_CONFIG))
         argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(layout.admin_kubeconfig),
@@ -112,11 +114,13 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
                 "--extender-bind-address", f"{ports.LOOPBACK}:{extender}",
                 "--webhook-bind-address", f"{ports.LOOPBACK}:{webhook}",
                 "--webhook-cert-dir", str(layout.state_file.parent / "webhook-certs"),
-                "--webhook-ip", ports.LOOPBACK]
+                "--webhook-ip", ports.LOOPBACK,
+                "--visibility-bind-address", f"{ports.LOOPBACK}:{visibility}"]
         if record is not None and running:
             processes.stop(record)  # an older pykueue without the webhook: replace it
         # Registered before the process starts, so its first reconcile finds them to inject into.
         register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
+        register_visibility(client, visibility)
         record = processes.spawn(PYKUEUE, argv, layout.logs / "pykueue.log", cwd=REPO_ROOT)
         if state is not None:
             state["processes"] = [p for p in state["processes"] if p.get("name") != PYKUEUE]
@@ -142,6 +146,8 @@ DEV_CONFIG: dict[str, Any] = {
                                "webhookSecretName": WEBHOOK_SECRET},
     "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob",
                                     "leaderworkerset.x-k8s.io/leaderworkerset"]},
+    # The optional per-flavor quota/usage gauges too, so tests can compare them with the API.
+    "metrics": {"enableClusterQueueResources": True},
 }
 WEBHOOK_CONFIG_PATHS = {
     "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
@@ -167,6 +173,26 @@ def register_webhooks(client: AdminClient, base_url: str) -> None:
                 expr["values"] = [PYKUEUE_NAMESPACE if v == "pykueue-system" else v for v in expr["values"]]
         doc["metadata"]["name"] = dev_name(doc["metadata"]["name"])
         client.apply(f"{path}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
+
+
+VISIBILITY_SERVICE = "pykueue-visibility-server"
+VISIBILITY_VERSION = "v1beta2"
+
+
+def register_visibility(client: AdminClient, port: int) -> None:
+    """(Re)create the visibility APIService for a pykueue about to listen on ``port``.
+
+    Deleted first: the previous process's caBundle must go (an APIService may not carry a
+    caBundle and skip verification at once), and the new process injects its own.
+    """
+    group = "visibility.kueue.x-k8s.io"
+    service, api_service = host_api_service_manifests(group, VISIBILITY_VERSION, PYKUEUE_NAMESPACE,
+                                                      VISIBILITY_SERVICE, port)[1:]
+    client.apply(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/services/{VISIBILITY_SERVICE}", service)
+    path = f"/apis/apiregistration.k8s.io/v1/apiservices/{api_service['metadata']['name']}"
+    if client.get_or_none(path) is not None:
+        client.request("DELETE", path)
+    client.apply(path, api_service)
 
 
 def dev_name(name: str) -> str:

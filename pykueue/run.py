@@ -21,11 +21,18 @@ from manager.runtime.endpoints import start_site
 
 log = logging.getLogger(__name__)
 
+DEFAULT_VISIBILITY_ADDRESS = ":8082"
+VISIBILITY_SERVICE = "pykueue-visibility-server"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     manager_cli.add_arguments(parser)
     parser.add_argument("--extender-bind-address", default="127.0.0.1:0",
                         help="host:port of the kube-scheduler extender (port 0 picks one)")
+    parser.add_argument("--visibility-bind-address", default=DEFAULT_VISIBILITY_ADDRESS,
+                        help="host:port of the visibility API server (Kueue's is :8082)")
+    parser.add_argument("--visibility-service-name", default=VISIBILITY_SERVICE,
+                        help="the Service the APIService names (its DNS names go in the serving certificate)")
     from webhook import server as webhook_server
     webhook_server.add_arguments(parser)
 
@@ -69,10 +76,34 @@ def _extender(address: str) -> manager_cli.Extra | None:
     return start
 
 
+def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra:
+    """The aggregated visibility API, serving the manager's queues on every replica; its
+    self-signed certificate goes into the APIService's caBundle when that exists."""
+    from manager.runtime.controllers.pending_view import CorePendingWorkloads
+    from manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
+    from manager.runtime.visibility.server import start as start_visibility
+    from manager.runtime.visibility.tls import service_dns_names
+
+    async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
+        api = client._api
+        dns = ("localhost", *service_dns_names(args.visibility_service_name, settings.namespace))
+        server = await build_visibility_server(api, CorePendingWorkloads(manager.core), dns)
+        host, port = manager_cli.split_address(args.visibility_bind_address)
+        runner, bound = await start_visibility(server.app, server.ssl_context(), host, port)
+        log.info("visibility API on %s:%d", host, bound)
+        try:
+            await inject_ca_bundle(api, server.serving)
+        except Exception as exc:  # no APIService registered (yet), or no right to patch it
+            log.warning("visibility caBundle not injected: %s", exc)
+
+        async def stop() -> None:
+            await runner.cleanup()
+        return stop
+    return start
+
+
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = manager_cli.settings_from(args)
     extras = [e for e in (_webhook(args, settings), _extender(args.extender_bind_address)) if e is not None]
-    for part in ("visibility",):
-        log.info("%s skipped: not composed by pykueue run yet", part)
-    return manager_cli.serve(settings, tuple(extras))
+    return manager_cli.serve(settings, tuple(extras), (_visibility(args, settings),))

@@ -40,6 +40,8 @@ DEFAULT_METRICS_ADDRESS = ":8080"
 DEFAULT_HEALTH_ADDRESS = ":8081"
 Extra = Callable[[Any], Awaitable[Callable[[], Awaitable[None]]]]
 """An extra server started with the connected client; returns its stop function."""
+ManagerExtra = Callable[[Any, QueueManager], Awaitable[Callable[[], Awaitable[None]]]]
+"""An extra server that also reads the queue manager (the visibility API)."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ def split_address(address: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Extra, ...] = ()) -> None:
+async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Extra, ...] = (),
+                      manager_extras: tuple[ManagerExtra, ...] = ()) -> None:
     qps, burst = client_limits(settings.config)
     client = await connect(settings.kubeconfig, qps=qps, burst=burst)
     metrics = KueueMetrics(ReplicaRole.FOLLOWER if settings.leader_elect else ReplicaRole.STANDALONE)
@@ -159,6 +162,8 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             log.info("probes on %s:%d", health_host, bound)
         for extra in extras:
             stoppers.append(await extra(client))
+        for manager_extra in manager_extras:
+            stoppers.append(await manager_extra(client, manager))
         await manager.start_informers()
         if settings.leader_elect:
             identity = f"{socket.gethostname()}_{os.getpid()}"
@@ -188,13 +193,14 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         await client.close()
 
 
-def serve(settings: Settings, extras: tuple[Extra, ...] = ()) -> int:
+def serve(settings: Settings, extras: tuple[Extra, ...] = (),
+          manager_extras: tuple[ManagerExtra, ...] = ()) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_manager(settings, stop, extras)
+        await run_manager(settings, stop, extras, manager_extras)
     asyncio.run(main())
     return 0
 

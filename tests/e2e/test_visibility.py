@@ -93,9 +93,23 @@ def _why_unavailable(cluster: DevCluster) -> str:
             + " (a dev cluster started by an older checkout needs `pykueue dev down` and `dev up`)")
 
 
+def _current_api_service(cluster: DevCluster) -> dict[str, Any] | None:
+    result = cluster.kubectl("get", "apiservice", API_SERVICE, "-o", "json", check=False)
+    if result.returncode != 0:
+        return None
+    obj = json.loads(result.stdout)
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": API_SERVICE},
+            "spec": obj["spec"]}
+
+
 @pytest.fixture
 async def registered(dev_cluster: DevCluster) -> AsyncIterator[Registered]:
     namespace = await asyncio.to_thread(dev_cluster.namespace)
+    # ``dev up`` registers pykueue's own visibility server under the same name; it is put
+    # back afterwards so later tests (and the developer's cluster) keep it.
+    previous = await asyncio.to_thread(_current_api_service, dev_cluster)
+    if previous is not None:  # its caBundle would clash with the insecure registration below
+        await asyncio.to_thread(dev_cluster.kubectl, "delete", "apiservice", API_SERVICE)
     async with await dev_cluster.api_client() as api:
         server = await build_visibility_server(api, Provider(),
                                                ("localhost", *service_dns_names(SERVICE, namespace)))
@@ -118,6 +132,8 @@ async def registered(dev_cluster: DevCluster) -> AsyncIterator[Registered]:
             # A dangling APIService would break discovery for every later test.
             await asyncio.to_thread(dev_cluster.kubectl, "delete", "apiservice", API_SERVICE,
                                     "--ignore-not-found", check=False)
+            if previous is not None:
+                await asyncio.to_thread(dev_cluster.apply, previous)
             await runner.cleanup()
             await asyncio.to_thread(dev_cluster.kubectl, "delete", "namespace", namespace, "--wait=false",
                                     check=False)
