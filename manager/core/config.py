@@ -12,6 +12,7 @@ from typing import Any
 from api.config import parse_duration as go_duration
 from api.quantity import Quantity, QuantityError
 
+from .admission_fair_sharing import AfsConfig, config_from_dict
 from .resources import Transformation
 
 
@@ -58,6 +59,8 @@ class CoreConfig:
     excluded_prefixes: tuple[str, ...] = ()
     # Configuration fairSharing.preemptionStrategies; None when fair sharing is off.
     fair_sharing: tuple[str, ...] | None = None
+    # Configuration admissionFairSharing; None when off.
+    admission_fair_sharing: AfsConfig | None = None
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
@@ -88,9 +91,19 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     strategies = (fs or {}).get("preemptionStrategies") if isinstance(fs, dict) else None
     fair = None if not isinstance(fs, dict) or fs.get("enable") is False else tuple(
         str(x) for x in strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
+    if fair is not None:
+        allowed = (("LessThanOrEqualToFinalShare",), ("LessThanInitialShare",),
+                   ("LessThanOrEqualToFinalShare", "LessThanInitialShare"))
+        if fair not in allowed:
+            raise ConfigError(f"invalid fairSharing.preemptionStrategies {list(fair)}")
+    try:
+        afs = config_from_dict(obj.get("admissionFairSharing"), parse_duration)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     wfpr = obj.get("waitForPodsReady")
     if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
-        return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair)
+        return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
+                          admission_fair_sharing=afs)
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -111,4 +124,5 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         transformations=transformations,
         excluded_prefixes=excluded,
         fair_sharing=fair,
+        admission_fair_sharing=afs,
     )

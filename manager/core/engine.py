@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
 from .cycle import NAMESPACE_MISMATCH, Scheduler
@@ -49,12 +50,14 @@ from .queues import PendingQueue, SortKey, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
 from .resources import transform_requests
 from .snapshot import Snapshot
+from .status import preemption_message
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 _BACKOFF = "backoff"
 # Reasons that routing itself wrote; they go stale once the queue becomes usable.
 _ROUTING_REASONS = ("LocalQueue ", "ClusterQueue ", "Workload has no queue", "Waiting for the requeue")
 _PODS_READY = "podsReady"
+_AFS_SAMPLE = "afsSample"
 
 
 class QueueingCore:
@@ -94,6 +97,11 @@ class QueueingCore:
         self._seq = itertools.count()
         self._dirty = True
         self._created = 0
+        # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
+        afs = self.config.admission_fair_sharing
+        self.afs: UsageLedger | None = None if afs is None else UsageLedger(afs, now)
+        if afs is not None:
+            heapq.heappush(self._timers, (now + afs.sampling_interval, next(self._seq), _AFS_SAMPLE, "", 0))
 
     # ---------------------------------------------------------------- object events
 
@@ -231,7 +239,12 @@ class QueueingCore:
         rec.assignment = Assignment(podsets, Mode.FIT, 0, total)
         rec.cluster_queue = cq_name
         rec.usage = total
-        rec.reserved_at = self.now
+        # Kueue orders preemption candidates by their QuotaReserved transition (most recent
+        # first), so a workload read as admitted keeps the time its condition says.
+        times = {c.get("type"): parse_time(c.get("lastTransitionTime"))
+                 for c in status.get("conditions") or () if isinstance(c, dict)}
+        reserved = times.get("QuotaReserved") or times.get("Admitted")
+        rec.reserved_at = self.now if reserved is None else min(reserved, self.now)
         rec.checks = {c["name"]: c.get("state", "Pending") for c in status.get("admissionChecks") or ()
                       if c.get("name")}
         rec.status = ADMITTED if admitted else QUOTA_RESERVED
@@ -500,9 +513,9 @@ class QueueingCore:
 
     def next_deadline(self) -> float | None:
         while self._timers:
-            when, _, _, key, gen = self._timers[0]
+            when, _, kind, key, gen = self._timers[0]
             rec = self.workloads.get(key)
-            if rec is not None and rec.generation == gen:
+            if kind == _AFS_SAMPLE or (rec is not None and rec.generation == gen):
                 return when
             heapq.heappop(self._timers)
         return None
@@ -513,6 +526,14 @@ class QueueingCore:
         fired = 0
         while self._timers and self._timers[0][0] <= self.now:
             _, _, kind, key, gen = heapq.heappop(self._timers)
+            if kind == _AFS_SAMPLE and self.afs is not None:
+                fired += 1
+                self._afs_sample()
+                # The next sample is one interval after this one was taken; a late call
+                # (a process that slept) takes one sample, not one per missed interval.
+                heapq.heappush(self._timers, (self.now + self.afs.config.sampling_interval,
+                                              next(self._seq), _AFS_SAMPLE, "", 0))
+                continue
             rec = self.workloads.get(key)
             if rec is None or rec.generation != gen:
                 continue
@@ -618,6 +639,8 @@ class QueueingCore:
                         reason = d.target_reasons.get(target, "InClusterQueue")
                         self.preempted_reasons[target] = reason
                         victim.preemption_reasons.append(reason)
+                        victim.preemption_message = preemption_message(
+                            rec, reason, self._path(rec.cluster_queue), self._path(victim.cluster_queue))
                         self._evict(victim, "Preempted", requeue_now=True)
                         progress = True
             elif not d.immediate:
@@ -646,10 +669,62 @@ class QueueingCore:
         q.park(rec.key, skey)
         return True
 
+    def _path(self, cq: str | None) -> str:
+        """"/root/.../cq", as Kueue names a queue in preemption messages."""
+        parts: list[str] = []
+        n = self.nodes.get(cq or "")
+        while n is not None:
+            parts.append(n.name)
+            n = n.parent
+        return "/" + "/".join(reversed(parts)) if parts else "UNKNOWN"
+
     def _sort_key(self, rec: WorkloadRecord) -> SortKey:
-        return sort_key(rec.priority, rec.queue_ts, rec.key, sticky=rec.preempting)
+        return sort_key(rec.priority, rec.queue_ts, rec.key, sticky=rec.preempting,
+                        lq_usage=self._lq_usage(rec))
+
+    def _afs_enabled(self, cq_name: str | None) -> bool:
+        cq = self.cq_defs.get(cq_name or "")
+        return self.afs is not None and cq is not None and cq.admission_mode == USAGE_BASED
+
+    def _lq_usage(self, rec: WorkloadRecord) -> float:
+        if self.afs is None or not self._afs_enabled(rec.cluster_queue):
+            return 0.0
+        lq_key = f"{rec.wl.namespace}/{rec.wl.queue_name}"
+        lq = self.local_queues.get(lq_key)
+        return self.afs.usage(lq_key, lq.weight if lq is not None else 1.0)
+
+    def local_queue_usage(self, lq_key: str) -> float:
+        """The admission fair sharing usage value of a LocalQueue (0 when off)."""
+        if self.afs is None:
+            return 0.0
+        lq = self.local_queues.get(lq_key)
+        return self.afs.usage(lq_key, lq.weight if lq is not None else 1.0)
+
+    def _afs_sample(self) -> None:
+        """Fold admitted usage into every LocalQueue's decayed consumption and re-sort."""
+        assert self.afs is not None
+        admitted: dict[str, dict[str, float]] = {}
+        for rec in self.workloads.values():
+            if rec.status == ADMITTED:
+                row = admitted.setdefault(f"{rec.wl.namespace}/{rec.wl.queue_name}", {})
+                for res, v in per_resource(rec.usage).items():
+                    row[res] = row.get(res, 0.0) + v
+        self.afs.sample(self.now, admitted, list(self.local_queues))
+        self._afs_resort()
+
+    def _afs_resort(self, only: str | None = None) -> None:
+        for name, q in self.queues.items():
+            if (only is None or name == only) and self._afs_enabled(name) and len(q):
+                q.resort(lambda key: self._sort_key(self.workloads[key]))
 
     def _reserve(self, rec: WorkloadRecord, d: Decision) -> None:
+        assert d.assignment is not None
+        if self.afs is not None and self._afs_enabled(d.cluster_queue):
+            self.afs.penalize(f"{rec.wl.namespace}/{rec.wl.queue_name}", per_resource(d.assignment.usage))
+            self._afs_resort(d.cluster_queue)
+        self._do_reserve(rec, d)
+
+    def _do_reserve(self, rec: WorkloadRecord, d: Decision) -> None:
         assert d.assignment is not None
         self.changed.add(rec.key)
         rec.preempting = False

@@ -127,6 +127,7 @@ class ClusterQueueDef(QueueDef):
     preemption: dict[str, Any] = field(default_factory=dict)
     checks: tuple[CheckRule, ...] = ()
     stop_policy: str = "None"
+    admission_mode: str = ""  # spec.admissionScope.admissionMode (admission fair sharing)
 
 
 def _groups(kind: str, name: str, spec: dict[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FR, Quota]]:
@@ -175,6 +176,7 @@ def cluster_queue_from(obj: dict[str, Any]) -> ClusterQueueDef:
         preemption=dict(spec.get("preemption") or {}),
         checks=tuple(checks),
         stop_policy=spec.get("stopPolicy") or "None",
+        admission_mode=str((spec.get("admissionScope") or {}).get("admissionMode") or ""),
     )
 
 
@@ -190,6 +192,7 @@ class LocalQueueDef:
     name: str
     cluster_queue: str
     stop_policy: str
+    weight: float = 1.0  # spec.fairSharing.weight (admission fair sharing)
 
     @property
     def key(self) -> str:
@@ -198,8 +201,15 @@ class LocalQueueDef:
 
 def local_queue_from(obj: dict[str, Any]) -> LocalQueueDef:
     meta, spec = _meta(obj), _spec(obj)
+    weight = 1.0
+    raw = (spec.get("fairSharing") or {}).get("weight")
+    if raw is not None:
+        try:
+            weight = parse_quantity(raw).nano / 1e9
+        except (QuantityError, ValueError, TypeError) as exc:
+            raise ObjectError(f"LocalQueue {meta['name']}: invalid fairSharing weight {raw!r}") from exc
     return LocalQueueDef(meta.get("namespace") or "default", meta["name"], spec.get("clusterQueue") or "",
-                         spec.get("stopPolicy") or "None")
+                         spec.get("stopPolicy") or "None", weight)
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     last = rec.evictions[-1]
     preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
     why = rec.preemption_reasons[-1] if preempted else ""
-    message = (f"Preempted to accommodate a workload due to {_HUMAN.get(why, why)}" if preempted
-               else f"Evicted: {last}")
+    message = (rec.preemption_message or f"Preempted to accommodate a workload due to {_HUMAN.get(why, why)}"
+               if preempted else f"Evicted: {last}")
     out: list[dict[str, Any]] = []
     if rec.holds_quota:
         out.append(_condition(WorkloadCondition.EVICTED, False, Reason.QUOTA_RESERVED,
@@ -55,6 +55,16 @@ _HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
           "InCohortReclamation": "reclamation within the cohort",
           "InCohortFairSharing": "Fair Sharing within the cohort",
           "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
+
+
+def preemption_message(preemptor: WorkloadRecord, reason: str, preemptor_path: str,
+                       preemptee_path: str) -> str:
+    """Kueue's message on a victim's Evicted and Preempted conditions."""
+    job_uid = ((preemptor.wl.source.get("metadata") or {}).get("labels") or {}).get(
+        "kueue.x-k8s.io/job-uid") or "UNKNOWN"
+    return (f"Preempted to accommodate a workload (UID: {preemptor.wl.uid}, JobUID: {job_uid}) due to "
+            f"{_HUMAN.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path}; "
+            f"preemptee path: {preemptee_path}")
 
 
 def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,

@@ -39,6 +39,7 @@ class WorkloadRecord:
     preempting: bool = False  # chose victims and waits for their quota (sorts first in its queue)
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
+    preemption_message: str = ""  # message of the latest Preempted condition
 
     @property
     def holds_quota(self) -> bool:

@@ -1,4 +1,4 @@
-"""Scenario files under tests/scenarios/preemption/: one preemption behaviour each."""
+"""Scenario files for preemption, fair sharing and admission fair sharing: one behaviour each."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 from .scenario_support import check
 
 ROOT = Path(__file__).resolve().parents[2] / "scenarios"
-SCENARIOS = sorted([*(ROOT / "preemption").glob("*.yaml"), *(ROOT / "fair-sharing").glob("*.yaml")])
+SCENARIOS = sorted([*(ROOT / "preemption").glob("*.yaml"), *(ROOT / "fair-sharing").glob("*.yaml"),
+                    *(ROOT / "admission-fair-sharing").glob("*.yaml")])
 
 
 def test_there_are_preemption_scenarios() -> None:
-    assert len(SCENARIOS) >= 25
+    assert len(SCENARIOS) >= 40
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
