@@ -9,6 +9,10 @@ simulated clock and the core runs cycles until idle after each batch of simultan
 events. Throughput is measured on the wall clock: decisions (an entry admitted or
 left pending in a cycle) per second of CPU spent in the core.
 
+The same generator runs twice: classical scheduling (the ``decisions_per_s``, ``wall_s``
+and ``peak_rss_mb`` keys), then with the Configuration's ``fairSharing`` on (admission
+by dominant resource share, fair-sharing preemption), reported as ``fair_sharing_*``.
+
 ``--quick`` runs 2 cohorts x 20 queues. The last line printed is the JSON result.
 """
 
@@ -23,7 +27,9 @@ import sys
 import time
 from typing import Any
 
+from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
+from manager.core.fair_sharing import DEFAULT_STRATEGIES
 from manager.core.workload_state import ADMITTED
 
 CLASSES = (  # name, per queue, interval ms, cpu, runtime ms, priority
@@ -57,8 +63,9 @@ def _workload(ns: str, name: str, cpu: int, priority: int, created_s: float) -> 
                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
 
 
-def run(cohorts: int, queues: int) -> dict[str, Any]:
-    core = QueueingCore(now=0.0)
+def run(cohorts: int, queues: int, fair_sharing: bool = False) -> dict[str, Any]:
+    config = CoreConfig(fair_sharing=DEFAULT_STRATEGIES) if fair_sharing else CoreConfig()
+    core = QueueingCore(config, now=0.0)
     names = _setup(core, cohorts, queues)
     events: list[tuple[int, int, str, str]] = []  # (ms, order, kind, key)
     runtime: dict[str, int] = {}
@@ -123,9 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2 cohorts x 20 queues")
     args = parser.parse_args(argv)
     cohorts, queues = (2, 20) if args.quick else (10, 100)
-    metrics = run(cohorts, queues)
-    print(f"{metrics['workloads']} workloads, {metrics['admitted']} admitted, "
-          f"{metrics['decisions']} decisions in {metrics['core_s']} s of core time", file=sys.stderr)
+    metrics = run(cohorts, queues)  # first, so peak_rss_mb is the classical run's
+    fair = run(cohorts, queues, fair_sharing=True)
+    for label, m in (("classical", metrics), ("fair sharing", fair)):
+        print(f"{label}: {m['workloads']} workloads, {m['admitted']} admitted, {m['decisions']} decisions "
+              f"in {m['core_s']} s of core time ({m['decisions_per_s']} decisions/s)", file=sys.stderr)
+    for key in ("decisions_per_s", "admissions_per_s", "wall_s", "decisions", "admitted", "core_s", "tta_ms"):
+        metrics[f"fair_sharing_{key}"] = fair[key]
+    metrics["fair_sharing_peak_rss_mb"] = fair["peak_rss_mb"]
     env = {"python": platform.python_version(), "machine": platform.machine(),
            "cohorts": cohorts, "cluster_queues": cohorts * queues, "quick": args.quick}
     print(json.dumps({"benchmark": "core_cycle", "metrics": metrics, "env": env}))

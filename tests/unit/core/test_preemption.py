@@ -15,17 +15,41 @@ from manager.core.preemption import (
 
 
 def _cq(name: str, nominal: int, preemption: dict[str, Any], cohort: str = "co") -> dict[str, Any]:
-    return {"kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"namespaceSelector": {}, "cohortName": cohort, "preemption": preemption,
-                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                         {"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}}
+    return {
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "cohortName": cohort,
+            "preemption": preemption,
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
+                }
+            ],
+        },
+    }
 
 
 def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
-    return {"kind": "Workload", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"queueName": f"lq-{cq}", "priority": priority,
-                     "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-                         {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+    return {
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "queueName": f"lq-{cq}",
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}
+                    },
+                }
+            ],
+        },
+    }
 
 
 def _core(*cqs: dict[str, Any]) -> QueueingCore:
@@ -34,8 +58,13 @@ def _core(*cqs: dict[str, Any]) -> QueueingCore:
     for cq in cqs:
         core.apply(cq)
         name = cq["metadata"]["name"]
-        core.apply({"kind": "LocalQueue", "metadata": {"name": f"lq-{name}", "namespace": "default"},
-                    "spec": {"clusterQueue": name}})
+        core.apply(
+            {
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{name}", "namespace": "default"},
+                "spec": {"clusterQueue": name},
+            }
+        )
     return core
 
 
@@ -75,8 +104,9 @@ def test_reclaim_while_borrowing_reason() -> None:
 
 
 def test_oracle_answers() -> None:
-    core = _core(_cq("a", 4, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
-                 _cq("b", 4, {}))
+    core = _core(
+        _cq("a", 4, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}), _cq("b", 4, {})
+    )
     core.apply(_wl("a-low", "a", 2, 0))
     core.apply(_wl("b-borrow", "b", 6, 0))
     core.run_until_idle()
@@ -91,3 +121,28 @@ def test_oracle_answers() -> None:
     assert hook.oracle(snap, cq, fr, 4000, 0) == NO_CANDIDATES
     assert hook.oracle(snap, core.cq_defs["b"], fr, 2000, 5) == NO_CANDIDATES  # b has no policy
     assert snap.usage is not core.usage and core.usage.get(core.nodes["a"], fr) == 2000
+
+
+def test_victim_status_has_evicted_and_preempted_conditions() -> None:
+    from manager.core.status import workload_status
+
+    core = _core(_cq("a", 4, {"reclaimWithinCohort": "Any"}), _cq("b", 4, {}))
+    core.apply(_wl("borrower", "b", 8, 5))
+    core.run_until_idle()
+    core.apply(_wl("owner", "a", 4, 0))
+    core.run_until_idle()
+    conds = {
+        c["type"]: c for c in workload_status(core.workloads["default/borrower"], core.now)["conditions"]
+    }
+    assert conds["Evicted"]["status"] == "True" and conds["Evicted"]["reason"] == "Preempted"
+    assert conds["Preempted"]["status"] == "True" and conds["Preempted"]["reason"] == IN_COHORT_RECLAMATION
+    assert "preemptor path: /co/a; preemptee path: /co/b" in conds["Preempted"]["message"]
+    assert conds["Requeued"]["reason"] == "Preempted"
+    # Once the victim holds quota again, both conditions flip to False with reason QuotaReserved.
+    core.finish("default/owner")
+    core.run_until_idle()
+    conds = {
+        c["type"]: c for c in workload_status(core.workloads["default/borrower"], core.now)["conditions"]
+    }
+    assert conds["Evicted"]["status"] == "False" and conds["Evicted"]["reason"] == "QuotaReserved"
+    assert conds["Preempted"]["message"].startswith("Previously: Preempted to accommodate")

@@ -29,8 +29,11 @@ from manager.core.fair_sharing import (
 from manager.core.quota import available
 
 FR = ("f", "cpu")
-STRATEGIES = [(LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,), (LESS_THAN_INITIAL_SHARE,),
-              (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)]
+STRATEGIES = [
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (LESS_THAN_INITIAL_SHARE,),
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE),
+]
 
 
 World = tuple[list[dict[str, Any]], tuple[str, ...], str, int]
@@ -41,24 +44,61 @@ def worlds(draw: st.DrawFn) -> World:
     objects: list[dict[str, Any]] = [{"kind": "ResourceFlavor", "metadata": {"name": "f"}}]
     n = draw(st.integers(2, 4))
     for i in range(n):
-        spec: dict[str, Any] = {"namespaceSelector": {}, "cohortName": "co",
-                                "preemption": {"reclaimWithinCohort": "Any"},
-                                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                    {"name": "f", "resources": [
-                                        {"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}]}]}]}
+        spec: dict[str, Any] = {
+            "namespaceSelector": {},
+            "cohortName": "co",
+            "preemption": {"reclaimWithinCohort": "Any"},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": draw(st.integers(0, 6))}]}
+                    ],
+                }
+            ],
+        }
         if draw(st.booleans()):
             spec["fairSharing"] = {"weight": draw(st.sampled_from(["1", "2", "500m"]))}
         objects.append({"kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": spec})
-        objects.append({"kind": "LocalQueue", "metadata": {"name": f"lq{i}", "namespace": "default"},
-                        "spec": {"clusterQueue": f"cq{i}"}})
+        objects.append(
+            {
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq{i}", "namespace": "default"},
+                "spec": {"clusterQueue": f"cq{i}"},
+            }
+        )
     for j in range(draw(st.integers(1, 10))):
-        objects.append({"kind": "Workload", "metadata": {"name": f"w{j}", "namespace": "default"},
-                        "spec": {"queueName": f"lq{draw(st.integers(0, n - 1))}", "podSets": [
-                            {"name": "main", "count": 1, "template": {"spec": {"containers": [
-                                {"name": "c", "resources": {"requests": {
-                                    "cpu": str(draw(st.integers(1, 4)))}}}]}}}]}})
-    return objects, draw(st.sampled_from(STRATEGIES)), f"cq{draw(st.integers(0, n - 1))}", \
-        draw(st.integers(1, 4)) * 1000
+        objects.append(
+            {
+                "kind": "Workload",
+                "metadata": {"name": f"w{j}", "namespace": "default"},
+                "spec": {
+                    "queueName": f"lq{draw(st.integers(0, n - 1))}",
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {
+                                            "name": "c",
+                                            "resources": {"requests": {"cpu": str(draw(st.integers(1, 4)))}},
+                                        }
+                                    ]
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return (
+        objects,
+        draw(st.sampled_from(STRATEGIES)),
+        f"cq{draw(st.integers(0, n - 1))}",
+        draw(st.integers(1, 4)) * 1000,
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -89,3 +129,58 @@ def test_fair_preemption_respects_shares(world: World) -> None:
         assert preemptor_new < dominant_share(target, snap.usage, snap.weights)
         if strategies == (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,):
             assert preemptor_new <= dominant_share(target, after, snap.weights)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds(), st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 3)), max_size=6))
+def test_fair_sharing_engine_keeps_quota_and_settles(
+    world: World, arrivals: list[tuple[int, int, int]]
+) -> None:
+    """Through the engine: quota is never overrun, victims only come from preemptions that
+    the strategies allow, and scheduling settles (no endless preemption ping-pong)."""
+    objects, strategies, _, _ = world
+    core = QueueingCore(CoreConfig(fair_sharing=strategies))
+    for obj in objects:
+        core.apply(obj)
+    n = sum(1 for o in objects if o["kind"] == "ClusterQueue")
+    for i, (cq, cpu, prio) in enumerate(arrivals):
+        core.apply(
+            {
+                "kind": "Workload",
+                "metadata": {"name": f"late{i}", "namespace": "default"},
+                "spec": {
+                    "queueName": f"lq{cq % n}",
+                    "priority": prio,
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}
+                                    ]
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    for _ in range(300):
+        result = core.next_cycle()
+        chosen: set[str] = set()
+        for d in result.decisions:
+            assert not chosen.intersection(d.targets), "two preemptors share a victim"
+            chosen.update(d.targets)
+        if not core.apply_cycle(result):
+            break
+        pooled = sum(node.quota(FR).nominal for node in core.nodes.values())
+        held = 0
+        for name, node in core.nodes.items():
+            used = sum(r.usage.get(FR, 0) for r in core.holding.get(name, {}).values())
+            assert core.usage.get(node, FR) == used
+            held += used
+        assert held <= pooled, "cohort quota overrun"
+    else:
+        raise AssertionError("scheduling did not settle within 300 cycles")
