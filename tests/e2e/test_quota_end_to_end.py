@@ -114,6 +114,8 @@ def test_two_of_three_run_metrics_and_visibility_agree(dev_cluster: DevCluster, 
         _condition(w, "Finished") for w in _workloads(dev_cluster, namespace)) == 3, 120.0)
     wait_until("the ClusterQueue usage to return to zero",
                lambda: _cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
+    # PodsReady came from the Jobs' ready pods and stays in the finished Workloads' history.
+    assert all(_condition(w, "PodsReady") for w in _workloads(dev_cluster, namespace))
     assert _pending_names(dev_cluster, f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads") == []
 
     def drained() -> Samples | None:

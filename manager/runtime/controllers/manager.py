@@ -40,6 +40,7 @@ from manager.runtime.resources import ResourceRef, object_key
 
 from .jobs import JobReconciler
 from .queue_status import cluster_queue_status, local_queue_status, same_status
+from .retention import FinishedRetention, after_finished
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ class QueueManager:
         self._reserved_by_us: set[str] = set()
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
+        retain_s = after_finished(job_config or {})
+        self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
+                                                                          retain_s)
 
     # -------------------------------------------------------------- informer events
 
@@ -147,7 +151,10 @@ class QueueManager:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
         self.metrics_feed.baseline()
-        await asyncio.gather(self._schedule_forever(), self._queue_status_forever())
+        leader_work = [self._schedule_forever(), self._queue_status_forever()]
+        if self.retention is not None:
+            leader_work.append(self.retention.run())
+        await asyncio.gather(*leader_work)
 
     # -------------------------------------------------------------- scheduling
 
