@@ -98,7 +98,9 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         counts: dict[str, int] = {}
         for r in rec.evictions:
             counts[r] = counts.get(r, 0) + 1
-        status["schedulingStats"] = {"evictions": [{"reason": r, "count": n} for r, n in counts.items()]}
+        # underlyingCause is required by the CRD (list-map key with reason); empty when none.
+        status["schedulingStats"] = {"evictions": [{"reason": r, "underlyingCause": "", "count": n}
+                                                   for r, n in counts.items()]}
     if rec.status == FINISHED:
         conditions.append(_condition(WorkloadCondition.FINISHED, True, Reason.SUCCEEDED, "Job finished", now))
     if rec.checks:

@@ -1,0 +1,157 @@
+"""What Kueue's scheduler-performance recorder and checker measure, computed the same way.
+
+Kueue's recorder timestamps every Workload and ClusterQueue event it observes (its own
+clock, not the objects' second-resolution condition times) and its checker derives:
+
+* time to admission of a workload = first event with ``Admitted=True`` minus the
+  workload's first observed event; averaged per workload class (integer ms);
+* ClusterQueue usage per queue class = sum over queues of the CPU in
+  ``status.flavorsUsage[0].resources[0].total`` integrated between consecutive status
+  events (mCPU x ms), divided by (sum of nominal quotas x (last - first event time of the
+  class));
+* the run is over once generation is done and no Active ClusterQueue reports pending or
+  reserving workloads.
+
+Pure (times are passed in), so the arithmetic is unit-tested against hand-made event
+sequences; the runner in ``kueue_perf`` feeds it watch events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.quantity import Quantity
+
+from .kueue_perf_config import CLASS_LABEL
+
+JSON = dict[str, Any]
+
+
+def _true(obj: JSON, kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or ())
+
+
+def _millis(value: Any) -> int:
+    try:
+        return int(Quantity.parse(str(value)).milli_value())
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+@dataclass
+class WorkloadState:
+    class_name: str
+    first_ms: float
+    admitted_ms: float | None = None
+    finished_ms: float | None = None
+    evictions: int = 0
+    admitted: bool = False
+    evicted: bool = False
+    finished: bool = False
+
+
+@dataclass
+class QueueState:
+    class_name: str
+    first_ms: float
+    last_ms: float
+    quota_m: int
+    usage_m: int
+    pending: int
+    reserving: int
+    active: bool
+    used_m_ms: int = 0
+    max_usage_m: int = 0
+
+
+@dataclass
+class Recorder:
+    workloads: dict[str, WorkloadState] = field(default_factory=dict)
+    queues: dict[str, QueueState] = field(default_factory=dict)
+
+    def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
+        meta = obj.get("metadata") or {}
+        key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+        state = self.workloads.get(key)
+        if state is None:
+            state = WorkloadState(str((meta.get("labels") or {}).get(CLASS_LABEL, "")), now_ms)
+            self.workloads[key] = state
+        admitted, evicted, finished = _true(obj, "Admitted"), _true(obj, "Evicted"), _true(obj, "Finished")
+        if admitted and not state.admitted and state.admitted_ms is None:
+            state.admitted_ms = now_ms
+        if evicted and not state.evicted:
+            state.evictions += 1
+        if finished and not state.finished:
+            state.finished_ms = now_ms
+        state.admitted, state.evicted, state.finished = admitted, evicted, finished
+        return state
+
+    def queue_event(self, now_ms: float, obj: JSON) -> None:
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        usage = 0
+        flavors = status.get("flavorsUsage") or []
+        if flavors and (flavors[0].get("resources") or []):
+            usage = _millis(flavors[0]["resources"][0].get("total"))
+        quota = 0
+        groups = spec.get("resourceGroups") or []
+        if groups and groups[0].get("flavors") and groups[0]["flavors"][0].get("resources"):
+            quota = _millis(groups[0]["flavors"][0]["resources"][0].get("nominalQuota"))
+        name = str(meta.get("name"))
+        pending = int(status.get("pendingWorkloads") or 0)
+        reserving = int(status.get("reservingWorkloads") or 0)
+        active = _true(obj, "Active")
+        state = self.queues.get(name)
+        if state is None:
+            class_name = str((meta.get("labels") or {}).get(CLASS_LABEL, ""))
+            self.queues[name] = QueueState(class_name, now_ms, now_ms, quota, usage, pending, reserving,
+                                           active, 0, usage)
+            return
+        if state.usage_m > 0:
+            state.used_m_ms += state.usage_m * int(now_ms - state.last_ms)
+        state.last_ms, state.quota_m, state.usage_m = now_ms, quota, usage
+        state.pending, state.reserving, state.active = pending, reserving, active
+        state.max_usage_m = max(state.max_usage_m, usage)
+
+    def expect_more(self) -> bool:
+        """Some Active queue still reports pending or reserving workloads."""
+        return any(q.active and (q.pending or q.reserving) for q in self.queues.values())
+
+    # ------------------------------------------------------------------------- results
+
+    def usage_pct(self) -> dict[str, float]:
+        """Per ClusterQueue class, as Kueue's checker computes it."""
+        groups: dict[str, list[QueueState]] = {}
+        for q in self.queues.values():
+            groups.setdefault(q.class_name, []).append(q)
+        out = {}
+        for name, qs in groups.items():
+            span = max(q.last_ms for q in qs) - min(q.first_ms for q in qs)
+            quota = sum(q.quota_m for q in qs)
+            used = sum(q.used_m_ms for q in qs)
+            out[name] = round(used * 100 / (quota * span), 2) if quota and span > 0 else 0.0
+        return out
+
+    def time_to_admission_ms(self) -> dict[str, int]:
+        """Average per workload class; a workload never admitted counts 0, as in Kueue's summary."""
+        totals: dict[str, list[float]] = {}
+        for w in self.workloads.values():
+            tta = 0.0 if w.admitted_ms is None else w.admitted_ms - w.first_ms
+            totals.setdefault(w.class_name, []).append(tta)
+        return {c: int(sum(v) / len(v)) for c, v in totals.items()}
+
+    def evictions(self) -> int:
+        return sum(w.evictions for w in self.workloads.values())
+
+    def counts(self) -> tuple[int, int, int]:
+        """(pending, admitted and running, finished) right now, for the timeline plot."""
+        pending = admitted = finished = 0
+        for w in self.workloads.values():
+            if w.finished:
+                finished += 1
+            elif w.admitted:
+                admitted += 1
+            else:
+                pending += 1
+        return pending, admitted, finished

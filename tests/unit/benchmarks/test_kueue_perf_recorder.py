@@ -1,0 +1,79 @@
+"""The recorder computes Kueue's checker quantities from hand-made event sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.kueue_perf_config import CLASS_LABEL
+from benchmarks.kueue_perf_recorder import Recorder
+
+
+def wl(name: str, cls: str, *conds: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {CLASS_LABEL: cls}},
+            "status": {"conditions": [{"type": c, "status": "True"} for c in conds]}}
+
+
+def cq(name: str, usage: str, pending: int = 0, reserving: int = 0, active: bool = True,
+       quota: str = "20") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {CLASS_LABEL: "cq"}},
+            "spec": {"resourceGroups": [{"flavors": [
+                {"resources": [{"name": "cpu", "nominalQuota": quota}]}]}]},
+            "status": {"pendingWorkloads": pending, "reservingWorkloads": reserving,
+                       "flavorsUsage": [{"name": "rf", "resources": [{"name": "cpu", "total": usage}]}],
+                       "conditions": [{"type": "Active", "status": "True" if active else "False"}]}}
+
+
+def test_time_to_admission_is_first_admitted_event_minus_first_event() -> None:
+    r = Recorder()
+    r.workload_event(1000, wl("a", "small"))
+    r.workload_event(1500, wl("b", "small"))
+    r.workload_event(4000, wl("a", "small", "QuotaReserved", "Admitted"))
+    r.workload_event(4500, wl("a", "small", "QuotaReserved", "Admitted"))  # repeated: no effect
+    r.workload_event(2500, wl("b", "small", "QuotaReserved", "Admitted"))
+    r.workload_event(100, wl("c", "large"))
+    r.workload_event(400, wl("c", "large", "Admitted"))
+    assert r.time_to_admission_ms() == {"small": (3000 + 1000) // 2, "large": 300}
+
+
+def test_readmission_after_eviction_keeps_the_first_admission_and_counts_evictions() -> None:
+    r = Recorder()
+    r.workload_event(0, wl("a", "small"))
+    r.workload_event(200, wl("a", "small", "Admitted"))
+    r.workload_event(300, wl("a", "small", "Evicted"))
+    r.workload_event(900, wl("a", "small", "Admitted"))
+    r.workload_event(950, wl("a", "small", "Admitted", "Finished"))
+    assert r.time_to_admission_ms() == {"small": 200}
+    assert r.evictions() == 1
+    assert r.counts() == (0, 0, 1)
+
+
+def test_usage_integrates_usage_between_status_events() -> None:
+    r = Recorder()
+    r.queue_event(0, cq("q1", "0"))
+    r.queue_event(1000, cq("q1", "10"))        # 0 mCPU for 1 s
+    r.queue_event(3000, cq("q1", "20"))        # 10 CPU for 2 s = 20,000,000 mCPU*ms
+    r.queue_event(4000, cq("q1", "0"))         # 20 CPU for 1 s = 20,000,000
+    r.queue_event(0, cq("q2", "500m"))
+    r.queue_event(4000, cq("q2", "0"))         # 0.5 CPU for 4 s = 2,000,000
+    # (20e6 + 20e6 + 2e6) * 100 / ((20000 + 20000) mCPU * 4000 ms)
+    assert r.usage_pct() == {"cq": round(42e6 * 100 / (40000 * 4000), 2)}
+
+
+def test_stop_condition_needs_active_queues_without_pending_or_reserving() -> None:
+    r = Recorder()
+    r.queue_event(0, cq("q1", "0", pending=3))
+    assert r.expect_more()
+    r.queue_event(10, cq("q1", "5", reserving=1))
+    assert r.expect_more()
+    r.queue_event(20, cq("q1", "0", pending=2, active=False))
+    assert not r.expect_more()
+    r.queue_event(30, cq("q1", "0"))
+    assert not r.expect_more()
+
+
+def test_counts_split_pending_admitted_finished() -> None:
+    r = Recorder()
+    r.workload_event(0, wl("a", "s"))
+    r.workload_event(0, wl("b", "s", "Admitted"))
+    r.workload_event(0, wl("c", "s", "Admitted", "Finished"))
+    assert r.counts() == (1, 1, 1)
