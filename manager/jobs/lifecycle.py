@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from api import keys
+from manager.core.jobs_to_workloads import build_workloads
 from manager.jobs.framework import AdmissionPolicy, Integration, is_dns1123_label, namespace_selected
 
 JSON = dict[str, Any]
@@ -228,6 +229,29 @@ def workload_template(workload: Mapping[str, Any], podset: str) -> JSON | None:
         if ps.get("name") == podset:
             return copy.deepcopy(dict(ps.get("template") or {}))
     return None
+
+
+class TopLevelOwner:
+    """The :class:`WorkloadOwner` answers every top-level kind gives the same way.
+
+    A kind that Kueue manages on its own (not only under a managed owner) is managed by
+    :func:`managed_top_level` unless a managed kind controls it, reads the shared queue-name
+    label and builds its Workloads with ``build_workloads``; subclasses set ``integration``
+    and add the rest. Kept here so that rule is written once for all such kinds.
+    """
+
+    integration: Integration
+
+    def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
+                   namespace_labels: Mapping[str, str]) -> bool:
+        # An object owned by a managed kind (a Job of a JobSet, ...) runs under its owner's Workload.
+        return not has_controller_owner_of(job, policy) and managed_top_level(job, policy, namespace_labels)
+
+    def queue_name(self, job: Mapping[str, Any]) -> str:
+        return queue_name(job)
+
+    def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
+        return build_workloads(dict(job))
 
 
 # -- admission -> podset infos ---------------------------------------------------------------

@@ -13,22 +13,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from manager.core.jobs_to_workloads import build_workloads, workload_name
-from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
+from manager.core.jobs_to_workloads import workload_name
+from manager.jobs.framework import BY_GROUP_KIND, Integration
 from manager.jobs.lifecycle import (
-    JSON,
     Action,
     Finished,
     PodSetInfo,
     Replace,
+    TopLevelOwner,
     condition_message,
     condition_true,
-    has_controller_owner_of,
     infos_by_name,
-    managed_top_level,
     merge_into_template,
     meta,
-    queue_name,
     restored_template,
     workload_template,
 )
@@ -48,19 +45,8 @@ def pods_count(job: Mapping[str, Any]) -> int:
     return parallelism if completions is None else min(parallelism, int(completions))
 
 
-class BatchJobLifecycle:
+class BatchJobLifecycle(TopLevelOwner):
     integration: Integration = BY_GROUP_KIND[("batch", "Job")]
-
-    def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
-                   namespace_labels: Mapping[str, str]) -> bool:
-        # A Job owned by a managed kind (a JobSet, ...) runs under its owner's Workload.
-        return not has_controller_owner_of(job, policy) and managed_top_level(job, policy, namespace_labels)
-
-    def queue_name(self, job: Mapping[str, Any]) -> str:
-        return queue_name(job)
-
-    def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return build_workloads(dict(job))
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from manager.core.jobs_to_workloads import build_workloads, workload_name
-from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
-from manager.jobs.lifecycle import JSON, has_controller_owner_of, managed_top_level, meta, queue_name
+from manager.core.jobs_to_workloads import workload_name
+from manager.jobs.framework import BY_GROUP_KIND, Integration
+from manager.jobs.lifecycle import JSON, TopLevelOwner, meta, queue_name
 
 GROUP = "leaderworkerset.x-k8s.io"
 
@@ -48,18 +48,8 @@ def role_of(lws: Mapping[str, Any], pod: Mapping[str, Any]) -> str:
     return "worker" if keys.LWS_LEADER_NAME in (meta(pod).get("annotations") or {}) else "leader"
 
 
-class LeaderWorkerSetLifecycle:
+class LeaderWorkerSetLifecycle(TopLevelOwner):
     integration: Integration = BY_GROUP_KIND[(GROUP, "LeaderWorkerSet")]
-
-    def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
-                   namespace_labels: Mapping[str, str]) -> bool:
-        return not has_controller_owner_of(job, policy) and managed_top_level(job, policy, namespace_labels)
-
-    def queue_name(self, job: Mapping[str, Any]) -> str:
-        return queue_name(job)
-
-    def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return build_workloads(dict(job))
 
     # -- AdoptsPods ------------------------------------------------------------------------
 

@@ -13,22 +13,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from manager.core.jobs_to_workloads import build_workloads, workload_name
-from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
+from manager.core.jobs_to_workloads import workload_name
+from manager.jobs.framework import BY_GROUP_KIND, Integration
 from manager.jobs.lifecycle import (
-    JSON,
     Action,
     Finished,
     PodSetInfo,
     Replace,
+    TopLevelOwner,
     condition_message,
     condition_true,
-    has_controller_owner_of,
     infos_by_name,
-    managed_top_level,
     merge_into_template,
     meta,
-    queue_name,
     restored_template,
     workload_template,
 )
@@ -45,18 +42,8 @@ def roles(job: Mapping[str, Any]) -> list[str]:
     return [r for r in ROLES if r in _replicas(job)]
 
 
-class PyTorchJobLifecycle:
+class PyTorchJobLifecycle(TopLevelOwner):
     integration: Integration = BY_GROUP_KIND[("kubeflow.org", "PyTorchJob")]
-
-    def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
-                   namespace_labels: Mapping[str, str]) -> bool:
-        return not has_controller_owner_of(job, policy) and managed_top_level(job, policy, namespace_labels)
-
-    def queue_name(self, job: Mapping[str, Any]) -> str:
-        return queue_name(job)
-
-    def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return build_workloads(dict(job))
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)
