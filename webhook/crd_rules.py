@@ -202,6 +202,20 @@ def fair_sharing_errors(spec: JSON) -> list[FieldError]:
 # -- per kind -------------------------------------------------------------------------------
 
 
+def stop_policy_errors(spec: JSON) -> list[FieldError]:
+    """The stopPolicy enum: ClusterQueue and LocalQueue share Kueue's one StopPolicy type."""
+    if spec.get("stopPolicy") in (None, "None", "Hold", "HoldAndDrain"):
+        return []
+    return [
+        FieldError(
+            "NotSupported",
+            "spec.stopPolicy",
+            spec.get("stopPolicy"),
+            'supported values: "None", "Hold", "HoldAndDrain"',
+        )
+    ]
+
+
 def validate_cluster_queue(obj: JSON, old: JSON | None) -> list[FieldError]:
     spec = _d(obj.get("spec"))
     errors = resource_groups_errors(spec, parent_field="cohortName", bound_lending_by_nominal=True)
@@ -248,15 +262,7 @@ def validate_cluster_queue(obj: JSON, old: JSON | None) -> list[FieldError]:
                         "must be one of the ClusterQueue's flavors",
                     )
                 )
-    if spec.get("stopPolicy") not in (None, "None", "Hold", "HoldAndDrain"):
-        errors.append(
-            FieldError(
-                "NotSupported",
-                "spec.stopPolicy",
-                spec.get("stopPolicy"),
-                'supported values: "None", "Hold", "HoldAndDrain"',
-            )
-        )
+    errors += stop_policy_errors(spec)
     return errors
 
 
@@ -351,15 +357,7 @@ def validate_local_queue(obj: JSON, old: JSON | None) -> list[FieldError]:
         errors.append(invalid("spec.clusterQueue", cq, "must be a DNS-1123 subdomain"))
     if old is not None and _d(old.get("spec")).get("clusterQueue") != cq:
         errors.append(invalid("spec.clusterQueue", cq, "field is immutable"))
-    if spec.get("stopPolicy") not in (None, "None", "Hold", "HoldAndDrain"):
-        errors.append(
-            FieldError(
-                "NotSupported",
-                "spec.stopPolicy",
-                spec.get("stopPolicy"),
-                'supported values: "None", "Hold", "HoldAndDrain"',
-            )
-        )
+    errors += stop_policy_errors(spec)
     return errors
 
 

@@ -483,6 +483,31 @@ def managed_by_default(
     return None
 
 
+
+def apply_job_defaults(
+    obj: JSON,
+    ctx: AdmissionContext,
+    switches: Callable[[JSON], JSON],
+    is_suspended: Callable[[JSON], bool],
+    own_controller: str,
+) -> JSON:
+    """Kueue's BaseWebhook defaulting of a kind with a suspend switch: default LocalQueue and
+    priority class, ``suspend`` when Kueue manages it, MultiKueue ``managedBy``.
+
+    ``switches`` returns (creating it when absent) the mapping holding ``suspend`` and
+    ``managedBy``: ``spec`` of a Job, ``spec.runPolicy`` of a training job. It is called after
+    the label defaults, which decide whether the object is managed. Returns that mapping.
+    """
+    apply_default_local_queue(obj, ctx)
+    apply_default_priority_class(obj, ctx)
+    holder = switches(obj)
+    if workload_should_be_suspended(obj, ctx) and not is_suspended(obj):
+        holder["suspend"] = True
+    managed_by = managed_by_default(holder.get("managedBy"), own_controller, ctx, obj)
+    if managed_by is not None:
+        holder["managedBy"] = managed_by
+    return holder
+
 # -- shared validation (Kueue ValidateJobOnCreate / ValidateJobOnUpdate) ---------------------
 
 _GATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

@@ -24,6 +24,12 @@ def is_suspended(job: JSON) -> bool:
     return fw.get_path(job, "spec", "suspend") is True and fw.annotations_of(job).get(keys.STOPPING) != "true"
 
 
+def _spec(job: JSON) -> JSON:
+    """The Job's ``spec`` (created when absent): its ``suspend`` and ``managedBy`` live there."""
+    spec: JSON = job.setdefault("spec", {})
+    return spec
+
+
 def pods_count(job: JSON) -> int:
     parallelism = fw.int_or(fw.get_path(job, "spec", "parallelism"), 1)
     completions = fw.get_path(job, "spec", "completions")
@@ -39,14 +45,7 @@ class JobWebhook:
     group, kind = "batch", "Job"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        fw.apply_default_local_queue(obj, ctx)
-        fw.apply_default_priority_class(obj, ctx)
-        spec = obj.setdefault("spec", {})
-        if fw.workload_should_be_suspended(obj, ctx) and not is_suspended(obj):
-            spec["suspend"] = True
-        managed_by = fw.managed_by_default(spec.get("managedBy"), OWN_CONTROLLER, ctx, obj)
-        if managed_by is not None:
-            spec["managedBy"] = managed_by
+        spec = fw.apply_job_defaults(obj, ctx, _spec, is_suspended, OWN_CONTROLLER)
         if fw.elastic_enabled(obj, ctx):
             pod_spec = spec.setdefault("template", {}).setdefault("spec", {})
             gates = pod_spec.setdefault("schedulingGates", [])

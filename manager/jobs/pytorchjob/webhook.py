@@ -18,22 +18,21 @@ def is_suspended(job: JSON) -> bool:
     return fw.get_path(job, "spec", "runPolicy", "suspend") is True
 
 
+def _run_policy(job: JSON) -> JSON:
+    """``spec.runPolicy``, replacing a missing or malformed one with an empty mapping."""
+    spec = job.setdefault("spec", {})
+    if not isinstance(spec.get("runPolicy"), dict):
+        spec["runPolicy"] = {}
+    run_policy: JSON = spec["runPolicy"]
+    return run_policy
+
+
 class PyTorchJobWebhook:
     integration = "kubeflow.org/pytorchjob"
     group, kind = "kubeflow.org", "PyTorchJob"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        fw.apply_default_local_queue(obj, ctx)
-        fw.apply_default_priority_class(obj, ctx)
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec.get("runPolicy"), dict):
-            spec["runPolicy"] = {}
-        run_policy = spec["runPolicy"]
-        if fw.workload_should_be_suspended(obj, ctx) and not is_suspended(obj):
-            run_policy["suspend"] = True
-        managed_by = fw.managed_by_default(run_policy.get("managedBy"), OWN_CONTROLLER, ctx, obj)
-        if managed_by is not None:
-            run_policy["managedBy"] = managed_by
+        fw.apply_job_defaults(obj, ctx, _run_policy, is_suspended, OWN_CONTROLLER)
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
