@@ -1,10 +1,13 @@
-"""A private CA and the webhook's serving certificate: issue, check, renew. Pure, no I/O.
+"""A private CA and the servers' certificates: issue, check, renew. Pure, no I/O.
 
 Kueue's internal cert management (and cert-controller) keeps a self-signed CA in a Secret and
 issues the webhook's serving certificate from it, so the apiserver only ever needs the CA as
 ``caBundle``. The CA lives long (10 years) and the serving certificate one year; both are
 renewed once they enter their last 90 days. Renewing the serving certificate alone keeps the
 caBundle unchanged, so the apiserver never sees a window where it distrusts the server.
+
+The visibility API server's certificate is made here too (:func:`self_signed_serving`), so
+every certificate the project issues comes from this one module.
 
 Keys are ECDSA P-256: fast to generate and to handshake, accepted by kube-apiserver.
 Time is passed in, so tests can age certificates without sleeping.
@@ -66,6 +69,32 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
+def _alt_names(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> x509.SubjectAlternativeName:
+    alt: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    alt += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    return x509.SubjectAlternativeName(alt)
+
+
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    issued: datetime.datetime,
+    not_after: datetime.datetime,
+) -> x509.CertificateBuilder:
+    """What every certificate here starts from: a random serial, valid from a little before
+    ``issued`` (clients' clocks may lag) until ``not_after``."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(issued - CLOCK_SKEW)
+        .not_valid_after(not_after)
+    )
+
+
 def new_ca(
     now: datetime.datetime | None = None, validity: datetime.timedelta = CA_VALIDITY
 ) -> tuple[bytes, bytes]:
@@ -74,13 +103,7 @@ def new_ca(
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(f"{CA_COMMON_NAME}@{int(issued.timestamp())}")
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(issued - CLOCK_SKEW)
-        .not_valid_after(issued + validity)
+        _builder(name, name, key, issued, issued + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -119,24 +142,44 @@ def issue_serving(
     if not isinstance(signer, ec.EllipticCurvePrivateKey):
         raise ValueError("the CA key is not an ECDSA key")
     key = ec.generate_private_key(ec.SECP256R1())
-    alt: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
-    alt += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
     not_after = min(issued + validity, ca.not_valid_after_utc)
+    subject = _name(dns_names[0] if dns_names else ip_addresses[0])
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns_names[0] if dns_names else ip_addresses[0]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(issued - CLOCK_SKEW)
-        .not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        _builder(subject, ca.subject, key, issued, not_after)
+        .add_extension(_alt_names(dns_names, ip_addresses), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
         )
         .sign(signer, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def self_signed_serving(
+    common_name: str,
+    dns_names: Sequence[str],
+    ip_addresses: Sequence[str] = (),
+    now: datetime.datetime | None = None,
+    validity: datetime.timedelta = CERT_VALIDITY,
+) -> tuple[bytes, bytes]:
+    """(tls.crt, tls.key) of a serving certificate that is its own CA, named
+    ``<common_name>@<unix time>``.
+
+    For a server whose clients are handed this very certificate as their ``caBundle`` (the
+    visibility API server), so there is no separate CA to keep: Kueue's internal cert mode.
+    """
+    issued = now or now_utc()
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = _name(f"{common_name}@{int(issued.timestamp())}")
+    cert = (
+        _builder(name, name, key, issued, issued + validity)
+        .add_extension(_alt_names(dns_names, ip_addresses), critical=False)
+        # Its own CA, so that it can be handed out as a caBundle.
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
