@@ -3,7 +3,8 @@
 The server runs in its own event loop thread for the whole module so that hundreds of
 requests cost only their round trips; tests are plain functions that speak HTTPS with
 ``http.client`` and verify the server against the generated CA, as kube-apiserver does.
-Each test sets the policy and the cluster facts it needs on the shared ``WebhookDeps``.
+Each test sets the policy and the cluster facts it needs on the shared ``WebhookDeps``;
+``mutate``/``deny``/``allow`` are the assertions the case modules share.
 """
 
 from __future__ import annotations
@@ -103,6 +104,29 @@ class WebhookServer:
         self.deps.lookup = lookup or StaticLookup()
         assert isinstance(self.deps.lookup, StaticLookup)
         return self.deps.lookup
+
+
+def mutate(
+    w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The object as the allowed mutation left it."""
+    response = w.admit(path, obj, old=old)
+    assert response["allowed"], response
+    result: dict[str, Any] = response["object"]
+    return result
+
+
+def deny(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> str:
+    """The message of the expected denial."""
+    response = w.admit(path, obj, old=old)
+    assert not response["allowed"], "expected a denial"
+    message: str = response["status"]["message"]
+    return message
+
+
+def allow(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    response = w.admit(path, obj, old=old)
+    assert response["allowed"], response.get("status")
 
 
 @pytest.fixture(scope="module")

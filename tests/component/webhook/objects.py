@@ -16,6 +16,19 @@ LWS_M, LWS_V = (
 POD_M, POD_V = "/mutate--v1-pod", "/validate--v1-pod"
 
 
+def _meta(
+    name: str, labels: dict[str, str] | None, annotations: dict[str, str] | None, namespace: str = "default"
+) -> dict[str, Any]:
+    """The metadata the builders start from: a uid derived from the name, copies of the maps."""
+    return {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{name}",
+        "labels": dict(labels or {}),
+        "annotations": dict(annotations or {}),
+    }
+
+
 def job(
     name: str = "job",
     *,
@@ -30,13 +43,7 @@ def job(
     owner: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{name}",
-        "labels": dict(labels or {}),
-        "annotations": dict(annotations or {}),
-    }
+    meta = _meta(name, labels, annotations, namespace)
     if queue is not None:
         meta["labels"][keys.QUEUE_NAME] = queue
     if owner is not None:
@@ -99,13 +106,7 @@ def lws(
     worker_labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "default",
-        "uid": f"uid-{name}",
-        "labels": dict(labels or {}),
-        "annotations": dict(annotations or {}),
-    }
+    meta = _meta(name, labels, annotations)
     if queue:
         meta["labels"][keys.QUEUE_NAME] = queue
 
@@ -139,13 +140,7 @@ def pod(
     annotations: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "default",
-        "uid": f"uid-{name}",
-        "labels": dict(labels or {}),
-        "annotations": dict(annotations or {}),
-    }
+    meta = _meta(name, labels, annotations)
     if owner:
         meta["ownerReferences"] = [owner]
     return {

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from api import keys
 
-from .conftest import WebhookServer
+from .conftest import WebhookServer, allow, deny
 from .objects import JOB_M
 
 CQ_V = "/validate-kueue-x-k8s-io-v1beta2-clusterqueue"
@@ -36,18 +36,6 @@ def group(covered: list[str], flavors: list[tuple[str, list[dict[str, Any]]]]) -
 
 def cpu(nominal: str = "1", **limits: str) -> dict[str, Any]:
     return {"name": "cpu", "nominalQuota": nominal, **limits}
-
-
-def deny(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> str:
-    response = w.admit(path, obj, old=old)
-    assert not response["allowed"], "expected a denial"
-    message: str = response["status"]["message"]
-    return message
-
-
-def allow(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-    response = w.admit(path, obj, old=old)
-    assert response["allowed"], response.get("status")
 
 
 def test_43_cluster_queue(webhook: WebhookServer) -> None:

@@ -8,7 +8,7 @@ from api import keys
 from manager.jobs.framework import AdmissionPolicy, FeatureGates
 from webhook.facts import StaticLookup
 
-from .conftest import WebhookServer
+from .conftest import WebhookServer, allow, deny, mutate
 from .objects import (
     LWS_M,
     LWS_V,
@@ -37,30 +37,9 @@ def _tmpl(obj: dict[str, Any], which: str) -> dict[str, Any]:
     return result
 
 
-def _mutate(
-    w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    response = w.admit(path, obj, old=old)
-    assert response["allowed"], response
-    result: dict[str, Any] = response["object"]
-    return result
-
-
-def _deny(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> str:
-    response = w.admit(path, obj, old=old)
-    assert not response["allowed"], "expected a denial"
-    message: str = response["status"]["message"]
-    return message
-
-
-def _allow(w: WebhookServer, path: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-    response = w.admit(path, obj, old=old)
-    assert response["allowed"], response.get("status")
-
-
 def test_29_lws_default_queue_stamped_into_templates(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON, StaticLookup(local_queues={("default", "default")}))
-    out = _mutate(webhook, LWS_M, lws(labels={keys.PRIORITY_CLASS: "high-priority"}))
+    out = mutate(webhook, LWS_M, lws(labels={keys.PRIORITY_CLASS: "high-priority"}))
     assert labels_of(out)[keys.QUEUE_NAME] == "default"
     for which in ("leaderTemplate", "workerTemplate"):
         t = _tmpl(out, which)
@@ -72,12 +51,12 @@ def test_29_lws_default_queue_stamped_into_templates(webhook: WebhookServer) -> 
 
 def test_30_lws_variants(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON, StaticLookup(local_queues={("default", "default")}))
-    out = _mutate(webhook, LWS_M, lws(leader=False))
+    out = mutate(webhook, LWS_M, lws(leader=False))
     assert keys.POD_INDEX_OFFSET not in annotations_of(_tmpl(out, "workerTemplate"))
     assert annotations_of(_tmpl(out, "workerTemplate"))[PARENT] == LWS_NAME
-    out = _mutate(webhook, LWS_M, lws(worker_annotations={keys.PODSET_GROUP_NAME: "g"}))
+    out = mutate(webhook, LWS_M, lws(worker_annotations={keys.PODSET_GROUP_NAME: "g"}))
     assert keys.POD_INDEX_OFFSET not in annotations_of(_tmpl(out, "workerTemplate"))
-    out = _mutate(webhook, LWS_M, lws(queue="test-queue", worker_labels={keys.QUEUE_NAME: "user-queue"}))
+    out = mutate(webhook, LWS_M, lws(queue="test-queue", worker_labels={keys.QUEUE_NAME: "user-queue"}))
     assert labels_of(_tmpl(out, "workerTemplate"))[keys.QUEUE_NAME] == "test-queue"
     webhook.reset(LWS_ON)
     assert "patch" not in webhook.admit(LWS_M, lws())
@@ -86,12 +65,12 @@ def test_30_lws_variants(webhook: WebhookServer) -> None:
 def test_lws_queueless_under_manage_without_queue_name_is_held_per_group(webhook: WebhookServer) -> None:
     """The v0.12 fix: the decision is made on the LWS, so every pod is held by its parent."""
     webhook.reset(AdmissionPolicy(manage_jobs_without_queue_name=True, frameworks=LWS_ON.frameworks))
-    out = _mutate(webhook, LWS_M, lws())
+    out = mutate(webhook, LWS_M, lws())
     for which in ("leaderTemplate", "workerTemplate"):
         assert annotations_of(_tmpl(out, which))[PARENT] == LWS_NAME
         assert keys.QUEUE_NAME not in labels_of(_tmpl(out, which))
     leader_pod = pod(annotations={PARENT: LWS_NAME})
-    held = _mutate(webhook, POD_M, leader_pod)
+    held = mutate(webhook, POD_M, leader_pod)
     assert {"name": keys.ADMISSION_GATE} in held["spec"]["schedulingGates"]
     assert keys.MANAGED not in labels_of(held) and not held["metadata"].get("finalizers")
 
@@ -99,14 +78,14 @@ def test_lws_queueless_under_manage_without_queue_name_is_held_per_group(webhook
 def test_31_lws_create_validation(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
     for replicas in (-1, 1_000_001):
-        assert _deny(webhook, LWS_V, lws(replicas=replicas)).startswith("spec.replicas: Invalid value")
-    assert 'Invalid value: "test/queue"' in _deny(webhook, LWS_V, lws(queue="test/queue"))
-    assert "Forbidden" in _deny(webhook, LWS_V, lws(annotations={keys.ELASTIC_JOB: "true"}))
+        assert deny(webhook, LWS_V, lws(replicas=replicas)).startswith("spec.replicas: Invalid value")
+    assert 'Invalid value: "test/queue"' in deny(webhook, LWS_V, lws(queue="test/queue"))
+    assert "Forbidden" in deny(webhook, LWS_V, lws(annotations={keys.ELASTIC_JOB: "true"}))
     both = {
         keys.PODSET_REQUIRED_TOPOLOGY: "cloud.com/block",
         keys.PODSET_PREFERRED_TOPOLOGY: "cloud.com/block",
     }
-    msg = _deny(webhook, LWS_V, lws(leader_annotations=both, worker_annotations=both))
+    msg = deny(webhook, LWS_V, lws(leader_annotations=both, worker_annotations=both))
     assert (
         "leaderTemplate.metadata.annotations: Invalid" in msg
         and "workerTemplate.metadata.annotations: Invalid" in msg
@@ -124,31 +103,31 @@ def test_31_lws_create_validation(webhook: WebhookServer) -> None:
         lws(leader=False, worker_annotations={**req, g: "g"}),
     ]
     for obj in bad:
-        assert "Invalid value" in _deny(webhook, LWS_V, obj)
-    _allow(webhook, LWS_V, lws(leader_annotations={**req, g: "g"}, worker_annotations={**req, g: "g"}))
+        assert "Invalid value" in deny(webhook, LWS_V, obj)
+    allow(webhook, LWS_V, lws(leader_annotations={**req, g: "g"}, worker_annotations={**req, g: "g"}))
 
 
 def test_32_lws_queue_updates(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
-    _allow(webhook, LWS_V, lws(queue="new-test-queue", ready=0), lws(queue="test-queue", ready=0))
-    assert "immutable" in _deny(
+    allow(webhook, LWS_V, lws(queue="new-test-queue", ready=0), lws(queue="test-queue", ready=0))
+    assert "immutable" in deny(
         webhook, LWS_V, lws(queue="new-test-queue", ready=1), lws(queue="test-queue", ready=1)
     )
-    assert "cannot be removed" in _deny(webhook, LWS_V, lws(), lws(queue="test-queue"))
+    assert "cannot be removed" in deny(webhook, LWS_V, lws(), lws(queue="test-queue"))
 
 
 def test_33_lws_size_and_replicas(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
     for size in (10, 1):
-        msg = _deny(webhook, LWS_V, lws(queue="q", size=size), lws(queue="q", size=2))
+        msg = deny(webhook, LWS_V, lws(queue="q", size=size), lws(queue="q", size=2))
         assert msg.startswith("spec.leaderWorkerTemplate.size: Invalid value")
     webhook.reset(
         AdmissionPolicy(frameworks=LWS_ON.frameworks, gates=FeatureGates({"LWSImmutableGroupSize": False}))
     )
-    _allow(webhook, LWS_V, lws(queue="q", size=10), lws(queue="q", size=2))
+    allow(webhook, LWS_V, lws(queue="q", size=10), lws(queue="q", size=2))
     webhook.reset(LWS_ON)
-    _allow(webhook, LWS_V, lws(size=10), lws(size=2))
-    _allow(webhook, LWS_V, lws(queue="q", replicas=3), lws(queue="q", replicas=1))
+    allow(webhook, LWS_V, lws(size=10), lws(size=2))
+    allow(webhook, LWS_V, lws(queue="q", replicas=3), lws(queue="q", replicas=1))
 
 
 def test_34_lws_template_shape(webhook: WebhookServer) -> None:
@@ -157,9 +136,9 @@ def test_34_lws_template_shape(webhook: WebhookServer) -> None:
     new = lws(queue="q")
     for which in ("leaderTemplate", "workerTemplate"):
         _tmpl(new, which)["spec"]["containers"][0]["image"] = "nginx:2"
-    _allow(webhook, LWS_V, new, old)
+    allow(webhook, LWS_V, new, old)
     _tmpl(new, "workerTemplate")["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-    msg = _deny(webhook, LWS_V, new, old)
+    msg = deny(webhook, LWS_V, new, old)
     assert msg.startswith(
         "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resources.requests: Invalid"
     )
@@ -168,27 +147,27 @@ def test_34_lws_template_shape(webhook: WebhookServer) -> None:
         {"name": "i", "resources": {"requests": {"cpu": "1"}}}
     ]
     _tmpl(old, "leaderTemplate")["spec"]["initContainers"] = [{"name": "i"}]
-    assert "leaderTemplate.spec.initContainers[0].resources.requests" in _deny(webhook, LWS_V, new, old)
+    assert "leaderTemplate.spec.initContainers[0].resources.requests" in deny(webhook, LWS_V, new, old)
 
 
 def test_35_lws_priority_class_updates(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
     p = keys.PRIORITY_CLASS
-    assert "Invalid" in _deny(webhook, LWS_V, lws(labels={p: "a"}, ready=1), lws(ready=1))
-    _allow(webhook, LWS_V, lws(labels={p: "b"}, ready=1), lws(labels={p: "a"}, ready=1))
+    assert "Invalid" in deny(webhook, LWS_V, lws(labels={p: "a"}, ready=1), lws(ready=1))
+    allow(webhook, LWS_V, lws(labels={p: "b"}, ready=1), lws(labels={p: "a"}, ready=1))
     for ready in (0, 1):
-        assert "cannot be removed" in _deny(
+        assert "cannot be removed" in deny(
             webhook, LWS_V, lws(ready=ready), lws(labels={p: "a"}, ready=ready)
         )
-    _allow(webhook, LWS_V, lws(labels={p: "a"}, ready=0), lws(ready=0))
-    _allow(webhook, LWS_V, lws(labels={p: "b"}, ready=0), lws(labels={p: "a"}, ready=0))
+    allow(webhook, LWS_V, lws(labels={p: "a"}, ready=0), lws(ready=0))
+    allow(webhook, LWS_V, lws(labels={p: "b"}, ready=0), lws(labels={p: "a"}, ready=0))
 
 
 def test_39_parent_held_pod_gets_gate_and_role_hash_only(webhook: WebhookServer) -> None:
     webhook.reset(
         AdmissionPolicy(frameworks=LWS_ON.frameworks, gates=FeatureGates({"TopologyAwareScheduling": False}))
     )
-    out = _mutate(webhook, POD_M, pod(labels={keys.QUEUE_NAME: "test-queue"}, annotations={PARENT: "test"}))
+    out = mutate(webhook, POD_M, pod(labels={keys.QUEUE_NAME: "test-queue"}, annotations={PARENT: "test"}))
     assert out["spec"]["schedulingGates"] == [{"name": keys.ADMISSION_GATE}]
     assert len(annotations_of(out)[keys.ROLE_HASH]) == 8
     assert keys.MANAGED not in labels_of(out) and not out["metadata"].get("finalizers")
@@ -198,7 +177,7 @@ def test_40_standalone_pod(webhook: WebhookServer) -> None:
     webhook.reset(
         AdmissionPolicy(frameworks=frozenset({"pod"}), gates=FeatureGates({"TopologyAwareScheduling": False}))
     )
-    out = _mutate(webhook, POD_M, pod(labels={keys.QUEUE_NAME: "test-queue"}))
+    out = mutate(webhook, POD_M, pod(labels={keys.QUEUE_NAME: "test-queue"}))
     assert labels_of(out)[keys.MANAGED] == "true" and out["metadata"]["finalizers"] == [
         keys.MANAGED_POD_FINALIZER
     ]
@@ -206,7 +185,7 @@ def test_40_standalone_pod(webhook: WebhookServer) -> None:
         {"name": keys.ADMISSION_GATE}
     ] and keys.ROLE_HASH in annotations_of(out)
     webhook.reset(AdmissionPolicy(frameworks=frozenset({"pod"})))
-    out = _mutate(
+    out = mutate(
         webhook,
         POD_M,
         pod(
@@ -227,22 +206,22 @@ def test_41_pod_owned_by_queued_job(webhook: WebhookServer) -> None:
     child = pod(labels={keys.QUEUE_NAME: "q"}, owner=owner_ref("batch/v1", "Job", "parent", "uid-parent"))
     assert "patch" not in webhook.admit(POD_M, child)
     webhook.reset(AdmissionPolicy(frameworks=frozenset({"pod"})), lookup)
-    assert labels_of(_mutate(webhook, POD_M, child))[keys.MANAGED] == "true"
+    assert labels_of(mutate(webhook, POD_M, child))[keys.MANAGED] == "true"
 
 
 def test_42_pod_group_validation(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
     group = {keys.POD_GROUP_NAME: "group"}
-    assert "Required value" in _deny(webhook, POD_V, pod(annotations=group))
+    assert "Required value" in deny(webhook, POD_V, pod(annotations=group))
     for total in ("0", ""):
-        msg = _deny(webhook, POD_V, pod(annotations={**group, keys.POD_GROUP_TOTAL_COUNT: total}))
+        msg = deny(webhook, POD_V, pod(annotations={**group, keys.POD_GROUP_TOTAL_COUNT: total}))
         assert f"metadata.annotations[{keys.POD_GROUP_TOTAL_COUNT}]: Invalid" in msg
     full = {**group, keys.POD_GROUP_TOTAL_COUNT: "2"}
-    assert "must equal the pod group name" in _deny(
+    assert "must equal the pod group name" in deny(
         webhook, POD_V, pod(annotations={**full, keys.PREBUILT_WORKLOAD_NAME: "other"})
     )
-    _allow(webhook, POD_V, pod(annotations=full))
-    assert "immutable" in _deny(
+    allow(webhook, POD_V, pod(annotations=full))
+    assert "immutable" in deny(
         webhook, POD_V, pod(annotations={**full, keys.POD_GROUP_NAME: "other"}), pod(annotations=full)
     )
 
@@ -251,14 +230,14 @@ def test_ordinary_pods_pass_untouched(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
     response = webhook.admit(POD_M, pod())
     assert response["allowed"] and "patch" not in response
-    _allow(webhook, POD_V, pod())
+    allow(webhook, POD_V, pod())
 
 
 def test_pytorchjob_suspended_in_run_policy_and_tas_checked(webhook: WebhookServer) -> None:
     webhook.reset(LWS_ON)
-    out = _mutate(webhook, PT_M, pytorchjob(queue="q"))
+    out = mutate(webhook, PT_M, pytorchjob(queue="q"))
     assert out["spec"]["runPolicy"]["suspend"] is True
-    msg = _deny(
+    msg = deny(
         webhook,
         PT_V,
         pytorchjob(
@@ -269,7 +248,7 @@ def test_pytorchjob_suspended_in_run_policy_and_tas_checked(webhook: WebhookServ
         ),
     )
     assert msg.startswith("spec.pytorchReplicaSpecs[Worker].template.metadata.annotations")
-    assert 'Invalid value: "bad q"' in _deny(webhook, PT_V, pytorchjob(queue="bad q"))
+    assert 'Invalid value: "bad q"' in deny(webhook, PT_V, pytorchjob(queue="bad q"))
 
 
 def test_disabled_integration_is_a_no_op(webhook: WebhookServer) -> None:
