@@ -27,15 +27,14 @@ from devcluster.ports import free_ports
 
 from .conftest import REPO, DevCluster, wait_until
 
+# The queues and lookups are those of the job-integration tests; the underscored names stay
+# because other e2e modules import them from here.
+from .jobs_common import FLAVOR
+from .jobs_common import condition as _condition
+from .jobs_common import cq_cpu_usage as _cq_cpu_usage
+from .jobs_common import queues as _queues
+
 pytestmark = pytest.mark.e2e
-
-FLAVOR = "on-demand"
-NAMESPACE_LABEL = "kubernetes.io/metadata.name"
-
-
-def _condition(obj: dict[str, Any], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or ())
 
 
 def _spawn(dev_cluster: DevCluster, log_path: Path, metrics_port: int,
@@ -111,19 +110,6 @@ def test_standby_replica_syncs_and_stops_on_sigterm(dev_cluster: DevCluster, pyk
     assert "became leader" not in log_path.read_text()
 
 
-def _queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
-    cq = f"cq-{namespace}"
-    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR},
-                       "spec": {"nodeLabels": {"instance-type": "on-demand"}}})
-    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": cq},
-                       "spec": {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}},
-                                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{
-                                    "name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]}})
-    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "LocalQueue",
-                       "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq}})
-    return cq
-
-
 def _job(dev_cluster: DevCluster, namespace: str, name: str, delay: str) -> None:
     dev_cluster.apply({
         "apiVersion": "batch/v1", "kind": "Job",
@@ -155,15 +141,6 @@ def _running_job(dev_cluster: DevCluster, namespace: str, name: str) -> dict[str
 
 def _usage_is_zero(dev_cluster: DevCluster, cq: str) -> bool:
     return _cq_cpu_usage(dev_cluster, cq) == "0"
-
-
-def _cq_cpu_usage(dev_cluster: DevCluster, cq: str) -> str | None:
-    status = dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", cq).get("status") or {}
-    for flavor in status.get("flavorsUsage") or ():
-        for res in flavor.get("resources") or ():
-            if flavor["name"] == FLAVOR and res["name"] == "cpu":
-                return str(res["total"])
-    return None
 
 
 def test_job_is_admitted_runs_and_finishes(dev_cluster: DevCluster, pykueue: str, namespace: str) -> None:

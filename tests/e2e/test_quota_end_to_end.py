@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import keys
 from devcluster import cluster, processes
 
 from .conftest import DevCluster, wait_until
-from .test_queueing import FLAVOR, _condition, _cq_cpu_usage, _queues
+from .test_queueing import FLAVOR, _condition, _cq_cpu_usage, _job, _queues
 
 pytestmark = pytest.mark.e2e
 
@@ -47,16 +46,6 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 def _metric(samples: Samples, metric: str, **labels: str) -> float:
     return samples.get((metric, tuple(sorted(labels.items()))), 0.0)
-
-
-def _job(dev_cluster: DevCluster, namespace: str, name: str, delay: str) -> None:
-    dev_cluster.apply({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {keys.QUEUE_NAME: "lq"}},
-        "spec": {"suspend": True, "template": {
-            "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": delay}},
-            "spec": {"restartPolicy": "Never", "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}})
 
 
 def _workloads(dev_cluster: DevCluster, namespace: str) -> list[dict[str, Any]]:
