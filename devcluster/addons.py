@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from devcluster import ports, processes
+from devcluster import identity, ports, processes
 from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
 from devcluster.health import wait_for
@@ -32,7 +32,7 @@ CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 NOT_RUNNING = "not running"
 NAMESPACES_PATH = "/api/v1/namespaces"
 PYKUEUE = "pykueue"
-PYKUEUE_NAMESPACE = "kueue-system"
+PYKUEUE_NAMESPACE = identity.NAMESPACE
 PYKUEUE_DEADLINE_S = 60.0
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,16 +87,17 @@ class PykueueEndpoints:
 def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
     """Run ``pykueue run`` against the dev cluster on loopback ports, once.
 
-    The process is recorded in the cluster's state file like the other components, so
-    ``dev down`` stops it; a second ``dev up`` reuses it while it runs and starts a new one
-    when it died. Its log is ``logs/pykueue.log`` in the state directory. It campaigns for
-    its Lease in ``kueue-system``, created here. The admission webhook listens on loopback
-    with a serving certificate for 127.0.0.1; the webhook configurations are registered here
-    with ``url`` client configs pointing at it, and pykueue injects their caBundle itself
-    before it reports ready. The CRD conversion stanzas keep the install manifests' Service
-    reference (tests apply those manifests as they are), so v1beta1 reads need a deployment.
-    The visibility API listens on loopback too; its APIService goes through an ExternalName
-    Service (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
+    The process is recorded in the cluster's state file like the other components, so ``dev down``
+    stops it; a second ``dev up`` reuses it while it runs and starts a new one when it died. Its log
+    is ``logs/pykueue.log`` in the state directory. It campaigns for its Lease in ``pykueue-system``.
+    It runs as the install manifests' ServiceAccount with their RBAC
+    (``devcluster.identity``), so every e2e test proves those rights suffice. The admission webhook
+    listens on loopback with a serving certificate for 127.0.0.1; the webhook configurations are
+    registered here with ``url`` client configs pointing at it, and pykueue injects their caBundle
+    itself before it reports ready. The CRD conversion stanzas keep the install manifests' Service
+    reference (tests apply those manifests as they are), so v1beta1 reads need a deployment. The
+    visibility API listens on loopback too; its APIService goes through an ExternalName Service
+    (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
@@ -107,7 +108,11 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
         metrics, health, extender, webhook, visibility = ports.free_ports(5)
         config = layout.state_file.parent / "pykueue-config.yaml"
         config.write_text(json.dumps(DEV_CONFIG))
-        argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(layout.admin_kubeconfig),
+        kubeconfig = identity.service_account_kubeconfig(
+            client, layout.state_file.parent / "pykueue-sa.kubeconfig", layout.pem("ca").read_bytes())
+        identity.grant_dev_webhook_injection(client, dev_name("pykueue-mutating-webhook-configuration"),
+                                             dev_name("pykueue-validating-webhook-configuration"))
+        argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(kubeconfig),
                 "--config", str(config),
                 "--metrics-bind-address", f"{ports.LOOPBACK}:{metrics}",
                 "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}",
@@ -115,7 +120,8 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
                 "--webhook-bind-address", f"{ports.LOOPBACK}:{webhook}",
                 "--webhook-cert-dir", str(layout.state_file.parent / "webhook-certs"),
                 "--webhook-ip", ports.LOOPBACK,
-                "--visibility-bind-address", f"{ports.LOOPBACK}:{visibility}"]
+                "--visibility-bind-address", f"{ports.LOOPBACK}:{visibility}",
+                "--visibility-service-name", DEV_VISIBILITY_SERVICE]
         if record is not None and running:
             processes.stop(record)  # an older pykueue without the webhook: replace it
         # Registered before the process starts, so its first reconcile finds them to inject into.
@@ -177,6 +183,9 @@ def register_webhooks(client: AdminClient, base_url: str) -> None:
 
 VISIBILITY_SERVICE = "pykueue-visibility-server"
 VISIBILITY_VERSION = "v1beta2"
+# The dev cluster's ExternalName Service lives beside the install manifests' Service (same
+# namespace), so it takes its own name; the serving certificate is issued for it.
+DEV_VISIBILITY_SERVICE = f"{VISIBILITY_SERVICE}-dev"
 
 
 def register_visibility(client: AdminClient, port: int) -> None:
@@ -187,8 +196,8 @@ def register_visibility(client: AdminClient, port: int) -> None:
     """
     group = "visibility.kueue.x-k8s.io"
     service, api_service = host_api_service_manifests(group, VISIBILITY_VERSION, PYKUEUE_NAMESPACE,
-                                                      VISIBILITY_SERVICE, port)[1:]
-    client.apply(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/services/{VISIBILITY_SERVICE}", service)
+                                                      DEV_VISIBILITY_SERVICE, port)[1:]
+    client.apply(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/services/{DEV_VISIBILITY_SERVICE}", service)
     path = f"/apis/apiregistration.k8s.io/v1/apiservices/{api_service['metadata']['name']}"
     if client.get_or_none(path) is not None:
         client.request("DELETE", path)

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from api import keys
+from devcluster.addons import PYKUEUE_NAMESPACE
 from devcluster.ports import free_ports
 
 from .conftest import REPO, DevCluster, wait_until
@@ -43,7 +44,7 @@ def standby(dev_cluster: DevCluster, tmp_path: Path, selector_value: str) -> Ite
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
-        "namespace": "kueue-system",
+        "namespace": PYKUEUE_NAMESPACE,
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchLabels": {SELECT_LABEL: selector_value}},
         "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},

@@ -23,6 +23,7 @@ import pytest
 
 from api import keys
 from devcluster import cluster, processes
+from devcluster.addons import PYKUEUE_NAMESPACE
 from devcluster.ports import free_ports
 
 from .conftest import REPO, DevCluster, wait_until
@@ -39,9 +40,14 @@ pytestmark = pytest.mark.e2e
 
 def _spawn(dev_cluster: DevCluster, log_path: Path, metrics_port: int,
            health_port: int) -> subprocess.Popen[bytes]:
+    # The Lease lives in pykueue's namespace, as for the dev cluster's own pykueue.
+    config = log_path.with_suffix(".config.yaml")
+    config.write_text(json.dumps({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                                  "namespace": PYKUEUE_NAMESPACE}))
     with log_path.open("w") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(dev_cluster.kubeconfig),
+             "--config", str(config),
              "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
              "--health-probe-bind-address", f"127.0.0.1:{health_port}"],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -82,7 +88,7 @@ def pykueue(dev_cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory) -
         _wait_ready(None, f"http://{flags['--health-probe-bind-address']}/readyz", None)
         yield f"http://{flags['--metrics-bind-address']}/metrics"
         return
-    dev_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
+    dev_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
     metrics_port, health_port = free_ports(2)
     log_path = Path(tmp_path_factory.mktemp("pykueue")) / "pykueue.log"
     proc = _spawn(dev_cluster, log_path, metrics_port, health_port)

@@ -1,0 +1,112 @@
+"""pykueue in the dev cluster runs as its install ServiceAccount, not as the admin.
+
+``dev up`` applies the namespace and the RBAC of the install manifests
+(``manifests/00-namespace.yaml``, ``manifests/02-rbac.yaml``), asks the TokenRequest API for
+a token of the ``pykueue-controller-manager`` ServiceAccount and writes a kubeconfig that
+carries only that token. Every e2e test then exercises the manifests' RBAC: a right the
+manager needs but the ClusterRole lacks shows up as a failing test, never as a silent
+admin privilege. The token is requested again whenever pykueue is (re)started.
+"""
+
+from __future__ import annotations
+
+import base64
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from devcluster.kubeconfig import CLUSTER_NAME
+from devcluster.paths import MANIFESTS_DIR
+from devcluster.restclient import AdminClient
+
+NAMESPACE = "pykueue-system"
+SERVICE_ACCOUNT = "pykueue-controller-manager"
+RBAC_MANIFESTS = (MANIFESTS_DIR / "00-namespace.yaml", MANIFESTS_DIR / "02-rbac.yaml")
+# A week: a dev cluster that lives longer gets a fresh token when pykueue restarts.
+TOKEN_SECONDS = 7 * 24 * 3600
+
+_PATHS = {
+    ("v1", "Namespace"): "/api/v1/namespaces",
+    ("v1", "ServiceAccount"): "/api/v1/namespaces/{ns}/serviceaccounts",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"):
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    ("rbac.authorization.k8s.io/v1", "Role"): "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"):
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+}
+
+
+def object_path(doc: dict[str, Any]) -> str:
+    """The API path of one namespace or RBAC object of the install manifests."""
+    meta = doc.get("metadata") or {}
+    template = _PATHS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+    if template is None:
+        raise ValueError(f"not a namespace or RBAC object: {doc.get('apiVersion')} {doc.get('kind')}")
+    collection = template.format(ns=urllib.parse.quote(str(meta.get("namespace", ""))))
+    return f"{collection}/{urllib.parse.quote(str(meta['name']))}"
+
+
+def install_rbac(client: AdminClient, files: tuple[Path, ...] = RBAC_MANIFESTS) -> int:
+    """Server-side apply the namespace and RBAC manifests; returns how many objects."""
+    count = 0
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict):
+                client.apply(object_path(doc), doc)
+                count += 1
+    return count
+
+
+def request_token(client: AdminClient, seconds: int = TOKEN_SECONDS) -> str:
+    path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds}}
+    return str(client.request("POST", path, body)["status"]["token"])
+
+
+def write_token_kubeconfig(path: Path, server: str, ca_pem: bytes, token: str) -> None:
+    user = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": CLUSTER_NAME, "cluster": {
+            "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": f"pykueue@{CLUSTER_NAME}", "context": {"cluster": CLUSTER_NAME, "user": user}}],
+        "current-context": f"pykueue@{CLUSTER_NAME}",
+    }
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+DEV_WEBHOOK_ROLE = "pykueue-dev-webhook-injection"
+
+
+def grant_dev_webhook_injection(client: AdminClient, mutating: str, validating: str) -> None:
+    """The dev cluster registers its webhook configurations under its own names (next to the
+    install manifests' ones); the install ClusterRole only names the install objects, so the
+    dev cluster grants the same caBundle rights on its own names, and nothing more."""
+    rules = [
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+         "resourceNames": [mutating], "verbs": ["get", "update", "patch"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+         "resourceNames": [validating], "verbs": ["get", "update", "patch"]},
+    ]
+    rbac = "rbac.authorization.k8s.io/v1"
+    role = {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": DEV_WEBHOOK_ROLE}, "rules": rules}
+    binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": DEV_WEBHOOK_ROLE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": DEV_WEBHOOK_ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}
+    for doc in (role, binding):
+        client.apply(object_path(doc), doc)
+
+
+def service_account_kubeconfig(client: AdminClient, path: Path, ca_pem: bytes) -> Path:
+    """Install the RBAC, mint a token and write the kubeconfig pykueue runs with."""
+    install_rbac(client)
+    write_token_kubeconfig(path, client.server, ca_pem, request_token(client))
+    return path
