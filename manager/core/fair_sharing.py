@@ -29,6 +29,7 @@ Quota is read from the snapshot; all simulated changes live in usage overlays.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -142,60 +143,145 @@ def tournament(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterat
     """Yield ``entries`` in fair-sharing order, re-deciding after each one on ``usage``.
 
     ``usage`` is the cycle's live view: the caller adds an admitted entry's usage to it
-    before asking for the next entry, so shares reflect this cycle's admissions.
+    before asking for the next entry, so shares reflect this cycle's admissions. The
+    caller may change ``usage`` only on the ClusterQueue of the entry last yielded (which
+    :meth:`Usage.add` propagates to its ancestors): the order is maintained incrementally
+    on that assumption.
+
+    The entry first in ``entries`` order that is still left decides which tree plays
+    next; an entry outside any cohort, or without an assignment, is yielded as is when
+    it comes first.
     """
     shares = Shares(snap.weights)
-    remaining = list(entries)
-    while remaining:
-        first = remaining[0]
-        node = snap.nodes.get(first.cluster_queue)
+    nodes = [snap.nodes.get(e.cluster_queue) for e in entries]
+    members: dict[int, list[int]] = {}  # id(root) -> indices of the entries competing in it
+    for i, (e, n) in enumerate(zip(entries, nodes, strict=True)):
+        if n is not None and n.parent is not None and e.assignment is not None:
+            members.setdefault(id(n.root()), []).append(i)
+    trees: dict[int, _Tree] = {}
+    done = [False] * len(entries)
+    pos = 0
+    while pos < len(entries):
+        if done[pos]:
+            pos += 1
+            continue
+        first, node = entries[pos], nodes[pos]
         if node is None or node.parent is None or first.assignment is None:
-            remaining.pop(0)
+            done[pos] = True
             yield first
             continue
-        root = node.root()
-        tree = [e for e in remaining if (n := snap.nodes.get(e.cluster_queue)) is not None
-                and n.root() is root and e.assignment is not None]
-        by_cq: dict[str, Entry] = {e.cluster_queue: e for e in reversed(tree)}
-        values: dict[tuple[str, str], Share] = {}
-        for cq_name, e in by_cq.items():
-            cq_node = snap.nodes[cq_name]
-            assert e.assignment is not None
-            view = usage.overlay()
-            view.add_all(cq_node, e.assignment.usage)
-            share = shares.share(cq_node, view)
-            for anc in _ancestors(cq_node):
-                values[(anc.name, e.workload.key)] = share
-                share = shares.share(anc, view)
-
-        winner = _run(root, by_cq, values)
-        assert winner is not None
-        remaining.remove(winner)
-        yield winner
+        root_id = id(node.root())
+        tree = trees.get(root_id)
+        if tree is None:
+            # Built when the tree first plays, on the usage of that moment.
+            tree = trees[root_id] = _Tree(entries, nodes, members[root_id], shares, usage)
+        winner = tree.pop_winner()
+        done[winner] = True
+        yield entries[winner]
 
 
-def _run(cohort: QuotaNode, by_cq: Mapping[str, Entry],
-         values: Mapping[tuple[str, str], Share]) -> Entry | None:
-    """The winner among the cohort's child cohorts' winners and its child queues' heads."""
-    best: Entry | None = None
-    for child in sorted(cohort.children, key=lambda c: (c.is_cq, c.name)):
-        cand = by_cq.get(child.name) if child.is_cq else _run(child, by_cq, values)
-        if cand is None:
-            continue
-        if best is None or _less(cand, best, cohort.name, values):
-            best = cand
-    return best
+_Key = tuple[bool, Share, int, float, str]
+_Slot = tuple[_Key, int, int, int]  # key, version, id(child), entry index
 
 
-def _less(a: Entry, b: Entry, cohort: str, values: Mapping[tuple[str, str], Share]) -> bool:
-    if a.preempting != b.preempting:
-        return a.preempting  # a preemptor waiting for its victims keeps its claim
-    da, db = values[(cohort, a.workload.key)], values[(cohort, b.workload.key)]
-    if da != db:
-        return da < db
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return (a.timestamp, a.workload.key) < (b.timestamp, b.workload.key)
+class _Tree:
+    """The tournament of one cohort tree, kept up to date between admissions.
+
+    Every cohort keeps a heap of its children's candidates (a child ClusterQueue's
+    first entry, a child cohort's winner) keyed as :func:`_key` orders them at that
+    cohort. A candidate's key at a cohort depends only on the usage of the nodes from
+    its ClusterQueue up to that cohort's child, so an admission, which changes the
+    usage on the admitted queue's path only, leaves every key off that path valid:
+    only the path's cohorts are refreshed, one child each. Replaced heap slots are
+    dropped lazily by their version.
+    """
+
+    def __init__(self, entries: Sequence[Entry], nodes: Sequence[QuotaNode | None], indices: Sequence[int],
+                 shares: Shares, usage: Usage) -> None:
+        self.entries, self.shares, self.usage = entries, shares, usage
+        self.queues: dict[int, list[int]] = {}  # id(ClusterQueue) -> its entries, reversed (pop from the end)
+        self.cq_of: dict[int, QuotaNode] = {}  # entry index -> its ClusterQueue node
+        self.heaps: dict[int, list[_Slot]] = {}  # id(cohort) -> children's candidates
+        self.versions: dict[int, int] = {}  # id(child) -> version of its current slot in its parent's heap
+        self.dirty: QuotaNode | None = None  # ClusterQueue of the last winner, refreshed on the next pick
+        order: list[QuotaNode] = []  # nodes, children before parents
+        seen: set[int] = set()
+        for i in indices:
+            cq = nodes[i]
+            assert cq is not None
+            self.cq_of[i] = cq
+            self.queues.setdefault(id(cq), []).append(i)
+            n: QuotaNode | None = cq
+            chain: list[QuotaNode] = []
+            while n is not None and id(n) not in seen:
+                seen.add(id(n))
+                chain.append(n)
+                n = n.parent
+            order.extend(reversed(chain))
+        for q in self.queues.values():
+            q.reverse()
+        # Parents were appended before their children; build bottom-up.
+        for n in reversed(order):
+            if n.parent is not None:
+                self.heaps.setdefault(id(n.parent), [])
+                self._offer(n)
+        self.root = order[0].root()
+
+    def _candidate(self, n: QuotaNode) -> int | None:
+        """The entry ``n`` sends up: its first entry (a queue) or its winner (a cohort)."""
+        if n.is_cq:
+            q = self.queues.get(id(n))
+            return q[-1] if q else None
+        heap = self.heaps.get(id(n))
+        while heap:
+            _, version, child, index = heap[0]
+            if self.versions[child] == version:
+                return index
+            heapq.heappop(heap)
+        return None
+
+    def _offer(self, child: QuotaNode) -> None:
+        """(Re)place ``child``'s candidate in its parent's heap, keyed on the current usage."""
+        parent = child.parent
+        assert parent is not None
+        version = self.versions.get(id(child), -1) + 1
+        self.versions[id(child)] = version
+        index = self._candidate(child)
+        if index is not None:
+            key = _key(self.entries[index], self._value(index, parent))
+            heapq.heappush(self.heaps[id(parent)], (key, version, id(child), index))
+
+    def _value(self, index: int, cohort: QuotaNode) -> Share:
+        """The share, with the entry admitted, of the child of ``cohort`` on the entry's path."""
+        cq = self.cq_of[index]
+        a = self.entries[index].assignment
+        assert a is not None
+        view = self.usage.overlay()
+        view.add_all(cq, a.usage)
+        n = cq
+        while n.parent is not cohort:
+            assert n.parent is not None
+            n = n.parent
+        return self.shares.share(n, view)
+
+    def pop_winner(self) -> int:
+        if self.dirty is not None:
+            n = self.dirty
+            while n.parent is not None:
+                self._offer(n)
+                n = n.parent
+            self.dirty = None
+        winner = self._candidate(self.root)
+        assert winner is not None, "the entry that called the tree plays in it"
+        cq = self.cq_of[winner]
+        self.queues[id(cq)].pop()
+        self.dirty = cq
+        return winner
+
+
+def _key(e: Entry, value: Share) -> _Key:
+    """Order at one cohort: a preemptor waiting for its victims, lower share, higher priority, queue order."""
+    return (not e.preempting, value, -e.priority, e.timestamp, e.workload.key)
 
 
 # -- preemption ----------------------------------------------------------------------------
