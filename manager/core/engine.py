@@ -90,6 +90,7 @@ class QueueingCore:
         self.nodes: dict[str, QuotaNode] = {}
         self.cohort_nodes: dict[str, QuotaNode] = {}
         self.inactive: dict[str, str] = {}
+        self.terminating: set[str] = set()  # ClusterQueues being deleted: they admit nothing new
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
         self.changed: set[str] = set()  # workloads whose status may differ from the last write
@@ -323,7 +324,16 @@ class QueueingCore:
         for q in self.queues.values():
             q.requeue_parked()
 
+    def set_terminating(self, name: str, terminating: bool) -> None:
+        """A ClusterQueue being deleted is inactive (Kueue: reason Terminating) until it is gone;
+        what it admitted keeps its quota."""
+        if terminating != (name in self.terminating):
+            (self.terminating.add if terminating else self.terminating.discard)(name)
+            self._dirty = True
+
     def _inactive_reason(self, cq: ClusterQueueDef, cyclic: set[str]) -> str:
+        if cq.name in self.terminating:
+            return "Terminating"
         if cq.stop_policy != "None":
             return "Stopped"
         missing = [f for g in cq.groups for f in g.flavors if f not in self.flavors]

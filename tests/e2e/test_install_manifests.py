@@ -53,6 +53,8 @@ NEEDED = [
     ("update", "leases.coordination.k8s.io", "pykueue-system"), ("update", "secrets", "pykueue-system"),
     ("create", "events", "team-a"), ("watch", "leaderworkersets.leaderworkerset.x-k8s.io", "team-a"),
     ("create", "tokenreviews.authentication.k8s.io", None),
+    # the resource-in-use finalizer of deleted ClusterQueues and ResourceFlavors is released
+    ("patch", "clusterqueues.kueue.x-k8s.io", None), ("patch", "resourceflavors.kueue.x-k8s.io", None),
 ]
 # ... and what least privilege forbids.
 FORBIDDEN = [

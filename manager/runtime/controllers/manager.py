@@ -38,6 +38,7 @@ from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
 from manager.runtime.resources import ResourceRef, object_key
 
+from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .queue_status import cluster_queue_status, local_queue_status, same_status
 from .retention import FinishedRetention, after_finished
@@ -76,6 +77,8 @@ class QueueManager:
         self._reserved_by_us: set[str] = set()
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
+        self.finalizers = FinalizerRelease(client, self.informers,
+                                           lambda cq: len(self.core.holding.get(cq) or ()))
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
                                                                           retain_s)
@@ -86,6 +89,9 @@ class QueueManager:
         kind = str(obj.get("kind"))
         meta = obj.get("metadata") or {}
         try:
+            if kind == "ClusterQueue":
+                self.core.set_terminating(str(meta.get("name")),
+                                          event != EventType.DELETED and terminating(obj))
             if event == EventType.DELETED:
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
             elif kind == "Workload" and self._admitted_elsewhere(obj):
@@ -151,7 +157,7 @@ class QueueManager:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
         self.metrics_feed.baseline()
-        leader_work = [self._schedule_forever(), self._queue_status_forever()]
+        leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
         if self.retention is not None:
             leader_work.append(self.retention.run())
         await asyncio.gather(*leader_work)
@@ -176,6 +182,7 @@ class QueueManager:
         changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
         if changed:
             self._queues_dirty.set()
+            self.finalizers.poke()
         for key in sorted(changed):
             try:
                 await self._write_workload_status(key)

@@ -32,6 +32,9 @@ def cluster_queue_status(core: QueueingCore, name: str) -> JSON:
         for fr in _quota_keys(cq):
             usage.setdefault(fr, 0)
     inactive = core.inactive.get(name)
+    reason = "Terminating" if name in core.terminating else "Inactive" if inactive else "Ready"
+    if name in core.terminating:
+        inactive = "Can't admit new workloads; clusterQueue is terminating"
     return {
         "pendingWorkloads": sum(1 for _ in core.pending_in(name)),
         "reservingWorkloads": len(holding),
@@ -39,7 +42,7 @@ def cluster_queue_status(core: QueueingCore, name: str) -> JSON:
         "flavorsReservation": _flavors_usage(usage),
         "flavorsUsage": _flavors_usage(usage),
         "conditions": [{"type": "Active", "status": "False" if inactive else "True",
-                        "reason": "Inactive" if inactive else "Ready",
+                        "reason": reason,
                         "message": inactive or "Can admit new workloads"}],
     }
 

@@ -73,6 +73,14 @@ def test_manager_may_only_touch_its_own_webhook_configurations() -> None:
             assert rule["resourceNames"], rule
 
 
+def test_manager_may_release_the_resource_in_use_finalizer() -> None:
+    # Removing a finalizer is an update/patch of the object itself (not of its status).
+    (role,) = (r for r in _of_kind("ClusterRole") if r["metadata"]["name"] == "pykueue-manager-role")
+    for resource in ("clusterqueues", "resourceflavors"):
+        assert any("kueue.x-k8s.io" in rule.get("apiGroups", ()) and resource in rule.get("resources", ())
+                   and "patch" in rule.get("verbs", ()) for rule in role["rules"]), resource
+
+
 def test_user_facing_roles_aggregate() -> None:
     names = {r["metadata"]["name"]: r for r in _of_kind("ClusterRole")}
     pairs = (("pykueue-batch-admin-role", "batch-admin"), ("pykueue-batch-user-role", "batch-user"))

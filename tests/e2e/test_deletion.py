@@ -1,0 +1,103 @@
+"""Deleting queues and flavors in use: the ``resource-in-use`` finalizer holds them.
+
+A ClusterQueue (1 CPU) with one admitted Job and one waiting Job is deleted: it stays,
+Terminating, while the admitted Job runs, admits nothing new, and is gone once that Job
+has finished. Its ResourceFlavor, deleted first, stays until that ClusterQueue is gone.
+The manager releases the finalizers with the install ServiceAccount's rights.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from api import keys
+
+from .conftest import DevCluster, wait_until
+from .jobs_common import NAMESPACE_LABEL, NODE_LABELS, condition
+
+pytestmark = pytest.mark.e2e
+
+RUN_FOR = "15s"  # the admitted Job's pod completes this long after it starts (kwok stage)
+
+
+def _queues(dev_cluster: DevCluster, namespace: str) -> tuple[str, str]:
+    flavor, cq = f"rf-{namespace}", f"cq-{namespace}"
+    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor},
+                       "spec": {"nodeLabels": NODE_LABELS}})
+    quota = {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "1"}]}
+    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": cq},
+                       "spec": {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}},
+                                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [quota]}]}})
+    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "LocalQueue",
+                       "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq}})
+    return flavor, cq
+
+
+def _job(dev_cluster: DevCluster, namespace: str, name: str) -> None:
+    dev_cluster.apply({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": {keys.QUEUE_NAME: "lq"}},
+        "spec": {"suspend": True, "template": {
+            "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": RUN_FOR}},
+            "spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}})
+
+
+def _workload(dev_cluster: DevCluster, namespace: str, job: str) -> dict[str, Any] | None:
+    for wl in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"]:
+        if any(r["kind"] == "Job" and r["name"] == job for r in wl["metadata"].get("ownerReferences") or ()):
+            return dict(wl)
+    return None
+
+
+def _has(dev_cluster: DevCluster, namespace: str, job: str, kind: str) -> bool | None:
+    """Whether the Job's Workload has condition ``kind`` True; None while there is no Workload."""
+    wl = _workload(dev_cluster, namespace, job)
+    return None if wl is None else condition(wl, kind)
+
+
+def _get(dev_cluster: DevCluster, kind: str, name: str) -> dict[str, Any] | None:
+    result = dev_cluster.kubectl("get", kind, name, "-o", "json", "--ignore-not-found", check=True)
+    return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+def _terminating(obj: dict[str, Any] | None) -> bool:
+    return obj is not None and bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def _job_done(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
+    job = dev_cluster.get_json("job", name, "-n", namespace)
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in (job.get("status") or {}).get(
+        "conditions") or ())
+
+
+def test_queue_and_flavor_in_use_stay_until_released(dev_cluster: DevCluster, namespace: str) -> None:
+    flavor, cq = _queues(dev_cluster, namespace)
+    for kind, name in (("resourceflavor", flavor), ("clusterqueue", cq)):
+        obj = _get(dev_cluster, kind, name)
+        assert obj is not None and keys.RESOURCE_IN_USE_FINALIZER in obj["metadata"].get("finalizers", ())
+    _job(dev_cluster, namespace, "runs")
+    wait_until("the first Job admitted", lambda: _has(dev_cluster, namespace, "runs", "Admitted"))
+    _job(dev_cluster, namespace, "waits")
+    wait_until("the second Job's Workload pending",
+               lambda: _has(dev_cluster, namespace, "waits", "QuotaReserved") is False)
+
+    dev_cluster.kubectl("delete", "resourceflavor", flavor, "--wait=false")
+    dev_cluster.kubectl("delete", "clusterqueue", cq, "--wait=false")
+    # Observed in this order, the queue was Terminating while the Job still ran.
+    assert _terminating(_get(dev_cluster, "clusterqueue", cq))
+    assert _terminating(_get(dev_cluster, "resourceflavor", flavor))
+    assert not _job_done(dev_cluster, namespace, "runs"), f"{RUN_FOR} should outlast the deletion calls"
+    wait_until("the ClusterQueue reported Terminating", lambda: any(
+        c["type"] == "Active" and c["status"] == "False" and c["reason"] == "Terminating"
+        for c in ((_get(dev_cluster, "clusterqueue", cq) or {}).get("status") or {}).get("conditions") or ()))
+
+    wait_until("the first Job finished", lambda: _job_done(dev_cluster, namespace, "runs"), 90.0)
+    wait_until("the ClusterQueue gone", lambda: _get(dev_cluster, "clusterqueue", cq) is None, 60.0)
+    wait_until("the ResourceFlavor gone", lambda: _get(dev_cluster, "resourceflavor", flavor) is None, 60.0)
+    waits = dev_cluster.get_json("job", "waits", "-n", namespace)
+    assert waits["spec"]["suspend"] and not (waits.get("status") or {}).get("startTime"), \
+        "the terminating ClusterQueue admitted the waiting Job"
