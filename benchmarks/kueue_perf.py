@@ -409,30 +409,12 @@ async def cleanup(client: KubeClient, deadline_s: float = 180.0) -> None:
     while time.monotonic() < deadline:
         left = await client.get(res.WORKLOADS.collection_path(), {"labelSelector": CLASS_LABEL, "limit": 1})
         cqs = await client.get(res.CLUSTER_QUEUES.collection_path(), selector)
-        if not left.get("items"):
-            await _release_finalizers(client, names)
         namespaces = (await client.get(res.NAMESPACES.collection_path(), selector)).get("items") or ()
         terminating = [ns for ns in namespaces if (ns.get("status") or {}).get("phase") == "Terminating"]
         if not left.get("items") and not cqs.get("items") and not terminating:
             return
         await asyncio.sleep(1.0)
     raise TimeoutError("objects of an earlier run are still being deleted")
-
-
-async def _release_finalizers(client: KubeClient, namespaces: list[str]) -> None:
-    """Drop the resource-in-use finalizers (an admission webhook adds them) of our deleted
-    queues and flavors once their Workloads are gone: the finalizer only guards objects in
-    use, and nothing of this run uses them any more."""
-    lists = [(ref, await client.get(ref.collection_path(), {"labelSelector": CLEANUP_LABEL}))
-             for ref in (res.CLUSTER_QUEUES, res.RESOURCE_FLAVORS, res.TOPOLOGIES)]
-    lists += [(res.LOCAL_QUEUES, await client.get(res.LOCAL_QUEUES.collection_path(ns))) for ns in namespaces]
-    for ref, listed in lists:
-        for item in listed.get("items") or ():
-            meta = item["metadata"]
-            if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                with contextlib.suppress(ApiError):
-                    await client.patch(ref.object_path(meta["name"], meta.get("namespace")),
-                                       {"metadata": {"finalizers": None}})
 
 
 def _dev_state() -> tuple[Path, dict[str, Any] | None]:
