@@ -328,13 +328,122 @@ def _almost_lcas(own: QuotaNode, target: QuotaNode) -> tuple[QuotaNode, QuotaNod
     return below(own), below(target)
 
 
+_PolicyArgs = tuple[float, ...]
+
+
+def _policy_args(policy: str, priority: int, timestamp: float) -> _PolicyArgs:
+    """What :func:`_satisfies` reads of the preemptor under ``policy`` (a memo key)."""
+    if policy == "LowerPriority":
+        return (priority,)
+    if policy == "LowerOrNewerEqualPriority":
+        return (priority, timestamp)
+    return ()
+
+
+class _Memo:
+    """What the searches of one snapshot share, computed at most once per snapshot.
+
+    A snapshot does not change while its cycle runs, and every ClusterQueue's head is
+    searched for (often twice: the flavor assigner's oracle, then the targets) against
+    it, so the shares of the nodes a search does not touch, the borrowing queues of a
+    tree and their ordered victims are the same for all of them.
+    """
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.shares = Shares(snap.weights)
+        self._drs: dict[int, tuple[Share, bool]] = {}
+        self._cqs: dict[int, list[QuotaNode]] = {}
+        self._victims: dict[tuple[str, frozenset[FR], str, _PolicyArgs], list[_Candidate]] = {}
+        self._reclaimable: dict[tuple[int, frozenset[FR], str, _PolicyArgs], dict[str, list[_Candidate]]] = {}
+        # FairSharingPreemption.search's answers (do not mutate).
+        self.found: dict[tuple[str, frozenset[FR], tuple[tuple[FR, int], ...], _PolicyArgs, _PolicyArgs],
+                         list[tuple[_Candidate, str]]] = {}
+
+    def drs(self, node: QuotaNode) -> tuple[Share, bool]:
+        """:meth:`Shares.drs` on the snapshot's usage."""
+        got = self._drs.get(id(node))
+        if got is None:
+            got = self._drs[id(node)] = self.shares.drs(node, self.snap.usage)
+        return got
+
+    def victims(self, cq_name: str, frs: frozenset[FR], policy: str, priority: int,
+                timestamp: float) -> list[_Candidate]:
+        """The workloads of a queue that ``policy`` lets the preemptor take, in :func:`_order`.
+
+        Shared between searches: copy before consuming."""
+        key = (cq_name, frs, policy, _policy_args(policy, priority, timestamp))
+        got = self._victims.get(key)
+        if got is None:
+            got = [_Candidate(k, cq_name, rec) for k, rec in self.snap.holding.get(cq_name, {}).items()
+                   if frs.intersection(rec.usage) and _satisfies(policy, rec, priority, timestamp)]
+            # All of one queue: _order's first element is the same for every candidate.
+            got.sort(key=lambda c: _order(c, cq_name))
+            self._victims[key] = got
+        return got
+
+    def reclaimable(self, root: QuotaNode, frs: frozenset[FR], policy: str, priority: int,
+                    timestamp: float) -> dict[str, list[_Candidate]]:
+        """Per queue of the tree borrowing on a contested resource, its victims (non-empty lists only).
+
+        Shared between searches: copy before consuming."""
+        key = (id(root), frs, policy, _policy_args(policy, priority, timestamp))
+        got = self._reclaimable.get(key)
+        if got is None:
+            got = {}
+            usage = self.snap.usage
+            for n in self._tree_cqs(root):
+                if any(usage.get(n, fr) > n.subtree.get(fr, 0) for fr in frs):
+                    lst = self.victims(n.name, frs, policy, priority, timestamp)
+                    if lst:
+                        got[n.name] = lst
+            self._reclaimable[key] = got
+        return got
+
+    def _tree_cqs(self, root: QuotaNode) -> list[QuotaNode]:
+        got = self._cqs.get(id(root))
+        if got is None:
+            got = []
+            stack = [root]
+            while stack:
+                n = stack.pop()
+                if n.is_cq:
+                    got.append(n)
+                else:
+                    stack.extend(n.children)
+            self._cqs[id(root)] = got
+        return got
+
+
 class _Search:
     """One fair-preemption search: the simulated usage and the target queue ordering."""
 
-    def __init__(self, snap: Snapshot, own: QuotaNode, request: Mapping[FR, int], shares: Shares) -> None:
-        self.snap, self.own, self.request, self.shares = snap, own, request, shares
-        self.usage = snap.usage.overlay()
+    def __init__(self, memo: _Memo, own: QuotaNode, request: Mapping[FR, int]) -> None:
+        self.memo, self.snap, self.own, self.request, self.shares = memo, memo.snap, own, request, memo.shares
+        self.usage = self.snap.usage.overlay()
         self.usage.add_all(own, request)  # shares are computed with the incoming workload
+        # Shares on self.usage, per node. A node off every path the search changed usage
+        # on (the preemptor's, the removed victims') has the snapshot's share.
+        self._drs: dict[int, tuple[Share, bool]] = {}
+        self._touched: set[int] = set()
+        self._touch(own)
+
+    def _touch(self, node: QuotaNode) -> None:
+        n: QuotaNode | None = node
+        while n is not None:
+            self._touched.add(id(n))
+            self._drs.pop(id(n), None)
+            n = n.parent
+
+    def drs(self, node: QuotaNode) -> tuple[Share, bool]:
+        got = self._drs.get(id(node))
+        if got is None:
+            got = self.shares.drs(node, self.usage) if id(node) in self._touched else self.memo.drs(node)
+            self._drs[id(node)] = got
+        return got
+
+    def share(self, node: QuotaNode) -> Share:
+        return self.drs(node)[0]
 
     def fits(self) -> bool:
         view = self.usage.overlay()
@@ -342,59 +451,106 @@ class _Search:
         return all(available(self.own, view, fr) >= v for fr, v in self.request.items() if v)
 
     def remove(self, c: _Candidate) -> None:
-        self.usage.add_all(self.snap.nodes[c.cluster_queue], c.record.usage, sign=-1)
+        node = self.snap.nodes[c.cluster_queue]
+        self.usage.add_all(node, c.record.usage, sign=-1)
+        self._touch(node)
 
     def targets(self, lists: dict[str, list[_Candidate]]) -> Iterator[QuotaNode]:
-        """Target queues, highest share first, re-decided every time one is asked for."""
+        """Target queues, highest share first, re-decided every time one is asked for.
+
+        In each cohort the child queue with the highest share wins (ties: the better
+        first candidate, then the name), and the child cohort with the highest share
+        (ties: the last name) is descended into when its share is at least the queue's.
+        A queue takes part while it has candidates and borrows (the preemptor's own
+        queue need not borrow); a cohort while it has a queue taking part below it and
+        borrows or is above the preemptor. Between two targets the caller changes only
+        the last target's list and the usage on its path, so only the keys along that
+        path are refreshed (heaps with stale slots dropped by version).
+        """
         own = self.own
-        pruned_cqs: set[str] = set()
         if own.parent is None:
-            while own.name not in pruned_cqs and lists.get(own.name):
+            while lists.get(own.name):
                 yield own
             return
         path = {id(a) for a in _ancestors(own)}
-        pruned_cohorts: set[int] = set()
         root = own.root()
+        # Only queues with candidates, and the cohorts above them, can ever be chosen.
+        kids: dict[int, list[QuotaNode]] = {}
+        seen: set[int] = set()
+        for name, lst in lists.items():
+            if not lst:
+                continue
+            n: QuotaNode | None = self.snap.nodes[name]
+            while n is not None and n.parent is not None and id(n) not in seen:
+                seen.add(id(n))
+                kids.setdefault(id(n.parent), []).append(n)
+                n = n.parent
+        rank: dict[int, int] = {}  # id(cohort) -> its place among its siblings by name
+        for siblings in kids.values():
+            siblings.sort(key=lambda c: c.name)
+            for i, c in enumerate(siblings):
+                rank[id(c)] = i
+        cq_heaps: dict[int, list[tuple[tuple[Share, tuple[bool, int, float, str], str], int, QuotaNode]]] = {}
+        co_heaps: dict[int, list[tuple[tuple[Share, int], int, QuotaNode]]] = {}
+        versions: dict[int, int] = {}
 
-        def first(n: QuotaNode) -> tuple[bool, int, float, str]:
-            return _order(lists[n.name][0], own.name)
+        def top_cq(cohort: QuotaNode) -> QuotaNode | None:
+            heap = cq_heaps.get(id(cohort))
+            while heap:
+                _, version, n = heap[0]
+                if versions[id(n)] == version:
+                    return n
+                heapq.heappop(heap)
+            return None
 
-        def next_target(cohort: QuotaNode) -> QuotaNode | None:
-            best_cq: QuotaNode | None = None
-            best_cq_share = NEGATIVE
-            best_co: QuotaNode | None = None
-            best_co_share = NEGATIVE
-            for child in sorted(cohort.children, key=lambda c: c.name):
-                if child.is_cq:
-                    if child.name in pruned_cqs:
-                        continue
-                    share, borrowing = self.shares.drs(child, self.usage)
-                    if (not borrowing and child is not own) or not lists.get(child.name):
-                        pruned_cqs.add(child.name)
-                    elif best_cq is None or share > best_cq_share or (
-                            share == best_cq_share and first(child) < first(best_cq)):
-                        best_cq, best_cq_share = child, share
-                else:
-                    if id(child) in pruned_cohorts:
-                        continue
-                    share, borrowing = self.shares.drs(child, self.usage)
-                    if not borrowing and id(child) not in path:
-                        pruned_cohorts.add(id(child))
-                    elif share >= best_co_share:
-                        best_co, best_co_share = child, share
-            if best_co is None and best_cq is None:
-                pruned_cohorts.add(id(cohort))
-                return None
-            if best_co is not None and (best_cq is None or best_co_share >= best_cq_share):
-                return next_target(best_co)
-            return best_cq
+        def top_co(cohort: QuotaNode) -> QuotaNode | None:
+            heap = co_heaps.get(id(cohort))
+            while heap:
+                _, version, n = heap[0]
+                if versions[id(n)] == version:
+                    return n
+                heapq.heappop(heap)
+            return None
 
-        while id(root) not in pruned_cohorts:
-            target = next_target(root)
-            if target is not None:
-                yield target
-                if not lists.get(target.name):
-                    pruned_cqs.add(target.name)
+        def best(cohort: QuotaNode) -> QuotaNode | None:
+            cq = top_cq(cohort)
+            co = top_co(cohort)
+            if co is not None and (cq is None or self.share(co) >= self.share(cq)):
+                return best(co)
+            return cq
+
+        def place(n: QuotaNode) -> None:
+            """(Re)place ``n`` in its parent's heap by its current state."""
+            parent = n.parent
+            assert parent is not None
+            version = versions.get(id(n), -1) + 1
+            versions[id(n)] = version
+            share, borrowing = self.drs(n)
+            neg: Share = (-share[0], -share[1])  # highest share first
+            if n.is_cq:
+                lst = lists.get(n.name)
+                if lst and (borrowing or n is own):
+                    heapq.heappush(cq_heaps.setdefault(id(parent), []),
+                                   ((neg, _order(lst[0], own.name), n.name), version, n))
+            elif (borrowing or id(n) in path) and best(n) is not None:
+                heapq.heappush(co_heaps.setdefault(id(parent), []), ((neg, -rank[id(n)]), version, n))
+
+        def build(cohort: QuotaNode) -> None:
+            for child in kids.get(id(cohort), ()):
+                if not child.is_cq:
+                    build(child)
+                place(child)
+
+        build(root)
+        while True:
+            target = best(root)
+            if target is None:
+                return
+            yield target
+            n = target
+            while n.parent is not None:
+                place(n)
+                n = n.parent
 
     def drop(self, lists: dict[str, list[_Candidate]], name: str) -> None:
         lists[name] = []
@@ -409,6 +565,7 @@ class FairSharingPreemption:
                 raise ValueError(f"unknown fair sharing preemption strategy {s!r}")
         self.strategies = tuple(strategies) or DEFAULT_STRATEGIES
         self.reasons: dict[str, str] = {}
+        self._memo: _Memo | None = None  # the last snapshot's, replaced when another comes
 
     @staticmethod
     def can_preempt_while_borrowing(cq: ClusterQueueDef) -> bool:
@@ -431,43 +588,61 @@ class FairSharingPreemption:
             self.reasons[c.key] = reason
         return tuple(c.key for c, _ in found)
 
-    def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
-                   frs: frozenset[FR]) -> list[_Candidate]:
+    def _memo_for(self, snap: Snapshot) -> _Memo:
+        if self._memo is None or self._memo.snap is not snap:
+            self._memo = _Memo(snap)
+        return self._memo
+
+    def _lists(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+               frs: frozenset[FR]) -> dict[str, list[_Candidate]]:
+        """Candidates per queue, each list in :func:`_order`: the preemptor's own queue
+        (``withinClusterQueue``) and the tree's queues borrowing on a contested resource
+        (``reclaimWithinCohort``). Fresh lists: the search consumes them."""
+        memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         within = str(cq.preemption.get("withinClusterQueue") or "Never")
         reclaim = str(cq.preemption.get("reclaimWithinCohort") or "Never")
-        out: list[_Candidate] = []
-        for key, rec in snap.holding.get(cq_name, {}).items():
-            if frs.intersection(rec.usage) and _satisfies(within, rec, priority, timestamp):
-                out.append(_Candidate(key, cq_name, rec))
+        lists: dict[str, list[_Candidate]] = {}
         if node.parent is not None and reclaim != "Never":
-            stack = [node.root()]
-            while stack:
-                n = stack.pop()
-                if not n.is_cq:
-                    stack.extend(n.children)
-                    continue
-                if n is node or not any(snap.usage.get(n, fr) > n.subtree.get(fr, 0) for fr in frs):
-                    continue  # only queues borrowing on a contested resource lose workloads
-                for key, rec in snap.holding.get(n.name, {}).items():
-                    if frs.intersection(rec.usage) and _satisfies(reclaim, rec, priority, timestamp):
-                        out.append(_Candidate(key, n.name, rec))
+            for name, lst in memo.reclaimable(node.root(), frs, reclaim, priority, timestamp).items():
+                if name != cq_name:  # only other queues lose workloads by reclaim
+                    lists[name] = list(lst)
+        own = memo.victims(cq_name, frs, within, priority, timestamp)
+        if own:
+            lists[cq_name] = list(own)
+        return lists
+
+    def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+                   frs: frozenset[FR]) -> list[_Candidate]:
+        """All candidates in :func:`_order`: other queues' first, then the preemptor's own."""
+        out = [c for lst in self._lists(snap, cq_name, priority, timestamp, frs).values() for c in lst]
         out.sort(key=lambda c: _order(c, cq_name))
         return out
 
     def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                request: Mapping[FR, int], frs: frozenset[FR]) -> list[tuple[_Candidate, str]]:
         """Victims (with their Preempted reason) that let ``request`` fit; empty when none do."""
-        cands = self.candidates(snap, cq_name, priority, timestamp, frs)
-        if not cands:
+        # The flavor assigner's oracle and then the targets ask the same question of one
+        # snapshot; the answer depends on the preemptor only through these.
+        pre = snap.cluster_queues[cq_name].preemption
+        key = (cq_name, frs, tuple(sorted(request.items())),
+               _policy_args(str(pre.get("withinClusterQueue") or "Never"), priority, timestamp),
+               _policy_args(str(pre.get("reclaimWithinCohort") or "Never"), priority, timestamp))
+        memo = self._memo_for(snap)
+        found = memo.found.get(key)
+        if found is None:
+            found = memo.found[key] = self._search(snap, cq_name, priority, timestamp, request, frs)
+        return list(found)
+
+    def _search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
+                request: Mapping[FR, int], frs: frozenset[FR]) -> list[tuple[_Candidate, str]]:
+        lists = self._lists(snap, cq_name, priority, timestamp, frs)
+        if not lists:
             return []
         own = snap.nodes[cq_name]
-        s = _Search(snap, own, request, Shares(snap.weights))
+        s = _Search(self._memo_for(snap), own, request)
         within_nominal = all(s.usage.get(own, fr) <= own.quota(fr).nominal for fr in frs)
-        lists: dict[str, list[_Candidate]] = {}
-        for c in cands:
-            lists.setdefault(c.cluster_queue, []).append(c)
         chosen: list[tuple[_Candidate, str]] = []
         retry: dict[str, list[_Candidate]] = {}
         fits = False
@@ -482,8 +657,8 @@ class FairSharingPreemption:
                     break
                 continue
             pre_child, tgt_child = _almost_lcas(own, target)
-            preemptor_new = s.shares.share(pre_child, s.usage)
-            target_old = s.shares.share(tgt_child, s.usage)
+            preemptor_new = s.share(pre_child)
+            target_old = s.share(tgt_child)
             while lst:
                 c = lst.pop(0)
                 if self.strategies[0] == LESS_THAN_INITIAL_SHARE:
@@ -504,7 +679,7 @@ class FairSharingPreemption:
             for target in s.targets(retry):
                 pre_child, tgt_child = _almost_lcas(own, target)
                 c = retry[target.name][0]
-                if s.shares.share(pre_child, s.usage) < s.shares.share(tgt_child, s.usage):
+                if s.share(pre_child) < s.share(tgt_child):
                     s.remove(c)
                     chosen.append((c, IN_COHORT_FAIR_SHARING))
                     if s.fits():
