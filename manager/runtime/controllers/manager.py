@@ -10,6 +10,14 @@ admission, stop on eviction, finish).
 
 Every write is a compare-and-swap on the object's ``resourceVersion``. A 409 re-reads
 the object and recomputes the write from the fresh copy; nothing is overwritten blindly.
+
+Workload statuses are written by a small pool of workers (``STATUS_WRITERS``, as Kueue's
+10 workload workers) fed by a keyed work queue: the scheduler never waits for a write,
+two writes of one Workload never race (one worker per key; a key changed while being
+written is written once more afterwards, from the latest record), and a status equal to
+the stored one is not written at all. A pending workload whose only change is the text
+of its pending message is rewritten at most every ``PENDING_MESSAGE_INTERVAL_S``
+(admission, eviction, finish and reason changes are written at once).
 """
 
 from __future__ import annotations
@@ -37,10 +45,11 @@ from manager.runtime.informer import EventType, Informer
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
 from manager.runtime.resources import ResourceRef, object_key
+from manager.runtime.workqueue import WorkQueue
 
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
-from .queue_status import cluster_queue_status, local_queue_status, same_status
+from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .retention import FinishedRetention, after_finished
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,9 @@ CORE_KINDS: tuple[ResourceRef, ...] = (
 QUEUE_STATUS_PERIOD_S = 1.0
 SUCCEEDED = Finished(keys.Reason.SUCCEEDED, "Job finished successfully")
 MAX_CONFLICT_RETRIES = 5
+STATUS_WRITERS = 8
+QUEUE_STATUS_WRITERS = 4
+PENDING_MESSAGE_INTERVAL_S = 3.0
 
 
 class QueueManager:
@@ -75,6 +87,13 @@ class QueueManager:
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
+        self.status_writes: WorkQueue[str] = WorkQueue(self._write_workload_status, workers=STATUS_WRITERS,
+                                                       name="workload-status", max_retries=12)
+        # Our last write of a Workload until the informer shows it: (resourceVersion written
+        # over, the object the API returned), so the next write neither 409s on a lagging
+        # cache nor compares against it. And when each Workload status was last written.
+        self._written: dict[str, tuple[str, JSON]] = {}
+        self._written_at: dict[str, float] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
         self.finalizers = FinalizerRelease(client, self.informers,
@@ -107,8 +126,18 @@ class QueueManager:
         except ObjectError as exc:
             log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
         if kind == "Workload":
+            self._seen_workload(event, obj)
             self.jobs.on_workload(event, obj)
         self._poke()
+
+    def _seen_workload(self, event: EventType, obj: JSON) -> None:
+        key = object_key(obj)
+        written = self._written.get(key)
+        if event == EventType.DELETED:
+            self._written.pop(key, None)
+            self._written_at.pop(key, None)
+        elif written is not None and _rv(written[1]) == _rv(obj):
+            del self._written[key]
 
     def _finished_by_writer(self, key: str) -> None:
         """Another writer (a job controller elsewhere, a test harness) set Finished: release
@@ -144,6 +173,7 @@ class QueueManager:
         await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()))
 
     async def stop(self) -> None:
+        await self.status_writes.shutdown(drain=True, timeout_s=5.0)
         await self.jobs.stop()
         for informer in self.informers.values():
             await informer.stop()
@@ -151,6 +181,8 @@ class QueueManager:
     async def lead(self) -> None:
         """Leader-only work: scheduling and queue status, after all informers synced."""
         await self.wait_synced()
+        with contextlib.suppress(RuntimeError):  # already started in an earlier term as leader
+            self.status_writes.start()
         log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
                  len(self.core.cq_defs))
         if self.metrics.role is ReplicaRole.FOLLOWER:
@@ -184,10 +216,7 @@ class QueueManager:
             self._queues_dirty.set()
             self.finalizers.poke()
         for key in sorted(changed):
-            try:
-                await self._write_workload_status(key)
-            except ApiError as exc:
-                log.warning("writing status of Workload %s failed: %s", key, exc)
+            self.status_writes.add(key)
 
     def _run_cycles(self) -> dict[str, str]:
         """Cycle until idle like ``QueueingCore.run_until_idle``, timing each cycle for
@@ -206,21 +235,38 @@ class QueueManager:
             if not progress:
                 return preemptors
 
-    async def _write_workload_status(self, key: str) -> None:
+    def _current_workload(self, key: str) -> tuple[JSON | None, bool]:
+        """The copy to write over and whether it may be trusted to skip an equal write."""
+        cached = self.informers["Workload"].get(key)
+        written = self._written.get(key)
+        if written is None:
+            return cached, True
+        base_rv, obj = written
+        if cached is None or _rv(cached) == base_rv:
+            return obj, True  # the informer has not caught up with our write yet
+        if _rv(cached) == _rv(obj):
+            del self._written[key]
+            return cached, True
+        return cached, False  # changed since by someone else (or older): let the write decide
+
+    async def _write_workload_status(self, key: str) -> float | None:
+        """Write one Workload's status from the core's record; returns seconds after which
+        to look again (a deferred pending-message update), or None."""
         namespace, name = key.split("/", 1)
         path = res.WORKLOADS.object_path(name, namespace, "status")
-        current = self.informers["Workload"].get(key)
+        current, trusted = self._current_workload(key)
         for _ in range(MAX_CONFLICT_RETRIES):
             rec = self.core.workloads.get(key)
             if rec is None:
-                return
+                return None
             if current is None:
                 current = await self._get(res.WORKLOADS.object_path(name, namespace))
+                trusted = True
                 if current is None:
-                    return
+                    return None
                 if self._admitted_elsewhere(current):
                     self._core_handler(EventType.MODIFIED, current, None)
-                    return
+                    return None
             if rec.holds_quota:
                 self._reserved_by_us.add(key)
             status = workload_status(rec, self.core.now)
@@ -231,15 +277,28 @@ class QueueManager:
             elif rec.status == ADMITTED:
                 status["conditions"] = [*(status.get("conditions") or ()),
                                         _pods_ready_condition(rec.pods_ready, self.core.now)]
-            body = {**current, "status": _keep_times(current.get("status") or {}, status)}
+            old_status = current.get("status") or {}
+            new_status = _keep_times(old_status, status)
+            if trusted and new_status == old_status:
+                return None
+            if trusted and only_pending_message_changed(old_status, new_status):
+                wait = self._written_at.get(key, 0.0) + PENDING_MESSAGE_INTERVAL_S - time.monotonic()
+                if wait > 0:
+                    return wait
             try:
-                await self.client.replace(path, body)
-                return
+                written = await self.client.replace(path, {**current, "status": new_status})
             except ApiError as exc:
+                if exc.not_found:
+                    return None
                 if not exc.conflict:
-                    raise
+                    raise  # the work queue retries with backoff
                 current = None  # re-read and recompute from the fresh object
+                continue
+            self._written[key] = (_rv(current), written)
+            self._written_at[key] = time.monotonic()
+            return None
         log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
+        return None
 
     async def _get(self, path: str) -> JSON | None:
         try:
@@ -259,12 +318,22 @@ class QueueManager:
             await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # rate limit, not synchronisation
 
     async def write_queue_statuses(self) -> None:
+        """Write every ClusterQueue and LocalQueue status that changed, a few at a time."""
+        index = QueueIndex.build(self.core)
+        writes = []
         for obj in self.informers["ClusterQueue"].items():
             name = str(obj["metadata"]["name"])
-            await self._write_queue(res.CLUSTER_QUEUES, obj, partial(cluster_queue_status, self.core, name))
+            writes.append((res.CLUSTER_QUEUES, obj, partial(cluster_queue_status, self.core, name, index)))
         for obj in self.informers["LocalQueue"].items():
             ns, name = str(obj["metadata"]["namespace"]), str(obj["metadata"]["name"])
-            await self._write_queue(res.LOCAL_QUEUES, obj, partial(local_queue_status, self.core, ns, name))
+            writes.append((res.LOCAL_QUEUES, obj, partial(local_queue_status, self.core, ns, name, index)))
+        limit = asyncio.Semaphore(QUEUE_STATUS_WRITERS)
+
+        async def one(ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> None:
+            async with limit:
+                await self._write_queue(ref, obj, compute)
+
+        await asyncio.gather(*(one(*w) for w in writes))
 
     async def _write_queue(self, ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> None:
         meta = obj["metadata"]
@@ -290,6 +359,30 @@ class QueueManager:
                     log.warning("writing status of %s %s failed: %s", ref.kind, meta["name"], exc)
                     return
                 current = None
+
+
+def _rv(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def only_pending_message_changed(old: JSON, new: JSON) -> bool:
+    """The new status differs from the old one only in the message of a pending
+    (QuotaReserved=False, same reason) condition: the one change that may wait."""
+    def split(s: JSON) -> tuple[JSON, list[JSON], JSON | None]:
+        conds = list(s.get("conditions") or ())
+        pending = next((c for c in conds if c.get("type") == keys.WorkloadCondition.QUOTA_RESERVED
+                        and c.get("status") == "False"), None)
+        rest = [c for c in conds if c is not pending]
+        return {k: v for k, v in s.items() if k != "conditions"}, rest, pending
+
+    old_fields, old_rest, old_pending = split(old)
+    new_fields, new_rest, new_pending = split(new)
+    if old_pending is None or new_pending is None or old_fields != new_fields or old_rest != new_rest:
+        return False
+    strip = ("message", "lastTransitionTime")
+    return ({k: v for k, v in old_pending.items() if k not in strip}
+            == {k: v for k, v in new_pending.items() if k not in strip}
+            and old_pending.get("message") != new_pending.get("message"))
 
 
 def _timestamp(t: float) -> str:

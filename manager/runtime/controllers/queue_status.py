@@ -2,10 +2,14 @@
 
 Counts and flavor usage are what ``kubectl get clusterqueue`` shows; they are derived
 from the core alone, so a restarted manager writes the same values again.
+
+A status pass indexes the workloads by queue once (:class:`QueueIndex`) instead of
+scanning every workload for every queue.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from api.quantity import resource_quantity
@@ -23,7 +27,43 @@ def _flavors_usage(usage: dict[tuple[str, str], int]) -> list[JSON]:
     return [{"name": f, "resources": r} for f, r in by_flavor.items()]
 
 
-def cluster_queue_status(core: QueueingCore, name: str) -> JSON:
+@dataclass
+class LocalQueueCounts:
+    pending: int = 0
+    reserving: int = 0
+    admitted: int = 0
+    usage: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+@dataclass
+class QueueIndex:
+    """Per-queue figures of one pass over the core's workloads."""
+
+    pending_by_cq: dict[str, int] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], LocalQueueCounts] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, core: QueueingCore) -> QueueIndex:
+        index = cls()
+        for rec in core.workloads.values():
+            pending = rec.status == PENDING and not rec.deactivated
+            if not pending and not rec.holds_quota:
+                continue
+            if pending and rec.cluster_queue:
+                index.pending_by_cq[rec.cluster_queue] = index.pending_by_cq.get(rec.cluster_queue, 0) + 1
+            lq = index.local_queues.setdefault((rec.wl.namespace, rec.wl.queue_name), LocalQueueCounts())
+            if pending:
+                lq.pending += 1
+            else:
+                lq.reserving += 1
+                lq.admitted += rec.status == ADMITTED
+                for fr, v in rec.usage.items():
+                    lq.usage[fr] = lq.usage.get(fr, 0) + v
+        return index
+
+
+def cluster_queue_status(core: QueueingCore, name: str, index: QueueIndex | None = None) -> JSON:
+    index = index if index is not None else QueueIndex.build(core)
     holding = core.holding.get(name, {}).values()
     cq = core.cq_defs.get(name)
     usage = core.usage_of(name)
@@ -36,7 +76,7 @@ def cluster_queue_status(core: QueueingCore, name: str) -> JSON:
     if name in core.terminating:
         inactive = "Can't admit new workloads; clusterQueue is terminating"
     return {
-        "pendingWorkloads": sum(1 for _ in core.pending_in(name)),
+        "pendingWorkloads": index.pending_by_cq.get(name, 0),
         "reservingWorkloads": len(holding),
         "admittedWorkloads": sum(1 for r in holding if r.status == ADMITTED),
         "flavorsReservation": _flavors_usage(usage),
@@ -55,21 +95,13 @@ def _quota_keys(cq: Any) -> list[tuple[str, str]]:
     return out
 
 
-def local_queue_status(core: QueueingCore, namespace: str, name: str) -> JSON:
-    pending = reserving = admitted = 0
-    usage: dict[tuple[str, str], int] = {}
-    for rec in core.workloads.values():
-        if rec.wl.namespace != namespace or rec.wl.queue_name != name:
-            continue
-        if rec.status == PENDING and not rec.deactivated:
-            pending += 1
-        elif rec.holds_quota:
-            reserving += 1
-            admitted += rec.status == ADMITTED
-            for fr, v in rec.usage.items():
-                usage[fr] = usage.get(fr, 0) + v
-    return {"pendingWorkloads": pending, "reservingWorkloads": reserving, "admittedWorkloads": admitted,
-            "flavorsReservation": _flavors_usage(usage), "flavorsUsage": _flavors_usage(usage),
+def local_queue_status(core: QueueingCore, namespace: str, name: str,
+                       index: QueueIndex | None = None) -> JSON:
+    index = index if index is not None else QueueIndex.build(core)
+    lq = index.local_queues.get((namespace, name)) or LocalQueueCounts()
+    return {"pendingWorkloads": lq.pending, "reservingWorkloads": lq.reserving,
+            "admittedWorkloads": lq.admitted,
+            "flavorsReservation": _flavors_usage(lq.usage), "flavorsUsage": _flavors_usage(lq.usage),
             "conditions": [{"type": "Active", "status": "True", "reason": "Ready",
                             "message": "Can submit new workloads to localQueue"}]}
 

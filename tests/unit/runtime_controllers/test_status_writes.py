@@ -1,0 +1,137 @@
+"""Workload status writes: a pool of writers, one at a time per Workload, no no-op writes,
+pending-message-only changes deferred, a 409 re-read and recomputed."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any, cast
+
+from manager.core.workload_state import FINISHED
+from manager.runtime.client import ApiError, KubeClient
+from manager.runtime.controllers import manager as manager_module
+from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed
+from manager.runtime.informer import EventType
+
+from .test_queue_status import _objects
+
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/"
+
+
+class FakeApi:
+    """Workload objects by path with resourceVersions; PUT is a compare-and-swap."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.rv = 0
+        for obj in objects:
+            self._store(WORKLOADS + obj["metadata"]["name"], obj)
+        self.puts: list[str] = []
+        self.gets = 0
+        self.in_flight: dict[str, int] = {}
+        self.max_per_key = 0
+        self.max_total = 0
+
+    def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[path] = stored
+        return copy.deepcopy(stored)
+
+    def touch(self, name: str) -> None:
+        """Someone else changes the object (a new resourceVersion)."""
+        self._store(WORKLOADS + name, self.objects[WORKLOADS + name])
+
+    def status_of(self, name: str) -> dict[str, Any]:
+        return dict(self.objects[WORKLOADS + name].get("status") or {})
+
+    async def get(self, path: str) -> dict[str, Any]:
+        self.gets += 1
+        if path not in self.objects:
+            raise ApiError(404)
+        return copy.deepcopy(self.objects[path])
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        base = path.removesuffix("/status")
+        self.in_flight[base] = self.in_flight.get(base, 0) + 1
+        self.max_per_key = max(self.max_per_key, self.in_flight[base])
+        self.max_total = max(self.max_total, sum(self.in_flight.values()))
+        try:
+            await asyncio.sleep(0.01)  # a round trip: lets other writers start meanwhile
+            self.puts.append(base.rsplit("/", 1)[1])
+            if body["metadata"].get("resourceVersion") != self.objects[base]["metadata"]["resourceVersion"]:
+                raise ApiError(409)
+            return self._store(base, body)
+        finally:
+            self.in_flight[base] -= 1
+
+
+def _setup() -> tuple[QueueManager, FakeApi]:
+    objects = _objects()
+    manager = QueueManager(KubeClient(object()))
+    api = FakeApi(objects[3:])
+    manager.client = cast(KubeClient, api)
+    for obj in objects:
+        manager._core_handler(EventType.ADDED, obj, None)
+    return manager, api
+
+
+def test_statuses_are_written_concurrently_once_each_and_not_rewritten_unchanged() -> None:
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert sorted(api.puts) == ["w0", "w1", "w2"]
+        assert api.max_total > 1 and api.max_per_key == 1
+        assert [c["status"] for c in api.status_of("w0")["conditions"] if c["type"] == "Admitted"] == ["True"]
+        assert api.status_of("w2")["conditions"][0]["status"] == "False"
+        manager.core.changed |= {"ns/w0", "ns/w1", "ns/w2"}  # e.g. a rebuild re-routed them
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert sorted(api.puts) == ["w0", "w1", "w2"], "equal statuses are not written again"
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_pending_message_change_waits_but_a_finish_does_not(monkeypatch: Any) -> None:
+    monkeypatch.setattr(manager_module, "PENDING_MESSAGE_INTERVAL_S", 60.0)
+
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        manager.core.workloads["ns/w2"].reason = "couldn't assign flavors: 1 more needed"
+        assert await manager._write_workload_status("ns/w2") is not None  # deferred, not written
+        assert api.puts.count("w2") == 1
+        # Someone else changed w0 meanwhile: the finish write 409s, re-reads and still lands.
+        api.touch("w0")
+        manager._seen_workload(EventType.MODIFIED, api.objects[WORKLOADS + "w0"])
+        gets = api.gets
+        manager.core.finish("ns/w0")
+        assert manager.core.workloads["ns/w0"].status == FINISHED
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        conditions = api.status_of("w0")["conditions"]
+        assert any(c["type"] == "Finished" and c["status"] == "True" for c in conditions)
+        assert api.gets > gets, "the conflict was resolved from a fresh read"
+        await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
+
+
+def test_only_a_pending_message_change_may_wait() -> None:
+    def pending(message: str, reason: str = "Pending") -> dict[str, Any]:
+        return {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": reason,
+                                "message": message, "lastTransitionTime": "t"}]}
+
+    assert only_pending_message_changed(pending("3 more needed"), pending("2 more needed"))
+    assert not only_pending_message_changed(pending("a"), pending("a"))
+    assert not only_pending_message_changed(pending("a"), pending("b", reason="Inadmissible"))
+    admitted = {"admission": {"clusterQueue": "cq"}, "conditions": [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"}]}
+    assert not only_pending_message_changed(pending("a"), admitted)
+    assert not only_pending_message_changed(pending("a"), {**pending("b"), "requeueState": {"count": 1}})
