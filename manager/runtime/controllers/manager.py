@@ -61,6 +61,8 @@ CORE_KINDS: tuple[ResourceRef, ...] = (
 QUEUE_STATUS_PERIOD_S = 1.0
 SUCCEEDED = Finished(keys.Reason.SUCCEEDED, "Job finished successfully")
 MAX_CONFLICT_RETRIES = 5
+# Longest run of scheduling cycles before the event loop gets a turn (see schedule_once).
+CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 8
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
@@ -207,21 +209,34 @@ class QueueManager:
                     await self._kick.wait()
 
     async def schedule_once(self) -> None:
-        """Fire due timers, cycle until idle, write what changed."""
-        self.core.fire_timers(time.time())
-        preemptors = self._run_cycles()
-        changed = self.core.take_changes()
-        changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
-        if changed:
-            self._queues_dirty.set()
-            self.finalizers.poke()
-        for key in sorted(changed):
-            self.status_writes.add(key)
+        """Fire due timers, cycle until idle, write what changed.
 
-    def _run_cycles(self) -> dict[str, str]:
-        """Cycle until idle like ``QueueingCore.run_until_idle``, timing each cycle for
-        ``kueue_admission_attempt*``; returns victim key -> preempting ClusterQueue."""
+        Cycles run in slices of at most ``CYCLE_SLICE_S``: a long backlog (thousands of
+        pending workloads with preemption) would otherwise hold the event loop for many
+        seconds, and the admission webhook, probes and Lease renewal share that loop. A
+        cycle itself is never split, and between slices informer events land exactly as they
+        do between two calls of this method; what changed is queued for writing per slice.
+        """
+        self.core.fire_timers(time.time())
+        while True:
+            preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
+            changed = self.core.take_changes()
+            changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
+            if changed:
+                self._queues_dirty.set()
+                self.finalizers.poke()
+            for key in sorted(changed):
+                self.status_writes.add(key)
+            if idle:
+                return
+            await asyncio.sleep(0)
+
+    def _run_cycles(self, budget_s: float) -> tuple[dict[str, str], bool]:
+        """Cycle until idle like ``QueueingCore.run_until_idle``, or until ``budget_s`` has
+        passed, timing each cycle for ``kueue_admission_attempt*``; returns victim key ->
+        preempting ClusterQueue, and whether the core is idle."""
         preemptors: dict[str, str] = {}
+        slice_started = time.perf_counter()
         while True:
             started = time.perf_counter()
             result = self.core.next_cycle()
@@ -233,7 +248,9 @@ class QueueManager:
                 if d.outcome == Outcome.PREEMPT:
                     preemptors.update((t, d.cluster_queue) for t in d.targets)
             if not progress:
-                return preemptors
+                return preemptors, True
+            if time.perf_counter() - slice_started >= budget_s:
+                return preemptors, False
 
     def _current_workload(self, key: str) -> tuple[JSON | None, bool]:
         """The copy to write over and whether it may be trusted to skip an equal write."""
