@@ -136,9 +136,11 @@ def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
             tmp.replace(layout.state_file)
     addresses = _flag_values(record.argv)
     webhook_url = f"https://{addresses['--webhook-bind-address']}"
-    register_webhooks(client, webhook_url)
     ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
     wait_for("pykueue readiness", lambda: _http_ok(ready), PYKUEUE_DEADLINE_S, record)
+    # Only once pykueue is ready is its CA in the Secret: pykueue injects the caBundle into
+    # the install-named configurations, this copies it into the dev-named ones.
+    register_webhooks(client, webhook_url)
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
                             webhook=webhook_url,
                             extender=f"http://{addresses['--extender-bind-address']}")
