@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from certs.rotation import CertRotator
 from manager.runtime import cli as manager_cli
 from manager.runtime.endpoints import start_site
 
@@ -76,23 +79,33 @@ def _extender(address: str) -> manager_cli.Extra | None:
     return start
 
 
+VISIBILITY_SECRET = "pykueue-visibility-server-cert"
+
+
 def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra:
     """The aggregated visibility API, serving the manager's queues on every replica; its
     self-signed certificate goes into the APIService's caBundle when that exists."""
     from manager.runtime.controllers.pending_view import CorePendingWorkloads
     from manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
     from manager.runtime.visibility.server import start as start_visibility
-    from manager.runtime.visibility.tls import service_dns_names
+    from manager.runtime.visibility.tls import ServingCertificate, service_dns_names
 
     async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
         api = client._api
         dns = ("localhost", *service_dns_names(args.visibility_service_name, settings.namespace))
-        server = await build_visibility_server(api, CorePendingWorkloads(manager.core), dns)
+        # One CA for every replica, kept in a Secret like the webhook's: the APIService has a
+        # single caBundle, and whichever replica the aggregator reaches must match it.
+        rotator = CertRotator(client=client, namespace=settings.namespace, secret_name=VISIBILITY_SECRET,
+                              dns_names=dns, ip_addresses=("127.0.0.1",),
+                              cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")))
+        bundle = await rotator.reconcile()
+        serving = ServingCertificate(cert_pem=bundle.tls_crt, key_pem=bundle.tls_key)
+        server = await build_visibility_server(api, CorePendingWorkloads(manager.core), dns, serving)
         host, port = manager_cli.split_address(args.visibility_bind_address)
         runner, bound = await start_visibility(server.app, server.ssl_context(), host, port)
         log.info("visibility API on %s:%d", host, bound)
         try:
-            await inject_ca_bundle(api, server.serving)
+            await inject_ca_bundle(api, server.serving, ca_pem=bundle.ca_crt)
         except Exception as exc:  # no APIService registered (yet), or no right to patch it
             log.warning("visibility caBundle not injected: %s", exc)
 

@@ -46,15 +46,19 @@ class VisibilityServer:
 
 
 async def build_visibility_server(api: ApiClient, provider: PendingWorkloadsProvider,
-                                  dns_names: Sequence[str] = DEFAULT_DNS_NAMES) -> VisibilityServer:
+                                  dns_names: Sequence[str] = DEFAULT_DNS_NAMES,
+                                  serving: ServingCertificate | None = None) -> VisibilityServer:
+    """``serving`` is the certificate to present (default: a fresh self-signed one)."""
     request_header = await load_request_header_config(api)
-    serving = self_signed_serving_certificate(tuple(dns_names))
+    serving = serving or self_signed_serving_certificate(tuple(dns_names))
     app = make_app(provider, RequestHeaderAuthenticator(request_header), SubjectAccessReviewAuthorizer(api))
     return VisibilityServer(app, serving, request_header.client_ca_pem)
 
 
-async def inject_ca_bundle(api: ApiClient, serving: ServingCertificate, name: str = API_SERVICE_NAME) -> None:
-    """Point the APIService's trust at this server's certificate (needs ``patch`` on it)."""
-    ca_bundle = base64.b64encode(serving.cert_pem).decode()
+async def inject_ca_bundle(api: ApiClient, serving: ServingCertificate, name: str = API_SERVICE_NAME,
+                           ca_pem: bytes | None = None) -> None:
+    """Point the APIService's trust at ``ca_pem`` (default: this server's own self-signed
+    certificate); needs ``patch`` on it."""
+    ca_bundle = base64.b64encode(ca_pem or serving.cert_pem).decode()
     patch = {"spec": {"caBundle": ca_bundle, "insecureSkipTLSVerify": False}}
     await ApiregistrationV1Api(api).patch_api_service(name, patch)
