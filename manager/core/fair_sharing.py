@@ -38,6 +38,7 @@ from api.quantity import QuantityError, parse_quantity
 from .assignment import Entry
 from .hooks import NO_CANDIDATES, PREEMPT, RECLAIM
 from .objects import FR, ClusterQueueDef
+from .preemption.classical import policy_allows, victim_order
 from .quota import QuotaNode, Usage, available, potential_available
 from .snapshot import Snapshot
 from .workload_state import WorkloadRecord
@@ -295,18 +296,7 @@ class _Candidate:
 
 
 def _order(c: _Candidate, own: str) -> tuple[bool, int, float, str]:
-    """Other queues first, lower priority, most recent quota reservation, uid."""
-    return (c.cluster_queue == own, c.record.priority, -(c.record.reserved_at or 0.0), c.record.wl.uid)
-
-
-def _satisfies(policy: str, rec: WorkloadRecord, priority: int, timestamp: float) -> bool:
-    if policy == "Any":
-        return True
-    if policy == "LowerPriority":
-        return rec.priority < priority
-    if policy == "LowerOrNewerEqualPriority":
-        return rec.priority < priority or (rec.priority == priority and timestamp < rec.queue_ts)
-    return False
+    return victim_order(c.cluster_queue, c.record, own)
 
 
 def _almost_lcas(own: QuotaNode, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
@@ -332,7 +322,7 @@ _PolicyArgs = tuple[float, ...]
 
 
 def _policy_args(policy: str, priority: int, timestamp: float) -> _PolicyArgs:
-    """What :func:`_satisfies` reads of the preemptor under ``policy`` (a memo key)."""
+    """What :func:`policy_allows` reads of the preemptor under ``policy`` (a memo key)."""
     if policy == "LowerPriority":
         return (priority,)
     if policy == "LowerOrNewerEqualPriority":
@@ -376,7 +366,7 @@ class _Memo:
         got = self._victims.get(key)
         if got is None:
             got = [_Candidate(k, cq_name, rec) for k, rec in self.snap.holding.get(cq_name, {}).items()
-                   if frs.intersection(rec.usage) and _satisfies(policy, rec, priority, timestamp)]
+                   if frs.intersection(rec.usage) and policy_allows(policy, rec, priority, timestamp)]
             # All of one queue: _order's first element is the same for every candidate.
             got.sort(key=lambda c: _order(c, cq_name))
             self._victims[key] = got

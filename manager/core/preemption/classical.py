@@ -84,8 +84,9 @@ def _fits_in_quota(node: QuotaNode, usage: Usage, request: Mapping[FR, int]) -> 
     return fits, {fr: max(0, v - local_available(node, usage, fr)) for fr, v in request.items()}
 
 
-def _satisfies(policy: str, rec: WorkloadRecord, priority: int, timestamp: float) -> bool:
-    """Kueue's preemption policies, as seen from a preemptor of ``priority`` queued at ``timestamp``."""
+def policy_allows(policy: str, rec: WorkloadRecord, priority: int, timestamp: float) -> bool:
+    """Kueue's preemption policies, as seen from a preemptor of ``priority`` queued at ``timestamp``
+    (shared with fair-sharing preemption)."""
     if policy == "Any":
         return True
     if policy == "LowerPriority":
@@ -93,6 +94,12 @@ def _satisfies(policy: str, rec: WorkloadRecord, priority: int, timestamp: float
     if policy == "LowerOrNewerEqualPriority":
         return rec.priority < priority or (rec.priority == priority and timestamp < rec.queue_ts)
     return False
+
+
+def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> tuple[bool, int, float, str]:
+    """Kueue's candidate order: other ClusterQueues first, lower priority, most recent
+    reservation, uid (shared with fair-sharing preemption)."""
+    return (cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0), rec.wl.uid)
 
 
 def _policy(cq: ClusterQueueDef, name: str) -> str:
@@ -137,7 +144,7 @@ class ClassicalPreemption:
         within = _policy(cq, "withinClusterQueue")
         if within != "Never":
             for key, rec in snap.holding.get(cq_name, {}).items():
-                if frs.intersection(rec.usage) and _satisfies(within, rec, priority, timestamp):
+                if frs.intersection(rec.usage) and policy_allows(within, rec, priority, timestamp):
                     own.append(Candidate(key, cq_name, rec, _WITHIN_CQ))
         hierarchy: list[Candidate] = []
         by_priority: list[Candidate] = []
@@ -164,7 +171,7 @@ class ClassicalPreemption:
                         collect(child, lca, skip, advantage, out)
                         continue
                     for key, rec in snap.holding.get(child.name, {}).items():
-                        if frs.intersection(rec.usage) and _satisfies(reclaim, rec, priority, timestamp):
+                        if frs.intersection(rec.usage) and policy_allows(reclaim, rec, priority, timestamp):
                             out.append(Candidate(key, child.name, rec, variant(rec, advantage), lca.name))
 
             # Walking up, the preemptor gains an "advantage" over everything outside the
@@ -186,9 +193,7 @@ class ClassicalPreemption:
 
     @staticmethod
     def _order(c: Candidate, cq_name: str) -> tuple[bool, int, float, str]:
-        """Other ClusterQueues first, lower priority, most recent reservation, uid."""
-        rec = c.record
-        return (c.cluster_queue == cq_name, rec.priority, -(rec.reserved_at or 0.0), rec.wl.uid)
+        return victim_order(c.cluster_queue, c.record, cq_name)
 
     def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
