@@ -96,6 +96,7 @@ class QueueingCore:
         self.changed: set[str] = set()  # workloads whose status may differ from the last write
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
+        self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -246,6 +247,7 @@ class QueueingCore:
                  for c in status.get("conditions") or () if isinstance(c, dict)}
         reserved = times.get("QuotaReserved") or times.get("Admitted")
         rec.reserved_at = self.now if reserved is None else min(reserved, self.now)
+        rec.reserved_seq = 0  # read, not made here: its time says more than the order we read it in
         rec.checks = {c["name"]: c.get("state", "Pending") for c in status.get("admissionChecks") or ()
                       if c.get("name")}
         rec.status = ADMITTED if admitted else QUOTA_RESERVED
@@ -744,6 +746,7 @@ class QueueingCore:
         rec.assignment = d.assignment
         rec.usage = dict(d.assignment.usage)
         rec.reserved_at = self.now
+        rec.reserved_seq = next(self._reservations)
         rec.reason = ""
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
         self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)

@@ -38,7 +38,7 @@ from api.quantity import QuantityError, parse_quantity
 from .assignment import Entry
 from .hooks import NO_CANDIDATES, PREEMPT, RECLAIM
 from .objects import FR, ClusterQueueDef
-from .preemption.classical import policy_allows, victim_order
+from .preemption.classical import PolicyArgs, VictimOrder, policy_allows, policy_args, victim_order
 from .quota import QuotaNode, Usage, available, potential_available
 from .snapshot import Snapshot
 from .workload_state import WorkloadRecord
@@ -295,7 +295,7 @@ class _Candidate:
     record: WorkloadRecord
 
 
-def _order(c: _Candidate, own: str) -> tuple[bool, int, float, str]:
+def _order(c: _Candidate, own: str) -> VictimOrder:
     return victim_order(c.cluster_queue, c.record, own)
 
 
@@ -318,18 +318,6 @@ def _almost_lcas(own: QuotaNode, target: QuotaNode) -> tuple[QuotaNode, QuotaNod
     return below(own), below(target)
 
 
-_PolicyArgs = tuple[float, ...]
-
-
-def _policy_args(policy: str, priority: int, timestamp: float) -> _PolicyArgs:
-    """What :func:`policy_allows` reads of the preemptor under ``policy`` (a memo key)."""
-    if policy == "LowerPriority":
-        return (priority,)
-    if policy == "LowerOrNewerEqualPriority":
-        return (priority, timestamp)
-    return ()
-
-
 class _Memo:
     """What the searches of one snapshot share, computed at most once per snapshot.
 
@@ -344,10 +332,10 @@ class _Memo:
         self.shares = Shares(snap.weights)
         self._drs: dict[int, tuple[Share, bool]] = {}
         self._cqs: dict[int, list[QuotaNode]] = {}
-        self._victims: dict[tuple[str, frozenset[FR], str, _PolicyArgs], list[_Candidate]] = {}
-        self._reclaimable: dict[tuple[int, frozenset[FR], str, _PolicyArgs], dict[str, list[_Candidate]]] = {}
+        self._victims: dict[tuple[str, frozenset[FR], str, PolicyArgs], list[_Candidate]] = {}
+        self._reclaimable: dict[tuple[int, frozenset[FR], str, PolicyArgs], dict[str, list[_Candidate]]] = {}
         # FairSharingPreemption.search's answers (do not mutate).
-        self.found: dict[tuple[str, frozenset[FR], tuple[tuple[FR, int], ...], _PolicyArgs, _PolicyArgs],
+        self.found: dict[tuple[str, frozenset[FR], tuple[tuple[FR, int], ...], PolicyArgs, PolicyArgs],
                          list[tuple[_Candidate, str]]] = {}
 
     def drs(self, node: QuotaNode) -> tuple[Share, bool]:
@@ -362,7 +350,7 @@ class _Memo:
         """The workloads of a queue that ``policy`` lets the preemptor take, in :func:`_order`.
 
         Shared between searches: copy before consuming."""
-        key = (cq_name, frs, policy, _policy_args(policy, priority, timestamp))
+        key = (cq_name, frs, policy, policy_args(policy, priority, timestamp))
         got = self._victims.get(key)
         if got is None:
             got = [_Candidate(k, cq_name, rec) for k, rec in self.snap.holding.get(cq_name, {}).items()
@@ -377,7 +365,7 @@ class _Memo:
         """Per queue of the tree borrowing on a contested resource, its victims (non-empty lists only).
 
         Shared between searches: copy before consuming."""
-        key = (id(root), frs, policy, _policy_args(policy, priority, timestamp))
+        key = (id(root), frs, policy, policy_args(policy, priority, timestamp))
         got = self._reclaimable.get(key)
         if got is None:
             got = {}
@@ -480,7 +468,7 @@ class _Search:
             siblings.sort(key=lambda c: c.name)
             for i, c in enumerate(siblings):
                 rank[id(c)] = i
-        cq_heaps: dict[int, list[tuple[tuple[Share, tuple[bool, int, float, str], str], int, QuotaNode]]] = {}
+        cq_heaps: dict[int, list[tuple[tuple[Share, VictimOrder, str], int, QuotaNode]]] = {}
         co_heaps: dict[int, list[tuple[tuple[Share, int], int, QuotaNode]]] = {}
         versions: dict[int, int] = {}
 
@@ -617,8 +605,8 @@ class FairSharingPreemption:
         # snapshot; the answer depends on the preemptor only through these.
         pre = snap.cluster_queues[cq_name].preemption
         key = (cq_name, frs, tuple(sorted(request.items())),
-               _policy_args(str(pre.get("withinClusterQueue") or "Never"), priority, timestamp),
-               _policy_args(str(pre.get("reclaimWithinCohort") or "Never"), priority, timestamp))
+               policy_args(str(pre.get("withinClusterQueue") or "Never"), priority, timestamp),
+               policy_args(str(pre.get("reclaimWithinCohort") or "Never"), priority, timestamp))
         memo = self._memo_for(snap)
         found = memo.found.get(key)
         if found is None:

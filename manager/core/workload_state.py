@@ -33,6 +33,9 @@ class WorkloadRecord:
     requeue_at: float | None = None
     deactivated: bool = False
     reserved_at: float | None = None
+    # Order of quota reservations in this core: Kueue's reservation times are distinct even
+    # within one cycle, while our clock stands still during a pass; this breaks those ties.
+    reserved_seq: int = 0
     admitted_at: float | None = None
     pods_ready: bool = False
     generation: int = 0  # bumped on every transition; stale timers compare it

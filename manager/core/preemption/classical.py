@@ -20,7 +20,11 @@ second-to-last to the first) the request does not need. A candidate from another
 ClusterQueue is only taken while that queue still borrows on a contested resource.
 
 The search works on throw-away overlays of the snapshot's usage, so it never changes
-what the cycle sees; ``reasons`` remembers why each returned target was chosen.
+what the cycle sees; ``reasons`` remembers why each returned target was chosen. A
+snapshot does not change while its cycle nominates, and every queue's head is searched
+for against it (twice: the flavor assigner's oracle, then the targets), so the borrowing
+queues of each cohort, each queue's candidate workloads and whole answers are kept per
+snapshot (:class:`_Memo`).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ _REASON = {_WITHIN_CQ: IN_CLUSTER_QUEUE, _RECLAIM: IN_COHORT_RECLAMATION,
            _WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING, _WITHOUT_BORROWING: IN_COHORT_RECLAMATION}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: a record compared field by field is costly
 class Candidate:
     key: str
     cluster_queue: str
@@ -96,14 +100,59 @@ def policy_allows(policy: str, rec: WorkloadRecord, priority: int, timestamp: fl
     return False
 
 
-def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> tuple[bool, int, float, str]:
+PolicyArgs = tuple[float, ...]
+
+
+def policy_args(policy: str, priority: int, timestamp: float) -> PolicyArgs:
+    """What :func:`policy_allows` reads of the preemptor under ``policy`` (a memo key)."""
+    if policy == "LowerPriority":
+        return (priority,)
+    if policy == "LowerOrNewerEqualPriority":
+        return (priority, timestamp)
+    return ()
+
+
+VictimOrder = tuple[bool, int, float, int, str]
+
+
+def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> VictimOrder:
     """Kueue's candidate order: other ClusterQueues first, lower priority, most recent
     reservation, uid (shared with fair-sharing preemption)."""
-    return (cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0), rec.wl.uid)
+    return (cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0), -rec.reserved_seq, rec.wl.uid)
 
 
 def _policy(cq: ClusterQueueDef, name: str) -> str:
     return str(cq.preemption.get(name) or "Never")
+
+
+class _Memo:
+    """What the searches against one snapshot share (computed at most once each)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self._borrowing: dict[tuple[int, frozenset[FR]], list[QuotaNode]] = {}
+        self._holding: dict[tuple[str, frozenset[FR]], list[tuple[str, WorkloadRecord]]] = {}
+        # ClassicalPreemption.search's answers (do not mutate).
+        self.found: dict[tuple[str, tuple[tuple[FR, int], ...], frozenset[FR], PolicyArgs, PolicyArgs],
+                         list[Candidate]] = {}
+
+    def borrowing_children(self, cohort: QuotaNode, frs: frozenset[FR]) -> list[QuotaNode]:
+        """Children of ``cohort`` that use more than their subtree quota on one of ``frs``."""
+        key = (id(cohort), frs)
+        got = self._borrowing.get(key)
+        if got is None:
+            usage = self.snap.usage
+            got = self._borrowing[key] = [c for c in cohort.children if _borrowing_on(c, usage, frs)]
+        return got
+
+    def holding(self, cq_name: str, frs: frozenset[FR]) -> list[tuple[str, WorkloadRecord]]:
+        """Workloads of a queue that use one of ``frs``."""
+        key = (cq_name, frs)
+        got = self._holding.get(key)
+        if got is None:
+            got = self._holding[key] = [(k, rec) for k, rec in self.snap.holding.get(cq_name, {}).items()
+                                        if frs.intersection(rec.usage)]
+        return got
 
 
 class ClassicalPreemption:
@@ -113,6 +162,12 @@ class ClassicalPreemption:
         self.reasons: dict[str, str] = {}  # target key -> preemption reason (latest search)
         self.no_other_queues = True  # facts about the latest candidate list (attempt order)
         self.no_hierarchy = True
+        self._memo: _Memo | None = None  # the last snapshot's, replaced when another comes
+
+    def _memo_for(self, snap: Snapshot) -> _Memo:
+        if self._memo is None or self._memo.snap is not snap:
+            self._memo = _Memo(snap)
+        return self._memo
 
     # -- hook ----------------------------------------------------------------------------
 
@@ -137,14 +192,15 @@ class ClassicalPreemption:
     def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                    request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
         """Hierarchy candidates, then priority candidates, then the preemptor's own queue's."""
+        memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         usage = snap.usage
         own: list[Candidate] = []
         within = _policy(cq, "withinClusterQueue")
         if within != "Never":
-            for key, rec in snap.holding.get(cq_name, {}).items():
-                if frs.intersection(rec.usage) and policy_allows(within, rec, priority, timestamp):
+            for key, rec in memo.holding(cq_name, frs):
+                if policy_allows(within, rec, priority, timestamp):
                     own.append(Candidate(key, cq_name, rec, _WITHIN_CQ))
         hierarchy: list[Candidate] = []
         by_priority: list[Candidate] = []
@@ -164,14 +220,14 @@ class ClassicalPreemption:
 
             def collect(current: QuotaNode, lca: QuotaNode, skip: QuotaNode | None, advantage: bool,
                         out: list[Candidate]) -> None:
-                for child in current.children:
-                    if child is skip or child is node or _within_nominal(child, usage, frs):
+                for child in memo.borrowing_children(current, frs):
+                    if child is skip or child is node:
                         continue
                     if not child.is_cq:
                         collect(child, lca, skip, advantage, out)
                         continue
-                    for key, rec in snap.holding.get(child.name, {}).items():
-                        if frs.intersection(rec.usage) and policy_allows(reclaim, rec, priority, timestamp):
+                    for key, rec in memo.holding(child.name, frs):
+                        if policy_allows(reclaim, rec, priority, timestamp):
                             out.append(Candidate(key, child.name, rec, variant(rec, advantage), lca.name))
 
             # Walking up, the preemptor gains an "advantage" over everything outside the
@@ -192,16 +248,30 @@ class ClassicalPreemption:
         return [*hierarchy, *by_priority, *own]
 
     @staticmethod
-    def _order(c: Candidate, cq_name: str) -> tuple[bool, int, float, str]:
+    def _order(c: Candidate, cq_name: str) -> VictimOrder:
         return victim_order(c.cluster_queue, c.record, cq_name)
 
     def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
-        """The minimal set of candidates whose eviction lets ``request`` fit (empty: none)."""
+        """The minimal set of candidates whose eviction lets ``request`` fit (empty: none).
+
+        Answers are shared between equal searches of one snapshot: do not mutate."""
+        cq = snap.cluster_queues[cq_name]
+        memo = self._memo_for(snap)
+        key = (cq_name, tuple(sorted(request.items())), frs,
+               policy_args(_policy(cq, "withinClusterQueue"), priority, timestamp),
+               policy_args(_policy(cq, "reclaimWithinCohort"), priority, timestamp))
+        got = memo.found.get(key)
+        if got is None:
+            got = memo.found[key] = self._search(snap, cq, priority, timestamp, request, frs)
+        return got
+
+    def _search(self, snap: Snapshot, cq: ClusterQueueDef, priority: int, timestamp: float,
+                request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
+        cq_name = cq.name
         cands = self.candidates(snap, cq_name, priority, timestamp, request, frs)
         if not cands:
             return []
-        cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         bwc = cq.preemption.get("borrowWithinCohort") or {}
         bwc_forbidden = str(bwc.get("policy") or "Never") == "Never"
@@ -242,6 +312,12 @@ class ClassicalPreemption:
     def _minimal(self, snap: Snapshot, node: QuotaNode, request: Mapping[FR, int], frs: frozenset[FR],
                  cands: list[Candidate], allow_borrowing: bool) -> list[Candidate]:
         usage = snap.usage.overlay()
+        # Freeing x of usage anywhere raises what the node can take by at most x, so the
+        # request cannot fit before the removed victims add up to what it lacks now.
+        lacking = {fr: v - available(node, usage, fr) for fr, v in request.items() if v}
+        # Without borrowing it must also fit the node's own quota, which only its own victims free.
+        over = {} if allow_borrowing else {
+            fr: usage.get(node, fr) + v - node.subtree.get(fr, 0) for fr, v in request.items() if v}
         removed: list[Candidate] = []
         fits = False
         for c in cands:
@@ -252,16 +328,23 @@ class ClassicalPreemption:
                 continue
             usage.add_all(other, c.record.usage, sign=-1)
             removed.append(c)
-            if self._fits(node, usage, request, allow_borrowing):
+            for fr in lacking:
+                lacking[fr] -= c.record.usage.get(fr, 0)
+            if other is node:
+                for fr in over:
+                    over[fr] -= c.record.usage.get(fr, 0)
+            if all(v <= 0 for v in lacking.values()) and all(v <= 0 for v in over.values()) \
+                    and self._fits(node, usage, request, allow_borrowing):
                 fits = True
                 break
         if not fits:
             return []
+        kept = [removed[-1]]
         for c in reversed(removed[:-1]):
             other = snap.nodes[c.cluster_queue]
             usage.add_all(other, c.record.usage)
-            if self._fits(node, usage, request, allow_borrowing):
-                removed.remove(c)
-            else:
+            if not self._fits(node, usage, request, allow_borrowing):
                 usage.add_all(other, c.record.usage, sign=-1)
-        return removed
+                kept.append(c)
+        kept.reverse()
+        return kept

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from manager.core.config import CoreConfig
@@ -131,7 +131,35 @@ def test_fair_preemption_respects_shares(world: World) -> None:
             assert preemptor_new <= dominant_share(target, after, snap.weights)
 
 
+def _queue(name: str, nominal: int) -> list[dict[str, Any]]:
+    return [
+        {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
+            "namespaceSelector": {}, "cohortName": "co", "preemption": {"reclaimWithinCohort": "Any"},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "f", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}},
+        {"kind": "LocalQueue", "metadata": {"name": f"lq{name[-1]}", "namespace": "default"},
+         "spec": {"clusterQueue": name}},
+    ]
+
+
+def _admitted(name: str, lq: str, cpu: int) -> dict[str, Any]:
+    return {"kind": "Workload", "metadata": {"name": name, "namespace": "default"}, "spec": {
+        "queueName": lq, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+
+
+# Found by this test: cq0 (nominal 1) holds a 1- and a 3-CPU workload admitted in one pass,
+# cq1 (nominal 3) gets 4-CPU ones. Taking the older (1-CPU) victim first let each side
+# reclaim from the other forever; the most recent reservation goes first now.
+_PING_PONG: World = (
+    [{"kind": "ResourceFlavor", "metadata": {"name": "f"}}, *_queue("cq0", 1), *_queue("cq1", 3),
+     _admitted("w0", "lq0", 1), _admitted("w1", "lq0", 3), _admitted("w2", "lq0", 1)],
+    (LESS_THAN_INITIAL_SHARE,), "cq1", 4000,
+)
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(_PING_PONG, [(1, 4, 0)] * 3)
 @given(worlds(), st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 3)), max_size=6))
 def test_fair_sharing_engine_keeps_quota_and_settles(
     world: World, arrivals: list[tuple[int, int, int]]
