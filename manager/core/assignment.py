@@ -77,6 +77,9 @@ class Decision:
     assignment: Assignment | None = None
     targets: tuple[str, ...] = ()
     immediate: bool = False  # requeue into the heap rather than the inadmissible set
+    # Kueue's NoFit / PreemptionNoCandidates: every workload of the same shape would get
+    # the same verdict on this quota (see queues.PendingQueue.park_shape).
+    no_fit: bool = False
     reason: str = "Pending"
     # Target key -> reason of its Preempted condition (InClusterQueue, InCohortReclamation, ...).
     target_reasons: dict[str, str] = field(default_factory=dict, compare=False)

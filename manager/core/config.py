@@ -61,6 +61,13 @@ class CoreConfig:
     fair_sharing: tuple[str, ...] | None = None
     # Configuration admissionFairSharing; None when off.
     admission_fair_sharing: AfsConfig | None = None
+    # Kueue requeues the parked workloads of a cohort tree in batches: the first request
+    # waits this long and later ones join it. 0 requeues at once (simulate: steps stay
+    # immediate); the manager runtime uses Kueue's 1 s.
+    requeue_batch_s: float = 0.0
+    # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
+    # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.
+    equivalence_hashing: bool = True
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:

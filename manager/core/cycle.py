@@ -176,7 +176,7 @@ class Scheduler:
             key = e.workload.key
             if a.mode == Mode.NO_FIT:
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING, a.message or "no fit",
-                                          assignment=a))
+                                          assignment=a, no_fit=True))
                 continue
             if a.mode.needs_preemption and not e.targets:
                 reclaim = snap.cluster_queues[e.cluster_queue].preemption.get("reclaimWithinCohort", "Never")
@@ -185,7 +185,7 @@ class Scheduler:
                                                           if fr in a.usage}, a.borrowing > 0)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           a.message or "requires preemption, but no candidates",
-                                          assignment=a))
+                                          assignment=a, no_fit=True))
                 continue
             if victims.intersection(e.targets):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,

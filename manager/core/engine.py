@@ -46,7 +46,7 @@ from .objects import (
     workload_from,
 )
 from .preemption import ClassicalPreemption
-from .queues import PendingQueue, SortKey, sort_key
+from .queues import PendingQueue, SortKey, scheduling_shape, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
 from .resources import transform_requests
 from .snapshot import Snapshot
@@ -58,6 +58,7 @@ _BACKOFF = "backoff"
 _ROUTING_REASONS = ("LocalQueue ", "ClusterQueue ", "Workload has no queue", "Waiting for the requeue")
 _PODS_READY = "podsReady"
 _AFS_SAMPLE = "afsSample"
+_REQUEUE = "requeue"  # a batched requeue of a cohort tree (key: "Cohort/<root>" or "ClusterQueue/<name>")
 
 
 class QueueingCore:
@@ -97,6 +98,7 @@ class QueueingCore:
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
+        self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -108,44 +110,56 @@ class QueueingCore:
     # ---------------------------------------------------------------- object events
 
     def apply(self, obj: dict[str, Any]) -> None:
-        """Create or update any object the core reads; other kinds raise ObjectError."""
+        """Create or update any object the core reads; other kinds raise ObjectError.
+
+        Only a change of what the core reads marks the tree for a rebuild: status writes
+        echo back as updates of the same spec, and a rebuild re-routes every workload."""
         kind = obj.get("kind")
-        if kind == "ResourceFlavor":
-            f = flavor_from(obj)
-            self.flavors[f.name] = f
-        elif kind == "ClusterQueue":
-            cq = cluster_queue_from(obj)
-            self.cq_defs[cq.name] = cq
-            self._weight("ClusterQueue", cq.name, obj)
-        elif kind == "Cohort":
-            c = cohort_from(obj)
-            self.cohort_defs[c.name] = c
-            self._weight("Cohort", c.name, obj)
-        elif kind == "LocalQueue":
-            lq = local_queue_from(obj)
-            self.local_queues[lq.key] = lq
-        elif kind == "WorkloadPriorityClass":
-            name = (obj.get("metadata") or {}).get("name")
-            if not name:
-                raise ObjectError("WorkloadPriorityClass without metadata.name")
-            self.priority_classes[name] = int(obj.get("value") or 0)
-        elif kind == "AdmissionCheck":
-            ac = admission_check_from(obj)
-            self.checks[ac.name] = ac
-        elif kind == "Namespace":
-            meta = obj.get("metadata") or {}
-            name = meta.get("name")
-            if not name:
-                raise ObjectError("Namespace without metadata.name")
-            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-            labels["kubernetes.io/metadata.name"] = name
-            self.namespaces[name] = labels
-        elif kind == "Workload":
+        if kind == "Workload":
             self.apply_workload(obj)
             return
+        table: dict[str, Any]
+        name: str
+        value: object
+        weight_changed = False
+        if kind == "ResourceFlavor":
+            f = flavor_from(obj)
+            table, name, value = self.flavors, f.name, f
+        elif kind == "ClusterQueue":
+            cq = cluster_queue_from(obj)
+            weight_changed = self._weight("ClusterQueue", cq.name, obj)
+            table, name, value = self.cq_defs, cq.name, cq
+        elif kind == "Cohort":
+            c = cohort_from(obj)
+            weight_changed = self._weight("Cohort", c.name, obj)
+            table, name, value = self.cohort_defs, c.name, c
+        elif kind == "LocalQueue":
+            lq = local_queue_from(obj)
+            table, name, value = self.local_queues, lq.key, lq
+        elif kind == "WorkloadPriorityClass":
+            pc_name = (obj.get("metadata") or {}).get("name")
+            if not pc_name:
+                raise ObjectError("WorkloadPriorityClass without metadata.name")
+            table, name, value = self.priority_classes, pc_name, int(obj.get("value") or 0)
+        elif kind == "AdmissionCheck":
+            ac = admission_check_from(obj)
+            table, name, value = self.checks, ac.name, ac
+        elif kind == "Namespace":
+            meta = obj.get("metadata") or {}
+            ns = meta.get("name")
+            if not ns:
+                raise ObjectError("Namespace without metadata.name")
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            labels["kubernetes.io/metadata.name"] = ns
+            table, name, value = self.namespaces, ns, labels
         else:
             raise ObjectError(f"unsupported kind {kind!r}")
-        self._dirty = True
+        self._store(table, name, value, weight_changed)
+
+    def _store(self, table: dict[str, Any], name: str, value: object, changed: bool) -> None:
+        if changed or name not in table or table[name] != value:
+            table[name] = value
+            self._dirty = True
 
     def delete(self, kind: str, namespace: str | None, name: str) -> bool:
         """Forget an object; returns False when there was nothing to delete."""
@@ -171,12 +185,17 @@ class QueueingCore:
         self._dirty = True
         return True
 
-    def _weight(self, kind: str, name: str, obj: dict[str, Any]) -> None:
+    def _weight(self, kind: str, name: str, obj: dict[str, Any]) -> bool:
+        """Record a fair-sharing weight; True if it changed."""
         fs = (obj.get("spec") or {}).get("fairSharing") or {}
         try:
-            self.fair_weights[f"{kind}/{name}"] = parse_weight(fs.get("weight"))
+            weight = parse_weight(fs.get("weight"))
         except WeightError as exc:
             raise ObjectError(f"{kind} {name}: {exc}") from exc
+        key = f"{kind}/{name}"
+        changed = self.fair_weights.get(key) != weight
+        self.fair_weights[key] = weight
+        return changed
 
     def apply_workload(self, obj: dict[str, Any]) -> WorkloadRecord:
         self._created += 1
@@ -190,10 +209,12 @@ class QueueingCore:
         old = self.workloads.get(wl.key)
         if old is not None:
             old.wl, old.priority = wl, prio
+            old.shape = scheduling_shape(prio, wl.podsets)
             if old.status == PENDING and not old.deactivated:
                 self._route(old)
             return old
-        rec = WorkloadRecord(wl=wl, priority=prio, queue_ts=wl.created)
+        rec = WorkloadRecord(wl=wl, priority=prio, queue_ts=wl.created,
+                             shape=scheduling_shape(prio, wl.podsets))
         self.workloads[wl.key] = rec
         status = obj.get("status") or {}
         conds = {c.get("type"): c for c in status.get("conditions") or ()}
@@ -399,9 +420,16 @@ class QueueingCore:
             q = self.queues.setdefault(target, PendingQueue())
             skey = self._sort_key(rec)
             if rec.key in q.parked:
-                q.park(rec.key, skey)
+                q.park(rec.key, skey, self._shape(rec, target))
             else:
-                q.push(rec.key, skey)
+                q.offer(rec.key, skey, self._shape(rec, target))
+
+    def _shape(self, rec: WorkloadRecord, cq_name: str) -> int | None:
+        """The workload's shape where equivalent workloads share verdicts, else None."""
+        cq = self.cq_defs.get(cq_name)
+        if not self.config.equivalence_hashing or cq is None or cq.queueing_strategy == "StrictFIFO":
+            return None
+        return rec.shape
 
     # ---------------------------------------------------------------- workload events
 
@@ -442,8 +470,19 @@ class QueueingCore:
         rec.pods_ready = False
 
     def _requeue_tree(self, node: QuotaNode) -> None:
-        """Freed quota may let parked workloads of the whole cohort tree in."""
+        """Freed quota may let parked workloads of the whole cohort tree in: requeue them
+        now, or, batching, once the period that the first request started has passed."""
         root = node.root()
+        if self.config.requeue_batch_s <= 0:
+            self._requeue_subtree(root)
+        else:
+            key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
+            if key not in self._requeue_due:
+                self._requeue_due.add(key)
+                heapq.heappush(self._timers, (self.now + self.config.requeue_batch_s, next(self._seq),
+                                              _REQUEUE, key, 0))
+
+    def _requeue_subtree(self, root: QuotaNode) -> None:
         stack = [root]
         while stack:
             n = stack.pop()
@@ -527,7 +566,7 @@ class QueueingCore:
         while self._timers:
             when, _, kind, key, gen = self._timers[0]
             rec = self.workloads.get(key)
-            if kind == _AFS_SAMPLE or (rec is not None and rec.generation == gen):
+            if kind in (_AFS_SAMPLE, _REQUEUE) or (rec is not None and rec.generation == gen):
                 return when
             heapq.heappop(self._timers)
         return None
@@ -545,6 +584,15 @@ class QueueingCore:
                 # (a process that slept) takes one sample, not one per missed interval.
                 heapq.heappush(self._timers, (self.now + self.afs.config.sampling_interval,
                                               next(self._seq), _AFS_SAMPLE, "", 0))
+                continue
+            if kind == _REQUEUE:
+                fired += 1
+                self._requeue_due.discard(key)
+                self._ensure()
+                kind_of_root, _, name = key.partition("/")
+                root = (self.nodes if kind_of_root == "ClusterQueue" else self.cohort_nodes).get(name)
+                if root is not None:
+                    self._requeue_subtree(root.root())
                 continue
             rec = self.workloads.get(key)
             if rec is None or rec.generation != gen:
@@ -675,10 +723,13 @@ class QueueingCore:
         skey = self._sort_key(rec)
         strict = cq.queueing_strategy == "StrictFIFO" and d.message != NAMESPACE_MISMATCH \
             and "namespace doesn't match" not in d.message
+        shape = self._shape(rec, d.cluster_queue)
         if d.immediate or strict:
-            q.push(rec.key, skey)
+            q.push(rec.key, skey, shape)
             return False
-        q.park(rec.key, skey)
+        q.park(rec.key, skey, shape)
+        if d.no_fit and shape is not None:
+            q.park_shape(shape)
         return True
 
     def _path(self, cq: str | None) -> str:

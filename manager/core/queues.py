@@ -10,6 +10,12 @@ thousands of pending workloads.
 
 Workloads that did not fit are *parked* in the inadmissible set (BestEffortFIFO) until
 an event that may change the outcome moves them back (:meth:`PendingQueue.requeue_parked`).
+
+Equivalence (Kueue's SchedulingEquivalenceHashing): workloads of one *shape* (priority
+and pod sets, see :func:`scheduling_shape`) get the same verdict on the same quota, so
+once one of them did not fit (:meth:`PendingQueue.park_shape`) the queued ones of that
+shape are parked with it, and new ones of that shape go straight to the parked set
+(:meth:`PendingQueue.offer`), until the next requeue.
 """
 
 from __future__ import annotations
@@ -18,7 +24,18 @@ import heapq
 import itertools
 from collections.abc import Callable
 
+from .objects import PodSet
+
 SortKey = tuple[int, float, int, float, str]
+
+
+def scheduling_shape(priority: int, podsets: tuple[PodSet, ...]) -> int:
+    """What makes two pending workloads of one queue equivalent for flavor assignment."""
+    return hash((priority, tuple(
+        (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())),
+         tuple(sorted(ps.node_selector.items())), repr(ps.affinity_terms), repr(ps.tolerations),
+         repr(ps.topology_request))
+        for ps in podsets)))
 
 
 def sort_key(priority: int, timestamp: float, key: str, sticky: bool = False,
@@ -27,14 +44,16 @@ def sort_key(priority: int, timestamp: float, key: str, sticky: bool = False,
 
 
 class PendingQueue:
-    __slots__ = ("_heap", "_tickets", "parked")
+    __slots__ = ("_heap", "_no_fit", "_tickets", "parked")
 
     _counter = itertools.count()
 
     def __init__(self) -> None:
         self._heap: list[tuple[SortKey, int, str]] = []
-        self._tickets: dict[str, int] = {}
-        self.parked: dict[str, SortKey] = {}
+        # key -> (ticket of its live heap item, sort key, shape)
+        self._tickets: dict[str, tuple[int, SortKey, int | None]] = {}
+        self.parked: dict[str, tuple[SortKey, int | None]] = {}  # key -> (sort key, shape)
+        self._no_fit: set[int] = set()  # shapes that did not fit since the last requeue
 
     def __len__(self) -> int:
         return len(self._tickets) + len(self.parked)
@@ -46,15 +65,33 @@ class PendingQueue:
     def active_count(self) -> int:
         return len(self._tickets)
 
-    def push(self, key: str, skey: SortKey) -> None:
+    def push(self, key: str, skey: SortKey, shape: int | None = None) -> None:
         self.parked.pop(key, None)
+        live = self._tickets.get(key)
+        if live is not None and live[1] == skey and live[2] == shape:
+            return  # already queued in place: another item would only be skipped when popped
         ticket = next(self._counter)
-        self._tickets[key] = ticket
+        self._tickets[key] = (ticket, skey, shape)
         heapq.heappush(self._heap, (skey, ticket, key))
 
-    def park(self, key: str, skey: SortKey) -> None:
+    def offer(self, key: str, skey: SortKey, shape: int | None) -> None:
+        """Queue a workload, parked if its shape already did not fit (BestEffortFIFO)."""
+        if shape is not None and shape in self._no_fit and key not in self._tickets:
+            self.park(key, skey, shape)
+        else:
+            self.push(key, skey, shape)
+
+    def park_shape(self, shape: int) -> int:
+        """One workload of ``shape`` did not fit: park every queued one of that shape."""
+        self._no_fit.add(shape)
+        same = [(k, skey) for k, (_, skey, sh) in self._tickets.items() if sh == shape]
+        for key, skey in same:
+            self.park(key, skey, shape)
+        return len(same)
+
+    def park(self, key: str, skey: SortKey, shape: int | None = None) -> None:
         self._tickets.pop(key, None)
-        self.parked[key] = skey
+        self.parked[key] = (skey, shape)
 
     def remove(self, key: str) -> None:
         self._tickets.pop(key, None)
@@ -64,23 +101,26 @@ class PendingQueue:
         heap, tickets = self._heap, self._tickets
         while heap:
             _, ticket, key = heapq.heappop(heap)
-            if tickets.get(key) == ticket:
+            live = tickets.get(key)
+            if live is not None and live[0] == ticket:
                 del tickets[key]
                 return key
         return None
 
     def requeue_parked(self) -> int:
+        self._no_fit.clear()
         moved = self.parked
         self.parked = {}
-        for key, skey in moved.items():
-            self.push(key, skey)
+        for key, (skey, shape) in moved.items():
+            self.push(key, skey, shape)
         return len(moved)
 
     def resort(self, key_of: Callable[[str], SortKey]) -> None:
         """Recompute every sort key (LocalQueue usage changed); O(n log n)."""
-        self._heap = [(key_of(k), t, k) for k, t in self._tickets.items()]
+        self._tickets = {k: (t, key_of(k), sh) for k, (t, _, sh) in self._tickets.items()}
+        self._heap = [(skey, t, k) for k, (t, skey, _) in self._tickets.items()]
         heapq.heapify(self._heap)
-        self.parked = {k: key_of(k) for k in self.parked}
+        self.parked = {k: (key_of(k), sh) for k, (_, sh) in self.parked.items()}
 
     def keys(self) -> list[str]:
         return list(self._tickets) + list(self.parked)

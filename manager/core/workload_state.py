@@ -22,6 +22,7 @@ class WorkloadRecord:
     wl: WorkloadDef
     priority: int
     queue_ts: float  # queue-order timestamp
+    shape: int = 0  # queues.scheduling_shape: equal for workloads flavor assignment cannot tell apart
     status: str = PENDING
     cluster_queue: str | None = None  # the queue it waits in, or the one holding its quota
     assignment: Assignment | None = None

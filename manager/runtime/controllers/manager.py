@@ -27,6 +27,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -66,6 +67,9 @@ CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 8
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
+# Kueue's batch period for requeueing parked workloads after quota is freed: under churn a
+# cohort's parked workloads are re-evaluated at most once a second, not after every finish.
+REQUEUE_BATCH_S = 1.0
 
 
 class QueueManager:
@@ -75,7 +79,8 @@ class QueueManager:
                  job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None) -> None:
         """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName."""
         self.client = client
-        self.core = QueueingCore(config, now=time.time())
+        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S),
+                                 now=time.time())
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
         self.metrics.before_scrape = self.metrics_feed.refresh

@@ -1,0 +1,157 @@
+"""Parking and requeueing: equivalence of pending workloads, batched requeues, and
+updates that must not disturb the queues (status echoes of queue objects)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.core.config import CoreConfig
+from manager.core.engine import QueueingCore
+from manager.core.objects import PodSet
+from manager.core.queues import PendingQueue, scheduling_shape, sort_key
+
+
+def _podset(cpu: int, count: int = 1) -> PodSet:
+    return PodSet("main", count, None, {"cpu": cpu * 1000}, {}, (), (), None)
+
+
+def _cq(name: str = "cq", cpu: int = 4, **spec: Any) -> dict[str, Any]:
+    return {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
+        "namespaceSelector": {}, **spec,
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]}}
+
+
+def _core(config: CoreConfig | None = None, **spec: Any) -> QueueingCore:
+    core = QueueingCore(config or CoreConfig())
+    core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": {}})
+    core.apply(_cq(**spec))
+    core.apply({"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+                "spec": {"clusterQueue": "cq"}})
+    return core
+
+
+def _wl(core: QueueingCore, name: str, cpu: int, priority: int = 0) -> None:
+    core.apply({"kind": "Workload", "metadata": {"name": name, "namespace": "ns"}, "spec": {
+        "queueName": "lq", "priority": priority, "podSets": [{
+            "name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}})
+
+
+def _evaluated(core: QueueingCore) -> list[str]:
+    """Keys of every workload a scheduling pass evaluated, in order."""
+    return [d.key for d in core.run_until_idle()]
+
+
+# ------------------------------------------------------------------ PendingQueue
+
+
+def test_shape_is_equal_for_equal_requests_and_priority_only() -> None:
+    assert scheduling_shape(1, (_podset(2),)) == scheduling_shape(1, (_podset(2),))
+    assert scheduling_shape(1, (_podset(2),)) != scheduling_shape(2, (_podset(2),))
+    assert scheduling_shape(1, (_podset(2),)) != scheduling_shape(1, (_podset(3),))
+    assert scheduling_shape(1, (_podset(2),)) != scheduling_shape(1, (_podset(2, count=2),))
+
+
+def test_a_no_fit_shape_parks_its_queued_twins_and_later_arrivals_until_requeue() -> None:
+    q = PendingQueue()
+    for i, shape in enumerate((7, 7, 8, 7)):
+        q.push(f"w{i}", sort_key(0, float(i), f"w{i}"), shape)
+    assert q.pop() == "w0"
+    q.park("w0", sort_key(0, 0.0, "w0"), 7)
+    assert q.park_shape(7) == 2  # w1 and w3; w2 has another shape
+    q.offer("w4", sort_key(0, 4.0, "w4"), 7)
+    assert set(q.parked) == {"w0", "w1", "w3", "w4"}
+    assert q.pop() == "w2" and q.pop() is None
+    assert q.requeue_parked() == 4
+    q.offer("w5", sort_key(0, 5.0, "w5"), 7)  # the verdict was forgotten with the requeue
+    assert [q.pop() for _ in range(5)] == ["w0", "w1", "w3", "w4", "w5"]
+
+
+def test_pushing_a_queued_workload_again_does_not_grow_the_heap() -> None:
+    q = PendingQueue()
+    for _ in range(1000):
+        q.push("w", sort_key(0, 0.0, "w"), 1)
+    assert len(q._heap) == 1
+    assert q.pop() == "w" and q.pop() is None
+
+
+# ------------------------------------------------------------------ equivalence in the engine
+
+
+def test_one_no_fit_verdict_parks_every_equivalent_workload() -> None:
+    core = _core()
+    for i in range(5):
+        _wl(core, f"big{i}", 8)  # over the 4-CPU quota, all the same shape
+    _wl(core, "small", 1)
+    # Without equivalence each big one would be evaluated in its own cycle before "small".
+    assert _evaluated(core) == ["ns/big0", "ns/small"]
+    assert core.workloads["ns/small"].status == "Admitted"
+    assert all(core.workloads[f"ns/big{i}"].status == "Pending" for i in range(5))
+    assert set(core.queues["cq"].parked) == {f"ns/big{i}" for i in range(5)}
+
+
+def test_without_equivalence_each_workload_is_evaluated() -> None:
+    core = _core(CoreConfig(equivalence_hashing=False))
+    for i in range(3):
+        _wl(core, f"big{i}", 8)
+    assert _evaluated(core) == ["ns/big0", "ns/big1", "ns/big2"]
+
+
+def test_strict_fifo_never_parks_by_shape() -> None:
+    core = _core(queueingStrategy="StrictFIFO")
+    _wl(core, "big0", 8)
+    _wl(core, "big1", 8)
+    core.run_until_idle()
+    assert not core.queues["cq"].parked
+
+
+# ------------------------------------------------------------------ batched requeue
+
+
+def test_batched_requeue_waits_for_the_period_then_requeues_once() -> None:
+    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=2)
+    _wl(core, "a", 2)
+    _wl(core, "b", 2)
+    _wl(core, "c", 1)
+    core.run_until_idle()
+    assert core.workloads["ns/a"].status == "Admitted"
+    core.finish("ns/a")
+    assert _evaluated(core) == []  # b and c stay parked: the requeue is not due yet
+    assert core.next_deadline() == 1.0
+    assert core.fire_timers(1.0) == 1
+    core.run_until_idle()
+    assert core.workloads["ns/b"].status == "Admitted"
+
+
+def test_requests_inside_one_period_share_one_requeue() -> None:
+    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=3)
+    for name in ("a", "b", "c"):
+        _wl(core, name, 1)
+    _wl(core, "big", 3)
+    core.run_until_idle()
+    core.finish("ns/a")
+    core.fire_timers(0.5)
+    core.finish("ns/b")
+    assert core.next_deadline() == 1.0  # the second finish joined the first request
+    core.fire_timers(1.0)
+    assert core.next_deadline() is None
+
+
+# ------------------------------------------------------------------ status echoes
+
+
+def test_reapplying_an_unchanged_cluster_queue_keeps_parked_workloads_parked() -> None:
+    core = _core(cpu=2)
+    _wl(core, "a", 2)
+    _wl(core, "b", 2)
+    core.run_until_idle()
+    assert "ns/b" in core.queues["cq"].parked
+    echo = _cq(cpu=2)
+    echo["status"] = {"pendingWorkloads": 1}
+    core.apply(echo)
+    assert _evaluated(core) == []
+    assert "ns/b" in core.queues["cq"].parked
+    core.apply(_cq(cpu=4))  # a real change requeues
+    assert _evaluated(core) == ["ns/b"]
+    assert core.workloads["ns/b"].status == "Admitted"
