@@ -63,7 +63,7 @@ class CoreConfig:
     admission_fair_sharing: AfsConfig | None = None
     # Kueue requeues the parked workloads of a cohort tree in batches: the first request
     # waits this long and later ones join it. 0 requeues at once (simulate: steps stay
-    # immediate); the manager runtime uses Kueue's 1 s.
+    # immediate); the manager runtime uses 0.1 s (Kueue: 1 s; see runtime REQUEUE_BATCH_S).
     requeue_batch_s: float = 0.0
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.

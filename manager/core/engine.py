@@ -55,6 +55,7 @@ from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Workloa
 
 _BACKOFF = "backoff"
 # Reasons that routing itself wrote; they go stale once the queue becomes usable.
+_WAITING = "Waiting in ClusterQueue {} for its turn"
 _ROUTING_REASONS = ("LocalQueue ", "ClusterQueue ", "Workload has no queue", "Waiting for the requeue")
 _PODS_READY = "podsReady"
 _AFS_SAMPLE = "afsSample"
@@ -412,7 +413,7 @@ class QueueingCore:
             if target in self.inactive:
                 rec.reason = self.inactive[target]
             elif not rec.reason or rec.reason.startswith(_ROUTING_REASONS):
-                rec.reason = f"Waiting in ClusterQueue {target} for its turn"
+                rec.reason = _WAITING.format(target)
         if rec.cluster_queue != target and rec.cluster_queue in self.queues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
@@ -824,6 +825,33 @@ class QueueingCore:
         """Keys of workloads whose status changed since the last call (what to write back)."""
         changed, self.changed = self.changed, set()
         return {k for k in changed if k in self.workloads}
+
+    def awaiting_turn(self, key: str) -> bool:
+        """Pending in a usable queue and not evaluated since it got there (Kueue writes no
+        status for such a workload; the scheduler's first verdict is its first condition)."""
+        rec = self.workloads.get(key)
+        return rec is not None and rec.status == PENDING and rec.cluster_queue is not None \
+            and rec.reason == _WAITING.format(rec.cluster_queue)
+
+    def debug_dump(self) -> list[str]:
+        """One line per ClusterQueue and one for the timers: what an operator asks for when
+        workloads wait and nobody knows why (Kueue dumps its cache and queues on SIGUSR2)."""
+        self._ensure()
+        lines = []
+        for name in sorted(self.cq_defs):
+            q = self.queues.get(name) or PendingQueue()
+            node = self.nodes.get(name)
+            usage = {f"{f}/{r}": v for (f, r), v in sorted(self.usage.of(node).items())} if node else {}
+            lines.append(f"ClusterQueue {name}: active {q.active_count}, parked {len(q.parked)}, "
+                         f"no-fit shapes {q.no_fit_shapes}, holding {len(self.holding.get(name, {}))} "
+                         f"{sorted(self.holding.get(name, {}))[:5]}, "
+                         f"usage {usage}, {self.inactive.get(name) or 'active'}")
+        kinds: dict[str, int] = {}
+        for _, _, kind, _, _ in self._timers:
+            kinds[kind] = kinds.get(kind, 0) + 1
+        lines.append(f"timers {kinds}, next deadline {self.next_deadline()}, clock {self.now}, "
+                     f"batched requeues due {sorted(self._requeue_due)}")
+        return lines
 
     def pending_in(self, cq: str) -> Iterable[WorkloadRecord]:
         return (r for r in self.workloads.values()

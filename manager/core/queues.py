@@ -65,6 +65,10 @@ class PendingQueue:
     def active_count(self) -> int:
         return len(self._tickets)
 
+    @property
+    def no_fit_shapes(self) -> int:
+        return len(self._no_fit)
+
     def push(self, key: str, skey: SortKey, shape: int | None = None) -> None:
         self.parked.pop(key, None)
         live = self._tickets.get(key)

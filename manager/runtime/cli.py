@@ -135,6 +135,11 @@ def split_address(address: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+def _dump(manager: QueueManager) -> None:
+    for line in manager.core.debug_dump():
+        log.info("dump: %s", line)
+
+
 async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Extra, ...] = (),
                       manager_extras: tuple[ManagerExtra, ...] = ()) -> None:
     qps, burst = client_limits(settings.config)
@@ -165,6 +170,8 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         for manager_extra in manager_extras:
             stoppers.append(await manager_extra(client, manager))
         await manager.start_informers()
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals off the main thread
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump, manager)
         if settings.leader_elect:
             identity = f"{socket.gethostname()}_{os.getpid()}"
             elector = LeaderElector(client, namespace=settings.namespace, identity=identity,

@@ -49,6 +49,14 @@ class TokenBucket:
         self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
         self._last = now
 
+    def headroom(self) -> float:
+        """The share of the burst that could be spent right now (1.0 when not limiting;
+        0 or less while callers are waiting): lets optional requests give way."""
+        if not self.enabled:
+            return 1.0
+        self._refill()
+        return self._tokens / self.burst
+
     def reserve(self) -> float:
         """Take one token; return how long the caller must wait before using it."""
         if not self.enabled:

@@ -6,6 +6,8 @@
   once more after the current run ends, so a reconcile always sees the latest state and
   never races itself.
 - Bounded concurrency: ``workers`` tasks pull keys (Kueue ships Workload 10, LQ/CQ 5).
+- Two lanes: keys added ``urgent`` are taken before the others (an urgent add of a key
+  already waiting moves it up), so a backlog of optional work cannot delay what matters.
 - Failures are retried per key with exponential backoff (client-go's per-item limiter:
   5 ms doubling up to 1000 s); success forgets the key's failure count. A handler may
   also ask for a requeue after a delay by returning the number of seconds.
@@ -54,7 +56,9 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self._sleep = sleep
         self._queue: deque[K] = deque()
+        self._urgent: deque[K] = deque()
         self._queued: set[K] = set()
+        self._queued_urgent: set[K] = set()
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
         self._failures: dict[K, int] = {}
@@ -71,7 +75,7 @@ class WorkQueue(Generic[K]):
     # -- introspection ---------------------------------------------------------------------
     def __len__(self) -> int:
         """Keys waiting for a worker (not counting in-flight or delayed ones)."""
-        return len(self._queue)
+        return len(self._queued)
 
     @property
     def in_flight(self) -> frozenset[K]:
@@ -85,17 +89,25 @@ class WorkQueue(Generic[K]):
         return self._shutting_down
 
     # -- adding ----------------------------------------------------------------------------
-    def add(self, key: K) -> None:
+    def add(self, key: K, urgent: bool = False) -> None:
         if self._shutting_down:
             return
         if key in self._queued:
+            if urgent and key not in self._queued_urgent:
+                # Moved up: the normal lane keeps a stale entry that _next skips.
+                self._queued_urgent.add(key)
+                self._urgent.append(key)
             return
         if key in self._processing:
             self._dirty.add(key)
             self._idle.clear()
             return
         self._queued.add(key)
-        self._queue.append(key)
+        if urgent:
+            self._queued_urgent.add(key)
+            self._urgent.append(key)
+        else:
+            self._queue.append(key)
         self._idle.clear()
         self._has_work.set()
 
@@ -136,7 +148,7 @@ class WorkQueue(Generic[K]):
         self._update_idle()
 
     def _update_idle(self) -> None:
-        if not self._queue and not self._processing and not self._dirty and not self._delayed:
+        if not self._queued and not self._processing and not self._dirty and not self._delayed:
             self._idle.set()
 
     # -- running ---------------------------------------------------------------------------
@@ -147,15 +159,22 @@ class WorkQueue(Generic[K]):
                        for i in range(self.workers)]
 
     async def _next(self) -> K | None:
-        while not self._queue:
-            if self._shutting_down:
-                return None
-            self._has_work.clear()
-            await self._has_work.wait()
-        key = self._queue.popleft()
-        self._queued.discard(key)
-        self._processing.add(key)
-        return key
+        while True:
+            while not self._queued:
+                if self._shutting_down:
+                    return None
+                self._has_work.clear()
+                await self._has_work.wait()
+            if self._urgent:
+                key = self._urgent.popleft()
+                self._queued_urgent.discard(key)
+            else:
+                key = self._queue.popleft()
+                if key not in self._queued:
+                    continue  # already taken from the urgent lane
+            self._queued.discard(key)
+            self._processing.add(key)
+            return key
 
     async def _worker(self) -> None:
         while True:
@@ -209,8 +228,7 @@ class WorkQueue(Generic[K]):
         self._delayed.clear()
         self._dirty.clear()
         if not drain:
-            self._queue.clear()
-            self._queued.clear()
+            self._clear()
             for task in self._tasks:
                 task.cancel()
         else:
@@ -227,6 +245,11 @@ class WorkQueue(Generic[K]):
                 if not task.cancelled() and task.exception() is not None:
                     log.error("%s worker failed", self.name, exc_info=task.exception())
         self._tasks = []
-        self._queue.clear()
-        self._queued.clear()
+        self._clear()
         self._update_idle()
+
+    def _clear(self) -> None:
+        self._queue.clear()
+        self._urgent.clear()
+        self._queued.clear()
+        self._queued_urgent.clear()

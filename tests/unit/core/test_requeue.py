@@ -155,3 +155,17 @@ def test_reapplying_an_unchanged_cluster_queue_keeps_parked_workloads_parked() -
     core.apply(_cq(cpu=4))  # a real change requeues
     assert _evaluated(core) == ["ns/b"]
     assert core.workloads["ns/b"].status == "Admitted"
+
+
+def test_a_queued_workload_awaits_its_turn_until_evaluated() -> None:
+    core = _core(cpu=2)
+    _wl(core, "a", 2)
+    _wl(core, "b", 4)  # over the quota: NoFit once evaluated
+    for i in range(3):
+        _wl(core, f"twin{i}", 4)  # b's shape: parked with it, never evaluated
+    assert core.awaiting_turn("ns/b")
+    core.run_until_idle()
+    assert not core.awaiting_turn("ns/a")  # admitted
+    assert not core.awaiting_turn("ns/b")  # has the scheduler's verdict
+    assert all(core.awaiting_turn(f"ns/twin{i}") for i in range(3))
+    assert not core.awaiting_turn("ns/unknown")

@@ -78,3 +78,18 @@ async def test_a_cancelled_waiter_gives_its_token_back() -> None:
 def test_burst_must_be_positive_when_enabled() -> None:
     with pytest.raises(ValueError):
         TokenBucket(qps=5, burst=0)
+
+
+def test_headroom_is_the_share_of_the_burst_left() -> None:
+    t = FakeTime()
+    bucket = TokenBucket(qps=10, burst=4, clock=t.clock, sleep=t.sleep)
+    assert bucket.headroom() == 1.0
+    bucket.reserve()
+    bucket.reserve()
+    assert bucket.headroom() == pytest.approx(0.5)
+    for _ in range(4):
+        bucket.reserve()
+    assert bucket.headroom() < 0  # callers owe time: optional requests should wait
+    t.now += 0.6
+    assert bucket.headroom() == pytest.approx(1.0)  # refilled, capped at the burst
+    assert TokenBucket(qps=-1, burst=0).headroom() == 1.0

@@ -245,3 +245,21 @@ async def test_a_drain_that_outlasts_its_timeout_is_cut_short() -> None:
     await asyncio.wait_for(entered.wait(), DEADLINE_S)
     await asyncio.wait_for(queue.shutdown(drain=True, timeout_s=0.05), DEADLINE_S)
     assert cancelled.is_set()
+
+
+async def test_urgent_keys_are_taken_first_and_an_urgent_add_moves_a_waiting_key_up() -> None:
+    order: list[str] = []
+
+    async def process(key: str) -> None:
+        order.append(key)
+
+    queue: WorkQueue[str] = WorkQueue(process, workers=1)
+    for key in ("n1", "n2", "n3"):
+        queue.add(key)
+    queue.add("u1", urgent=True)
+    queue.add("n3", urgent=True)  # already waiting: moves up, still runs once
+    assert len(queue) == 4
+    queue.start()
+    await queue.join(DEADLINE_S)
+    await queue.shutdown()
+    assert order == ["u1", "n3", "n1", "n2"]

@@ -10,8 +10,9 @@ from typing import Any, cast
 from manager.core.workload_state import FINISHED
 from manager.runtime.client import ApiError, KubeClient
 from manager.runtime.controllers import manager as manager_module
-from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed
+from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed, pending_notice
 from manager.runtime.informer import EventType
+from manager.runtime.ratelimit import TokenBucket
 
 from .test_queue_status import _objects
 
@@ -31,6 +32,7 @@ class FakeApi:
         self.in_flight: dict[str, int] = {}
         self.max_per_key = 0
         self.max_total = 0
+        self.limiter = TokenBucket(qps=-1, burst=0)  # no client-side limit unless a test sets one
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
@@ -135,3 +137,38 @@ def test_only_a_pending_message_change_may_wait() -> None:
         {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"}]}
     assert not only_pending_message_changed(pending("a"), admitted)
     assert not only_pending_message_changed(pending("a"), {**pending("b"), "requeueState": {"count": 1}})
+
+
+def test_a_pending_notice_is_a_never_admitted_workload_told_it_waits() -> None:
+    def pending(message: str, **extra: Any) -> dict[str, Any]:
+        return {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                "message": message}], **extra}
+
+    admitted = {"admission": {"clusterQueue": "cq"}, "conditions": [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"}]}
+    assert pending_notice({}, pending("waiting"))
+    assert pending_notice(pending("a"), pending("b"))
+    assert not pending_notice({}, admitted)  # an admission
+    assert not pending_notice(admitted, pending("evicted"))  # an eviction
+    finished = {"conditions": [{"type": "Finished", "status": "True"}]}
+    assert not pending_notice({}, {"conditions": [*pending("a")["conditions"], *finished["conditions"]]})
+
+
+def test_pending_notices_give_way_while_the_request_budget_is_low() -> None:
+    async def go() -> None:
+        manager, api = _setup()
+        api.limiter = TokenBucket(qps=0.001, burst=10)
+        for _ in range(8):
+            api.limiter.reserve()  # 2 of 10 tokens left
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await asyncio.sleep(0.1)
+        # w0 and w1 are admitted: written; w2 only learns it is pending: it waits.
+        assert sorted(api.puts) == ["w0", "w1"]
+        assert await manager._write_workload_status("ns/w2") == manager_module.PENDING_NOTICE_RETRY_S
+        api.limiter = TokenBucket(qps=-1, burst=0)
+        assert await manager._write_workload_status("ns/w2") is None
+        assert sorted(api.puts) == ["w0", "w1", "w2"]
+        await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
