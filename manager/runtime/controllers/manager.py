@@ -358,6 +358,10 @@ class QueueManager:
     async def _queue_status_forever(self) -> None:
         while True:
             await self._queues_dirty.wait()
+            # Queue statuses (counts) give way to workload writes while the client's request
+            # budget is low, as pending notices do; they catch up once it refills.
+            while self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM:
+                await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
             await self.write_queue_statuses()
             await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # rate limit, not synchronisation
