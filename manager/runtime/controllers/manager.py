@@ -73,9 +73,10 @@ PENDING_MESSAGE_INTERVAL_S = 3.0
 # baseline shape (runtimes of 0.2-1 s) a simulated run ends at 61 s with 0.1 s, 89 s with
 # 0.3 s and 120 s with 1 s, time to admission of small workloads 9 s, 64 s and 87 s.
 REQUEUE_BATCH_S = 0.1
-# A pending notice (see pending_notice) waits while less than this share of the client's
-# burst is left, and looks again after PENDING_NOTICE_RETRY_S.
-PENDING_NOTICE_HEADROOM = 0.5
+# A pending notice (see pending_notice) or a queue status write waits while less than
+# this share of the client's burst is left, and looks again after PENDING_NOTICE_RETRY_S:
+# it spends tokens the bucket would otherwise lose at its cap, not ones an admission needs.
+PENDING_NOTICE_HEADROOM = 0.9
 PENDING_NOTICE_RETRY_S = 1.0
 
 
