@@ -484,15 +484,10 @@ class QueueingCore:
                                               _REQUEUE, key, 0))
 
     def _requeue_subtree(self, root: QuotaNode) -> None:
-        stack = [root]
-        while stack:
-            n = stack.pop()
-            if n.is_cq:
-                q = self.queues.get(n.name)
-                if q is not None and q.parked:
-                    q.requeue_parked()
-            else:
-                stack.extend(n.children)
+        for n in root.cluster_queues():
+            q = self.queues.get(n.name)
+            if q is not None and q.parked:
+                q.requeue_parked()
 
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
                backoff: float | None = None, deactivate: bool = False) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from api.quantity import QuantityError, parse_quantity
 
@@ -381,15 +382,7 @@ class _Memo:
     def _tree_cqs(self, root: QuotaNode) -> list[QuotaNode]:
         got = self._cqs.get(id(root))
         if got is None:
-            got = []
-            stack = [root]
-            while stack:
-                n = stack.pop()
-                if n.is_cq:
-                    got.append(n)
-                else:
-                    stack.extend(n.children)
-            self._cqs[id(root)] = got
+            got = self._cqs[id(root)] = root.cluster_queues()
         return got
 
 
@@ -472,17 +465,8 @@ class _Search:
         co_heaps: dict[int, list[tuple[tuple[Share, int], int, QuotaNode]]] = {}
         versions: dict[int, int] = {}
 
-        def top_cq(cohort: QuotaNode) -> QuotaNode | None:
-            heap = cq_heaps.get(id(cohort))
-            while heap:
-                _, version, n = heap[0]
-                if versions[id(n)] == version:
-                    return n
-                heapq.heappop(heap)
-            return None
-
-        def top_co(cohort: QuotaNode) -> QuotaNode | None:
-            heap = co_heaps.get(id(cohort))
+        def top(heap: list[tuple[Any, int, QuotaNode]] | None) -> QuotaNode | None:
+            """The heap's best current node; items of older versions are dropped."""
             while heap:
                 _, version, n = heap[0]
                 if versions[id(n)] == version:
@@ -491,8 +475,8 @@ class _Search:
             return None
 
         def best(cohort: QuotaNode) -> QuotaNode | None:
-            cq = top_cq(cohort)
-            co = top_co(cohort)
+            cq = top(cq_heaps.get(id(cohort)))
+            co = top(co_heaps.get(id(cohort)))
             if co is not None and (cq is None or self.share(co) >= self.share(cq)):
                 return best(co)
             return cq

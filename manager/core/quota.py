@@ -48,6 +48,18 @@ class QuotaNode:
             node = node.parent
         return node
 
+    def cluster_queues(self) -> list[QuotaNode]:
+        """The ClusterQueues of this node's subtree (itself, if it is one)."""
+        out: list[QuotaNode] = []
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            if n.is_cq:
+                out.append(n)
+            else:
+                stack.extend(n.children)
+        return out
+
     def height(self) -> int:
         """Cohort with only ClusterQueue children = 1, +1 per cohort level below it."""
         if self.is_cq:

@@ -62,18 +62,6 @@ class Candidate:
     lca: str = ""  # the cohort whose subtree the candidate was found in (other queues only)
 
 
-def _cq_nodes(root: QuotaNode) -> list[QuotaNode]:
-    out: list[QuotaNode] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if n.is_cq:
-            out.append(n)
-        else:
-            stack.extend(n.children)
-    return sorted(out, key=lambda n: n.name)
-
-
 def _borrowing_on(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
     return any(usage.get(node, fr) > node.subtree.get(fr, 0) for fr in frs)
 
