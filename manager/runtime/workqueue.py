@@ -94,7 +94,8 @@ class WorkQueue(Generic[K]):
             return
         if key in self._queued:
             if urgent and key not in self._queued_urgent:
-                # Moved up: the normal lane keeps a stale entry that _next skips.
+                # Moved up: the normal lane keeps a stale entry, which _next skips (or, if
+                # the key was queued normally again by then, takes a little early).
                 self._queued_urgent.add(key)
                 self._urgent.append(key)
             return
