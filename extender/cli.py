@@ -1,7 +1,7 @@
 """``pykueue extender``: serve the TAS scheduler extender over HTTP.
 
 Reads cluster credentials from ``--kubeconfig`` (or the in-cluster service account when
-omitted), builds the app with ``make_app`` and serves until interrupted.
+omitted, else ``$KUBECONFIG``), builds the app with ``make_app`` and serves until interrupted.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import contextlib
 import logging
 
 from aiohttp import web
-from kubernetes_asyncio import client, config
 
 from extender.app import ExtenderDeps, make_app
-from extender.kube_port import KubeClusterPort, resolve_environment_once
+from extender.kube_port import KubeClusterPort
+from manager.runtime.client import connect
+from manager.runtime.event_loop import run_main
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,13 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    if args.kubeconfig:
-        await config.load_kube_config(config_file=args.kubeconfig)
-    else:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]  # untyped upstream
-    async with client.ApiClient() as api_client:
-        resolve_environment_once(api_client)
-        app = make_app(ExtenderDeps(port=KubeClusterPort(api_client), prefix=args.prefix, freeze_gc=True))
+    # Its own client and rate limit: kube-scheduler's binds go through here.
+    async with await connect(args.kubeconfig) as kube:
+        app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True))
         # One access-log line per filter/prioritize/bind call is a measurable share of the
         # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
         access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
@@ -52,5 +49,5 @@ async def _serve(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args))
+        run_main(_serve(args))
     return 0

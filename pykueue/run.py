@@ -60,21 +60,18 @@ def _extender(address: str) -> manager_cli.Extra | None:
         log.info("extender skipped: %s", exc)
         return None
 
-    async def start(_client: Any) -> Callable[[], Awaitable[None]]:
-        # The extender speaks through its own kubernetes-asyncio port; it builds one from
-        # the same kubeconfig the manager used.
-        from kubernetes_asyncio import client as kclient
-
-        api_client = kclient.ApiClient(configuration=_client._api.configuration)
+    async def start(client: Any) -> Callable[[], Awaitable[None]]:
+        # The manager's connection pool, but a rate limit of its own: kube-scheduler's
+        # binds must not queue behind the manager's status writes.
+        kube = client.sharing_pool()
         app: web.Application = app_module.make_app(app_module.ExtenderDeps(
-            port=port_module.KubeClusterPort(api_client)))
+            port=port_module.KubeClusterPort(kube)))
         host, port = manager_cli.split_address(address)
         runner, bound = await start_site(app, host, port)
         log.info("extender on %s:%d", host, bound)
 
         async def stop() -> None:
-            await runner.cleanup()
-            await api_client.close()
+            await runner.cleanup()  # the pool is the manager's: it closes it
         return stop
     return start
 

@@ -9,6 +9,7 @@ import signal
 
 from manager.runtime import cli as manager_cli
 from manager.runtime.client import connect
+from manager.runtime.event_loop import run_main
 from webhook import server
 
 
@@ -39,5 +40,5 @@ def main(args: argparse.Namespace) -> int:
         finally:
             await client.close()
 
-    asyncio.run(run())
+    run_main(run())
     return 0

@@ -28,6 +28,7 @@ from manager.core.config import config_from
 from manager.runtime.client import connect
 from manager.runtime.controllers.manager import QueueManager
 from manager.runtime.endpoints import HealthChecks, build_app, start_site
+from manager.runtime.event_loop import run_main
 from manager.runtime.leader import LeaderElector
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.ratelimit import DEFAULT_BURST, DEFAULT_QPS
@@ -208,7 +209,7 @@ def serve(settings: Settings, extras: tuple[Extra, ...] = (),
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await run_manager(settings, stop, extras, manager_extras)
-    asyncio.run(main())
+    run_main(main())
     return 0
 
 
