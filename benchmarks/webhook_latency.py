@@ -32,6 +32,7 @@ def _serve(cert_dir: str, port_queue: Any) -> None:
     from aiohttp import web
 
     from certs.rotation import server_context
+    from manager.runtime.event_loop import run_main
     from webhook.app import WebhookDeps, make_app
 
     async def main() -> None:
@@ -43,7 +44,7 @@ def _serve(cert_dir: str, port_queue: Any) -> None:
         port_queue.put(runner.addresses[0][1])
         await asyncio.Event().wait()
 
-    asyncio.run(main())
+    run_main(main())  # the event loop pykueue's servers run on
 
 
 def _review(i: int) -> bytes:
