@@ -80,8 +80,8 @@ VISIBILITY_SECRET = "pykueue-visibility-server-cert"
 
 
 def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra:
-    """The aggregated visibility API, serving the manager's queues on every replica; its
-    self-signed certificate goes into the APIService's caBundle when that exists."""
+    """The aggregated visibility API, serving the manager's queues on every replica; the
+    CA of its Secret-kept certificate goes into the APIService's caBundle when that exists."""
     from manager.runtime.controllers.pending_view import CorePendingWorkloads
     from manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
     from manager.runtime.visibility.server import start as start_visibility

@@ -244,6 +244,10 @@ class QueueManager:
                 return
             await asyncio.sleep(0)
 
+    def _request_budget_low(self) -> bool:
+        """Optional writes (pending notices, queue counts) wait while this holds."""
+        return self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM
+
     def _write_is_urgent(self, key: str) -> bool:
         """Admissions, evictions and finishes go before telling pending workloads why they
         wait: a backlog of those notices (thousands of new workloads) must not hold back
@@ -325,8 +329,7 @@ class QueueManager:
                 wait = self._written_at.get(key, 0.0) + PENDING_MESSAGE_INTERVAL_S - time.monotonic()
                 if wait > 0:
                     return wait
-            if trusted and pending_notice(old_status, new_status) \
-                    and self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM:
+            if trusted and pending_notice(old_status, new_status) and self._request_budget_low():
                 # Telling a never-admitted workload why it waits gives way to admissions and
                 # evictions while the client's request budget runs low; it may be outdated
                 # (admitted meanwhile) by the time budget is back.
@@ -361,7 +364,7 @@ class QueueManager:
             await self._queues_dirty.wait()
             # Queue statuses (counts) give way to workload writes while the client's request
             # budget is low, as pending notices do; they catch up once it refills.
-            while self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM:
+            while self._request_budget_low():
                 await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
             await self.write_queue_statuses()
