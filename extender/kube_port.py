@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
-
 from api import keys
 from extender.port import ConflictError, JsonObject, NotFoundError, PortError
-from manager.runtime.client import MERGE_PATCH, ApiError, KubeClient, Query
+from manager.runtime.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
 from manager.runtime.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS
 
 
@@ -38,7 +36,7 @@ class KubeClusterPort:
                                               timeout_s=self._timeout)
         except ApiError as exc:
             raise _error(exc.status, exc.message or exc.reason) from None
-        except (OSError, TimeoutError, aiohttp.ClientError) as exc:
+        except TRANSPORT_ERRORS as exc:
             raise PortError(f"API unreachable: {exc}") from None
 
     async def _get(self, path: str) -> JsonObject | None:

@@ -30,6 +30,10 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
+# What a request raises when kube-apiserver could not be reached or did not answer in
+# time (an answer with an error status raises ``ApiError`` instead).
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError, TimeoutError)
+
 # client-go allows this many idle-or-busy connections per host; each watch pins one, and the
 # library's default (5 x cores) would let a handful of informers starve ordinary requests.
 DEFAULT_MAX_CONNECTIONS = 100
@@ -83,6 +87,9 @@ class ApiError(Exception):
                        str(body.get("message", "")), body)
         text = payload.decode(errors="replace") if isinstance(payload, bytes) else str(payload or "")
         return cls(status, "", text[:500])
+
+# Everything a request can raise about the API rather than about the caller.
+REQUEST_ERRORS: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 
 class KubeClient:

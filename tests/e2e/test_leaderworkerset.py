@@ -164,7 +164,9 @@ def test_lws_groups_are_admitted_one_workload_each_and_pods_ungated_only_when_ad
         60.0,
     )
     assert all(gated(p) and not p["spec"].get("nodeName") for p in waiting)
-    assert cq_cpu_usage(dev_cluster, cq) == "2"
+    # The ClusterQueue's status is written after the Workloads' (and waits while the
+    # manager's request budget is low), so its usage shows up a little later.
+    wait_until("usage to be one group's 2 CPUs", lambda: cq_cpu_usage(dev_cluster, cq) == "2", 30.0)
 
     # Scale down to one group: the Workload of group 1 goes; if it held the quota, group 0 gets it.
     dev_cluster.kubectl(

@@ -28,7 +28,7 @@ from typing import Any
 
 from api import keys
 from manager.runtime import resources as res
-from manager.runtime.client import JSON, ApiError, KubeClient
+from manager.runtime.client import JSON, TRANSPORT_ERRORS, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 from manager.runtime.resources import ResourceRef
 
@@ -117,4 +117,7 @@ class FinalizerRelease:
             if not (exc.not_found or exc.conflict):
                 log.warning("releasing finalizer of %s %s failed: %s", ref.kind, meta["name"], exc)
                 return False
+        except TRANSPORT_ERRORS as exc:
+            log.warning("releasing finalizer of %s %s failed: %s", ref.kind, meta["name"], exc)
+            return False
         return True

@@ -41,7 +41,7 @@ from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.framework import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
 from manager.runtime import resources as res
-from manager.runtime.client import JSON, ApiError, KubeClient
+from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
@@ -60,6 +60,9 @@ CORE_KINDS: tuple[ResourceRef, ...] = (
     res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.NAMESPACES, res.WORKLOADS,
 )
 QUEUE_STATUS_PERIOD_S = 1.0
+# Queue statuses wait for request budget at most this long: a manager that stays busy
+# still shows its queues' usage.
+QUEUE_STATUS_MAX_DEFER_S = 10.0
 SUCCEEDED = Finished(keys.Reason.SUCCEEDED, "Job finished successfully")
 MAX_CONFLICT_RETRIES = 5
 # Longest run of scheduling cycles before the event loop gets a turn (see schedule_once).
@@ -204,6 +207,8 @@ class QueueManager:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
         self.metrics_feed.baseline()
+        # A term cut short may have taken the flag and lost its writes: catch up once.
+        self._queues_dirty.set()
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
         if self.retention is not None:
             leader_work.append(self.retention.run())
@@ -364,14 +369,17 @@ class QueueManager:
             await self._queues_dirty.wait()
             # Queue statuses (counts) give way to workload writes while the client's request
             # budget is low, as pending notices do; they catch up once it refills.
-            while self._request_budget_low():
+            defer_until = time.monotonic() + QUEUE_STATUS_MAX_DEFER_S
+            while self._request_budget_low() and time.monotonic() < defer_until:
                 await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
-            await self.write_queue_statuses()
+            if not await self.write_queue_statuses():
+                self._queues_dirty.set()  # try the failed ones again next period
             await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # rate limit, not synchronisation
 
-    async def write_queue_statuses(self) -> None:
-        """Write every ClusterQueue and LocalQueue status that changed, a few at a time."""
+    async def write_queue_statuses(self) -> bool:
+        """Write every ClusterQueue and LocalQueue status that changed, a few at a time;
+        returns whether all of them were written (failures are logged, never raised)."""
         index = QueueIndex.build(self.core)
         writes = []
         for obj in self.informers["ClusterQueue"].items():
@@ -382,36 +390,44 @@ class QueueManager:
             writes.append((res.LOCAL_QUEUES, obj, partial(local_queue_status, self.core, ns, name, index)))
         limit = asyncio.Semaphore(QUEUE_STATUS_WRITERS)
 
-        async def one(ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> None:
+        async def one(ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> bool:
             async with limit:
-                await self._write_queue(ref, obj, compute)
+                try:
+                    return await self._write_queue(ref, obj, compute)
+                except REQUEST_ERRORS as exc:
+                    log.warning("writing status of %s %s failed: %s", ref.kind, obj["metadata"]["name"], exc)
+                    return False
 
-        await asyncio.gather(*(one(*w) for w in writes))
+        return all(await asyncio.gather(*(one(*w) for w in writes)))
 
-    async def _write_queue(self, ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> None:
+    async def _write_queue(self, ref: ResourceRef, obj: JSON, compute: Callable[[], JSON]) -> bool:
         meta = obj["metadata"]
         current: JSON | None = obj
         for _ in range(MAX_CONFLICT_RETRIES):
             if current is None:
                 current = await self._get(ref.object_path(meta["name"], meta.get("namespace")))
                 if current is None:
-                    return
+                    return True
             status = compute()
             old = current.get("status") or {}
             if same_status({k: old.get(k) for k in status}, status):
-                return
+                return True
             now = _timestamp(time.time())
             for cond in status["conditions"]:
                 cond["lastTransitionTime"] = now
             try:
                 await self.client.replace(ref.object_path(meta["name"], meta.get("namespace"), "status"),
                                           {**current, "status": {**old, **status}})
-                return
+                return True
             except ApiError as exc:
+                if exc.not_found:
+                    return True  # deleted meanwhile: nothing left to show
                 if not exc.conflict:
-                    log.warning("writing status of %s %s failed: %s", ref.kind, meta["name"], exc)
-                    return
+                    raise
                 current = None
+        log.warning("gave up writing status of %s %s after %d conflicts", ref.kind, meta["name"],
+                    MAX_CONFLICT_RETRIES)
+        return False
 
 
 def _rv(obj: JSON) -> str:

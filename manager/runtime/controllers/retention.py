@@ -20,10 +20,12 @@ from api import keys
 from manager.core.config import ConfigError, parse_duration
 from manager.core.objects import parse_time
 from manager.runtime import resources as res
-from manager.runtime.client import JSON, ApiError, KubeClient
+from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 
 log = logging.getLogger(__name__)
+
+RETRY_S = 5.0  # a deletion that failed (API unreachable or refusing) is tried again after this
 
 
 def after_finished(config: Mapping[str, Any]) -> float | None:
@@ -67,7 +69,8 @@ class FinishedRetention:
                     await self._changed.wait()
 
     async def sweep(self, now: float) -> float | None:
-        """Delete every Workload due by ``now``; returns the next deadline, if any."""
+        """Delete every Workload due by ``now``; returns the next deadline, if any (a failed
+        deletion makes one ``RETRY_S`` from ``now``)."""
         next_due: float | None = None
         for wl in self.workloads.items():
             due = deletion_due(wl, self.after_s)
@@ -84,8 +87,11 @@ class FinishedRetention:
                                           "propagationPolicy": "Background"})
                 log.info("deleted finished Workload %s/%s (retention %.0fs)", meta["namespace"], meta["name"],
                          self.after_s)
-            except ApiError as exc:
-                if not (exc.not_found or exc.conflict):
-                    log.warning("deleting finished Workload %s/%s failed: %s", meta["namespace"],
-                                meta["name"], exc)
+            except REQUEST_ERRORS as exc:
+                if isinstance(exc, ApiError) and (exc.not_found or exc.conflict):
+                    continue  # gone already, or changed: its own event brings it back
+                log.warning("deleting finished Workload %s/%s failed: %s", meta["namespace"],
+                            meta["name"], exc)
+                retry = now + RETRY_S
+                next_due = retry if next_due is None else min(next_due, retry)
         return next_due
