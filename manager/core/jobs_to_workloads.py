@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from api import keys
@@ -37,7 +38,10 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(meta)
 
 
-def _queue_name(meta: dict[str, Any]) -> str:
+def queue_name(obj: Mapping[str, Any]) -> str:
+    """The LocalQueue an object asks for: its queue-name label, else the deprecated annotation
+    of the same key (Kueue still reads it), else ""."""
+    meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     return str(labels.get(keys.QUEUE_NAME) or annotations.get(keys.QUEUE_NAME_ANNOTATION) or "")
@@ -48,7 +52,7 @@ def _workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]], con
     meta = _meta(obj)
     ns = meta.get("namespace") or "default"
     labels = meta.get("labels") or {}
-    spec: dict[str, Any] = {"queueName": _queue_name(meta), "podSets": podsets}
+    spec: dict[str, Any] = {"queueName": queue_name(obj), "podSets": podsets}
     if not spec["queueName"]:
         del spec["queueName"]  # the API omits an empty queue name (and rejects "")
     wpc = labels.get(keys.PRIORITY_CLASS)
@@ -143,6 +147,6 @@ def workloads_for(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """The Workload object dicts Kueue would create for a job (empty without a queue name)."""
     if not is_job(obj):
         raise ObjectError(f"unsupported job kind {obj.get('apiVersion')}/{obj.get('kind')}")
-    if not _queue_name(_meta(obj)):
+    if not queue_name(obj):
         return []  # not managed by Kueue (manageJobsWithoutQueueName is off)
     return build_workloads(obj)

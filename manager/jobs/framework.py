@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api import keys
+from manager.core.jobs_to_workloads import queue_name as queue_name  # re-exported for webhook code
 from manager.core.matching import label_selector_matches
 
 JSON = dict[str, Any]
@@ -347,11 +348,6 @@ def set_annotation(obj: JSON, key: str, value: str) -> None:
     if not isinstance(obj["metadata"].get("annotations"), dict):
         obj["metadata"]["annotations"] = {}
     obj["metadata"]["annotations"][key] = value
-
-
-def queue_name(obj: Mapping[str, Any]) -> str:
-    """The LocalQueue an object asks for: its ``kueue.x-k8s.io/queue-name`` label, or ""."""
-    return labels(obj).get(keys.QUEUE_NAME, "")
 
 
 def priority_class_label(obj: Mapping[str, Any]) -> str:

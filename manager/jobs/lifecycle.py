@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from api import keys
-from manager.core.jobs_to_workloads import build_workloads
+from manager.core.jobs_to_workloads import build_workloads, queue_name
 from manager.jobs.framework import AdmissionPolicy, Integration, is_dns1123_label, namespace_selected
 
 JSON = dict[str, Any]
@@ -186,13 +186,6 @@ def has_controller_owner_of(obj: Mapping[str, Any], policy: AdmissionPolicy) -> 
             known, enabled = policy.owner_integration(api_version, kind)
             return known and enabled
     return False
-
-
-def queue_name(job: Mapping[str, Any]) -> str:
-    """The queue-name label, else the legacy annotation of the same key (read as v0.12 did)."""
-    labels = meta(job).get("labels") or {}
-    annotations = meta(job).get("annotations") or {}
-    return str(labels.get(keys.QUEUE_NAME) or annotations.get(keys.QUEUE_NAME_ANNOTATION) or "")
 
 
 def managed_top_level(job: Mapping[str, Any], policy: AdmissionPolicy,

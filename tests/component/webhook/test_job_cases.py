@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from api import keys
+from manager.core.jobs_to_workloads import workloads_for
 from manager.jobs.framework import AdmissionPolicy, FeatureGates
 from webhook.facts import StaticLookup
 
@@ -57,6 +58,14 @@ def test_02_manage_without_queue_name_suspends(webhook: WebhookServer) -> None:
 def test_03_unmanaged_job_untouched(webhook: WebhookServer) -> None:
     response = webhook.admit(JOB_M, job())
     assert response["allowed"] and "patch" not in response
+
+
+def test_legacy_queue_name_annotation_counts_like_the_label(webhook: WebhookServer) -> None:
+    # Kueue still reads the deprecated annotation form, and the reconciler builds the
+    # Workload from it: the webhook must not let such a Job start unsuspended.
+    obj = job(annotations={keys.QUEUE_NAME_ANNOTATION: "queue"})
+    assert mutate(webhook, obj)["spec"]["suspend"] is True
+    assert [w["spec"]["queueName"] for w in workloads_for(obj)] == ["queue"]
 
 
 def test_04_default_local_queue_labels_and_suspends(webhook: WebhookServer) -> None:
