@@ -275,7 +275,19 @@ class QueueingCore:
         rec.status = ADMITTED if admitted else QUOTA_RESERVED
         if admitted:
             rec.admitted_at = self.now
-            rec.pods_ready = True  # already running when we learn about it
+            rec.pods_ready = True
+            wfpr = self.config.wait_for_pods_ready
+            if wfpr is not None and not any(
+                    isinstance(c, dict) and c.get("type") == "PodsReady" and c.get("status") == "True"
+                    for c in status.get("conditions") or ()):
+                # Kueue reads readiness from the PodsReady condition and counts the timeout
+                # from the Admitted transition: a workload admitted before this process
+                # started whose pods never became ready still times out (the job
+                # reconciler marks it ready if they are).
+                rec.pods_ready = False
+                since = times.get("Admitted")
+                self._timer((self.now if since is None else min(since, self.now)) + wfpr.timeout,
+                            _PODS_READY, rec)
         self.holding.setdefault(cq_name, {})[rec.key] = rec
         node = self.nodes.get(cq_name)
         if node is not None:
