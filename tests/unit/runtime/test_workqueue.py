@@ -263,3 +263,46 @@ async def test_urgent_keys_are_taken_first_and_an_urgent_add_moves_a_waiting_key
     await queue.join(DEADLINE_S)
     await queue.shutdown()
     assert order == ["u1", "n3", "n1", "n2"]
+
+
+async def test_a_paused_queue_keeps_keys_until_resumed_and_lets_in_flight_work_finish() -> None:
+    seen: list[str] = []
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def process(key: str) -> None:
+        if key == "slow":
+            entered.set()
+            await release.wait()
+        seen.append(key)
+
+    queue: WorkQueue[str] = WorkQueue(process, workers=2)
+    queue.start()
+    queue.add("slow")
+    await asyncio.wait_for(entered.wait(), DEADLINE_S)
+    queue.pause()
+    queue.add("a")
+    queue.add("b")
+    release.set()
+    # The in-flight key finishes; the queue then holds the rest without handing them out.
+    async with asyncio.timeout(DEADLINE_S):
+        while queue.in_flight:
+            await asyncio.sleep(0)
+    assert seen == ["slow"] and len(queue) == 2 and queue.paused
+    queue.resume()
+    await queue.join(DEADLINE_S)
+    assert sorted(seen) == ["a", "b", "slow"]
+    await queue.shutdown()
+
+
+async def test_shutting_down_a_paused_queue_does_not_drain_it() -> None:
+    seen: list[str] = []
+
+    async def process(key: str) -> None:
+        seen.append(key)
+
+    queue: WorkQueue[str] = WorkQueue(process, workers=2)
+    queue.pause()
+    queue.start()
+    queue.add("a")
+    await queue.shutdown(drain=True, timeout_s=DEADLINE_S)
+    assert seen == []
