@@ -13,8 +13,6 @@
   also ask for a requeue after a delay by returning the number of seconds.
 - Graceful shutdown: ``drain`` finishes what is queued and in flight; otherwise workers are
   cancelled. Adds after shutdown are ignored.
-- Pause: a paused queue keeps collecting keys but hands none out until resumed (in-flight
-  keys finish), so leader-only work can wait on a standby replica with its backlog kept.
 
 Time is injected (``clock``, ``sleep``) so retry timing is testable without waiting.
 """
@@ -70,7 +68,6 @@ class WorkQueue(Generic[K]):
         self._idle.set()
         self._tasks: list[asyncio.Task[None]] = []
         self._shutting_down = False
-        self._paused = False
         self.processed = 0
         self.retries = 0
         self.dropped = 0
@@ -79,10 +76,6 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         """Keys waiting for a worker (not counting in-flight or delayed ones)."""
         return len(self._queued)
-
-    def __contains__(self, key: object) -> bool:
-        """Whether ``key`` waits for a worker."""
-        return key in self._queued
 
     @property
     def in_flight(self) -> frozenset[K]:
@@ -166,23 +159,11 @@ class WorkQueue(Generic[K]):
         self._tasks = [asyncio.create_task(self._worker(), name=f"{self.name}:worker{i}")
                        for i in range(self.workers)]
 
-    def pause(self) -> None:
-        """Hand out no key until :meth:`resume`; adds still queue, in-flight keys finish."""
-        self._paused = True
-
-    def resume(self) -> None:
-        self._paused = False
-        self._has_work.set()
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
     async def _next(self) -> K | None:
         while True:
-            while self._paused or not self._queued:
+            while not self._queued:
                 if self._shutting_down:
-                    return None  # a paused queue is not drained: its work belongs to whoever resumes
+                    return None
                 self._has_work.clear()
                 await self._has_work.wait()
             if self._urgent:

@@ -16,7 +16,6 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
 Pod groups (capability ``GroupedObjects``) are keyed by group name; an index from group to
 member pods, kept by the pod informer's handler, assembles the group for the lifecycle.
 
-The queue's workers run only while this replica leads (a standby keeps queueing keys).
 An integration whose CRD is missing is logged and left out (a cluster may lack the
 training-operator or LWS); the others run. Writes carry the object's resourceVersion, so a
 409 raises, and the work queue retries from the informer's newer copy.
@@ -117,17 +116,7 @@ class JobReconciler:
             raise
 
     def start(self) -> None:
-        """Start the workers paused: jobs are reconciled only while this replica leads
-        (:meth:`resume`), as Kueue runs its controllers on the leader only. Events keep
-        queueing meanwhile, so a new leader reconciles everything it saw as a standby."""
-        self.queue.pause()
         self.queue.start()
-
-    def resume(self) -> None:
-        self.queue.resume()
-
-    def pause(self) -> None:
-        self.queue.pause()
 
     async def stop(self) -> None:
         await self.queue.shutdown(drain=False, timeout_s=5.0)

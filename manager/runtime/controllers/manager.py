@@ -5,8 +5,8 @@ no locks): informer handlers apply objects to :class:`QueueingCore` and poke the
 scheduler; the scheduler loop (leader only, after every informer has synced, so a
 restart rebuilds all admitted quota before deciding anything) runs cycles on a real
 clock and writes changed Workload statuses; the job reconciler (``jobs``, generic over
-the enabled integrations, also leader only) reconciles each job with its Workloads
-(create, start on admission, stop on eviction, finish).
+the enabled integrations) reconciles each job with its Workloads (create, start on
+admission, stop on eviction, finish).
 
 Every write is a compare-and-swap on the object's ``resourceVersion``. A 409 re-reads
 the object and recomputes the write from the fresh copy; nothing is overwritten blindly.
@@ -197,8 +197,7 @@ class QueueManager:
             await informer.stop()
 
     async def lead(self) -> None:
-        """Leader-only work: scheduling, job reconciling and queue status, after all
-        informers synced; returns (or is cancelled) when this replica stops leading."""
+        """Leader-only work: scheduling and queue status, after all informers synced."""
         await self.wait_synced()
         with contextlib.suppress(RuntimeError):  # already started in an earlier term as leader
             self.status_writes.start()
@@ -213,11 +212,7 @@ class QueueManager:
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
         if self.retention is not None:
             leader_work.append(self.retention.run())
-        self.jobs.resume()
-        try:
-            await asyncio.gather(*leader_work)
-        finally:
-            self.jobs.pause()  # a standby's job events wait for its own term
+        await asyncio.gather(*leader_work)
 
     # -------------------------------------------------------------- scheduling
 
