@@ -41,6 +41,7 @@ from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.framework import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
 from manager.runtime import resources as res
+from manager.runtime.backoff import Backoff
 from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
@@ -63,6 +64,9 @@ QUEUE_STATUS_PERIOD_S = 1.0
 # Queue statuses wait for request budget at most this long: a manager that stays busy
 # still shows its queues' usage.
 QUEUE_STATUS_MAX_DEFER_S = 10.0
+# After a failed pass the next comes 1, 2, 4 ... up to 60 s later (an API that keeps
+# refusing a write is not asked every second).
+QUEUE_STATUS_RETRY = Backoff(base=QUEUE_STATUS_PERIOD_S, cap=60.0, jitter=0.0)
 SUCCEEDED = Finished(keys.Reason.SUCCEEDED, "Job finished successfully")
 MAX_CONFLICT_RETRIES = 5
 # Longest run of scheduling cycles before the event loop gets a turn (see schedule_once).
@@ -365,6 +369,7 @@ class QueueManager:
     # -------------------------------------------------------------- queue status
 
     async def _queue_status_forever(self) -> None:
+        failures = 0
         while True:
             await self._queues_dirty.wait()
             # Queue statuses (counts) give way to workload writes while the client's request
@@ -373,9 +378,13 @@ class QueueManager:
             while self._request_budget_low() and time.monotonic() < defer_until:
                 await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
-            if not await self.write_queue_statuses():
-                self._queues_dirty.set()  # try the failed ones again next period
-            await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # rate limit, not synchronisation
+            if await self.write_queue_statuses():
+                failures = 0
+            else:
+                self._queues_dirty.set()  # the failed ones again, after a growing pause
+                failures += 1
+            pause = QUEUE_STATUS_RETRY.delay(failures - 1) if failures else QUEUE_STATUS_PERIOD_S
+            await asyncio.sleep(pause)  # rate limit, not synchronisation
 
     async def write_queue_statuses(self) -> bool:
         """Write every ClusterQueue and LocalQueue status that changed, a few at a time;
