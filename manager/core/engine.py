@@ -234,13 +234,14 @@ class QueueingCore:
         admission = status.get("admission")
         if admission and (true("QuotaReserved") or true("Admitted")):
             self._ensure()
-            self._take_admitted(rec, admission, status, admitted=true("Admitted"))
+            self._take_admitted(rec, admission, status, admitted=true("Admitted"),
+                                pods_ready=true("PodsReady"))
             return rec
         self._route(rec)
         return rec
 
     def _take_admitted(self, rec: WorkloadRecord, admission: dict[str, Any], status: dict[str, Any],
-                       admitted: bool) -> None:
+                       admitted: bool, pods_ready: bool) -> None:
         cq_name = admission.get("clusterQueue") or ""
         by_name = {ps.name: ps for ps in rec.wl.podsets}
         podsets: list[PodSetAssignment] = []
@@ -275,16 +276,13 @@ class QueueingCore:
         rec.status = ADMITTED if admitted else QUOTA_RESERVED
         if admitted:
             rec.admitted_at = self.now
-            rec.pods_ready = True
+            # With waitForPodsReady, Kueue reads readiness from the PodsReady condition and
+            # counts the timeout from the Admitted transition: a workload admitted before
+            # this process started whose pods never became ready still times out (the job
+            # reconciler marks it ready if they are).
             wfpr = self.config.wait_for_pods_ready
-            if wfpr is not None and not any(
-                    isinstance(c, dict) and c.get("type") == "PodsReady" and c.get("status") == "True"
-                    for c in status.get("conditions") or ()):
-                # Kueue reads readiness from the PodsReady condition and counts the timeout
-                # from the Admitted transition: a workload admitted before this process
-                # started whose pods never became ready still times out (the job
-                # reconciler marks it ready if they are).
-                rec.pods_ready = False
+            rec.pods_ready = pods_ready or wfpr is None
+            if wfpr is not None and not rec.pods_ready:
                 since = times.get("Admitted")
                 self._timer((self.now if since is None else min(since, self.now)) + wfpr.timeout,
                             _PODS_READY, rec)

@@ -28,7 +28,7 @@ from typing import Any
 
 from api import keys
 from manager.runtime import resources as res
-from manager.runtime.client import JSON, TRANSPORT_ERRORS, ApiError, KubeClient
+from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
 from manager.runtime.informer import EventType, Informer
 from manager.runtime.resources import ResourceRef
 
@@ -113,11 +113,9 @@ class FinalizerRelease:
         try:
             await self.client.patch(ref.object_path(str(meta["name"])), body)
             log.info("released finalizer %s of %s %s", FINALIZER, ref.kind, meta["name"])
-        except ApiError as exc:
-            if not (exc.not_found or exc.conflict):
-                log.warning("releasing finalizer of %s %s failed: %s", ref.kind, meta["name"], exc)
-                return False
-        except TRANSPORT_ERRORS as exc:
+        except REQUEST_ERRORS as exc:
+            if isinstance(exc, ApiError) and (exc.not_found or exc.conflict):
+                return True  # gone already, or changed: its own event brings it back
             log.warning("releasing finalizer of %s %s failed: %s", ref.kind, meta["name"], exc)
             return False
         return True
