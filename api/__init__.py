@@ -5,6 +5,7 @@
 * One module per kind (``api.clusterqueue``, ``api.workload`` ...), ``api.meta`` for shared
   Kubernetes types and ``api.config`` for the manager Configuration file.
 * ``api.registry``: (apiVersion, kind) -> model, and the plural/scope of each kind.
+* ``api.wire``: the ``JSON`` alias for raw objects and their lenient ``meta()``.
 * ``api.conversion``: v1beta1 <-> v1beta2 documents; ``api.validation``: declared bounds.
 * ``api.schema`` / ``api.v1beta1`` / ``api.crdgen``: the CRDs generated from the models.
 
