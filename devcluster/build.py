@@ -1,8 +1,9 @@
 """Build the control-plane binaries from the pinned Go modules into the cache.
 
-``python -m devcluster build`` and ``pykueue dev build`` land here. Each binary goes to
-``<cache>/bin/<version-key>/<name>``; one that is already there is skipped, so only a
-fresh machine (or a changed pin) pays for compilation. A binary is written under a
+``python -m devcluster build`` and ``pykueue dev build`` land here, and ``dev up`` builds
+what is missing the same way. Each binary goes to ``<cache>/bin/<module-key>/<name>``; one
+that is already there is skipped, so only a fresh machine (or a changed pin) pays for
+compilation. A binary is written under a
 temporary name and renamed when ``go build`` succeeds, so an interrupted build never
 leaves a half-written executable that a later run would mistake for a finished one.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster.paths import GO_DIR, bin_root
-from devcluster.versions import BINARIES, GoBinary, version_key
+from devcluster.versions import BINARIES, GoBinary, module_key
 
 Report = Callable[[str], None]
 
@@ -34,18 +35,23 @@ class BuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class BuildResult:
-    bin_dir: Path
+    binaries: dict[str, Path]
     built: tuple[str, ...]
     reused: tuple[str, ...]
     seconds: float
 
 
-def bin_dir(key: str | None = None) -> Path:
-    return bin_root() / (key or version_key())
+def binary_path(binary: GoBinary) -> Path:
+    return bin_root() / module_key(binary.module) / binary.name
 
 
-def missing_binaries(directory: Path) -> list[str]:
-    return [b.name for b in BINARIES if not (directory / b.name).is_file()]
+def binary_paths() -> dict[str, Path]:
+    """Where each dev-cluster binary of this checkout's pins is (or will be) cached."""
+    return {b.name: binary_path(b) for b in BINARIES}
+
+
+def missing_binaries() -> list[str]:
+    return [name for name, path in binary_paths().items() if not path.is_file()]
 
 
 def _go_env() -> dict[str, str]:
@@ -98,23 +104,19 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = print) -> BuildResult:
-    key = version_key()
-    directory = bin_dir(key)
-    directory.mkdir(parents=True, exist_ok=True)
     logs = bin_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     wanted = [b for b in BINARIES if not only or b.name in only]
     unknown = set(only) - {b.name for b in BINARIES}
     if unknown:
         raise BuildError(f"unknown binaries: {', '.join(sorted(unknown))}")
-    report(f"binaries for {key}")
-    report(f"  into {directory}")
+    report(f"dev-cluster binaries, cached under {bin_root()}")
     started = time.monotonic()
     built: list[str] = []
     reused: list[str] = []
     go: str | None = None
     for index, binary in enumerate(wanted, 1):
-        target = directory / binary.name
+        target = binary_path(binary)
         prefix = f"[{index}/{len(wanted)}] {binary.name}"
         if target.is_file() and not force:
             report(f"{prefix}: already built")
@@ -126,10 +128,11 @@ def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = p
                 raise BuildError("the Go toolchain (go >= 1.26) is not on PATH; it is needed once "
                                  "to build the dev-cluster binaries")
         report(f"{prefix}: building (module go/{binary.module}, package {binary.package}) ...")
+        target.parent.mkdir(parents=True, exist_ok=True)
         one_started = time.monotonic()
         _run_go_build(go, binary, target, logs / f"{binary.name}.log", report)
         report(f"{prefix}: built in {time.monotonic() - one_started:.0f}s")
         built.append(binary.name)
     seconds = time.monotonic() - started
     report(f"done in {seconds:.0f}s ({len(built)} built, {len(reused)} already there)")
-    return BuildResult(directory, tuple(built), tuple(reused), seconds)
+    return BuildResult({b.name: binary_path(b) for b in wanted}, tuple(built), tuple(reused), seconds)

@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
             return _status()
         if args.dev_command == "sample":
             return _sample(args.timeout)
-    except (BuildError, cluster.BinariesMissing, StartupError, ApiError, OSError, TimeoutError) as exc:
+    except (BuildError, StartupError, ApiError, OSError, TimeoutError) as exc:
         print(f"pykueue dev {args.dev_command}: {exc}", file=sys.stderr)
         return 1
     print(f"pykueue dev: unknown command {args.dev_command}", file=sys.stderr)

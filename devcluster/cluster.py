@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from devcluster import addons, nodes
-from devcluster.build import bin_dir, missing_binaries
+from devcluster.build import binary_paths, build, missing_binaries
 from devcluster.components import (
     Component,
     Extender,
@@ -40,36 +40,34 @@ from devcluster.health import StartupError, http_ok, wait_for
 from devcluster.paths import state_dir
 from devcluster.processes import ProcessRecord, is_running, spawn, stop
 from devcluster.restclient import AdminClient, TLSFiles
-from devcluster.versions import version_key
 
 Report = Callable[[str], None]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 COMPONENT_DEADLINE_S = 90.0
 NODES_DEADLINE_S = 60.0
 
 
-class BinariesMissing(RuntimeError):
-    """The control-plane binaries for this checkout's pins have not been built."""
-
-
 @dataclass
 class ClusterState:
-    version_key: str
-    bin_dir: str
+    binaries: dict[str, str]
+    """Binary name -> the cached executable this cluster was started from."""
     ports: Ports
     extender: str | None
     processes: list[ProcessRecord] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"stateVersion": STATE_VERSION, "versionKey": self.version_key, "binDir": self.bin_dir,
+        return {"stateVersion": STATE_VERSION, "binaries": self.binaries,
                 "ports": self.ports.to_json(), "extender": self.extender,
                 "processes": [p.to_json() for p in self.processes]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterState:
-        return cls(str(data["versionKey"]), str(data["binDir"]), Ports.from_json(data["ports"]),
+        return cls({str(k): str(v) for k, v in data["binaries"].items()}, Ports.from_json(data["ports"]),
                    data.get("extender"), [ProcessRecord.from_json(p) for p in data["processes"]])
+
+    def binary_paths(self) -> dict[str, Path]:
+        return {name: Path(path) for name, path in self.binaries.items()}
 
     def record(self, name: str) -> ProcessRecord | None:
         return next((p for p in self.processes if p.name == name), None)
@@ -184,7 +182,7 @@ def _stop_all(state: ClusterState, report: Report) -> list[str]:
 
 
 def _restart_dead(state: ClusterState, lay: Layout, report: Report) -> list[str]:
-    comps = components(Path(state.bin_dir), lay, state.ports)
+    comps = components(state.binary_paths(), lay, state.ports)
     restarted = []
     for component in comps:
         old = state.record(component.name)
@@ -200,20 +198,21 @@ def _restart_dead(state: ClusterState, lay: Layout, report: Report) -> list[str]
 
 
 def _fresh_up(lay: Layout, extender: Extender | None, report: Report) -> ClusterState:
-    key = version_key()
-    binaries = bin_dir(key)
-    missing = missing_binaries(binaries)
+    missing = missing_binaries()
     if missing:
-        raise BinariesMissing(f"dev-cluster binaries not built ({', '.join(missing)} missing in "
-                              f"{binaries}); run `pykueue dev build` (or `python -m devcluster build`)")
+        # A first run on a fresh machine: build what is missing, with the build's progress.
+        report(f"building the dev-cluster binaries once ({', '.join(missing)}); later runs reuse them")
+        build(only=tuple(missing), report=report)
+    binaries = binary_paths()
     # Leftovers of a cluster that is gone (no state file) are useless; start clean.
     for leftover in (lay.pki, lay.etcd_data, lay.kwok_home):
         shutil.rmtree(leftover, ignore_errors=True)
     ports = Ports.pick()
     write_pki_and_configs(lay, ports, extender)
-    state = ClusterState(key, str(binaries), ports, None if extender is None else extender.url)
+    state = ClusterState({name: str(path) for name, path in binaries.items()}, ports,
+                         None if extender is None else extender.url)
     _save(lay, state)
-    report(f"starting control plane ({key})")
+    report(f"starting control plane ({', '.join(sorted({p.parent.name for p in binaries.values()}))})")
     try:
         _start_all(components(binaries, lay, ports), lay, state, report)
     except BaseException:

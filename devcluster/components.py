@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,13 +218,13 @@ def write_scheduler_config(layout: Layout, extender: Extender | None) -> None:
     layout.scheduler_config.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
+def components(binaries: Mapping[str, Path], layout: Layout, ports: Ports) -> list[Component]:
     """In start order: etcd, then the API server, then its clients."""
     pem, key = layout.pem, layout.key
     etcd_url = f"https://{LOOPBACK}:{ports.etcd_client}"
     peer_url = f"http://{LOOPBACK}:{ports.etcd_peer}"
     etcd = Component("etcd", [
-        str(bin_dir / "etcd"),
+        str(binaries["etcd"]),
         "--name=pykueue-dev",
         f"--data-dir={layout.etcd_data}",
         f"--listen-client-urls={etcd_url}",
@@ -240,7 +241,7 @@ def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
     ], f"http://{LOOPBACK}:{ports.etcd_metrics}/health")
 
     apiserver = Component("kube-apiserver", [
-        str(bin_dir / "kube-apiserver"),
+        str(binaries["kube-apiserver"]),
         f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}",
         f"--secure-port={ports.apiserver}",
         f"--cert-dir={layout.pki}",
@@ -286,7 +287,7 @@ def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
 
     cm_kubeconfig = str(layout.component_kubeconfig("kube-controller-manager"))
     controller_manager = Component("kube-controller-manager", [
-        str(bin_dir / "kube-controller-manager"),
+        str(binaries["kube-controller-manager"]),
         f"--kubeconfig={cm_kubeconfig}",
         f"--authentication-kubeconfig={cm_kubeconfig}",
         f"--authorization-kubeconfig={cm_kubeconfig}",
@@ -306,7 +307,7 @@ def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
 
     sched_kubeconfig = str(layout.component_kubeconfig("kube-scheduler"))
     scheduler = Component("kube-scheduler", [
-        str(bin_dir / "kube-scheduler"),
+        str(binaries["kube-scheduler"]),
         f"--config={layout.scheduler_config}",
         f"--authentication-kubeconfig={sched_kubeconfig}",
         f"--authorization-kubeconfig={sched_kubeconfig}",
@@ -317,7 +318,7 @@ def components(bin_dir: Path, layout: Layout, ports: Ports) -> list[Component]:
     ], f"https://{LOOPBACK}:{ports.scheduler}/healthz")
 
     kwok = Component("kwok", [
-        str(bin_dir / "kwok"),
+        str(binaries["kwok"]),
         f"--config={KWOK_STAGES}",
         f"--kubeconfig={layout.component_kubeconfig('kwok')}",
         "--manage-nodes-with-label-selector=type=kwok",

@@ -47,7 +47,7 @@ def _cluster_layout() -> tuple[Layout, Path]:
     state = current_state()
     if state is None:
         raise StartupError("no dev cluster is running (run `pykueue dev up` first)")
-    return layout(), Path(state.bin_dir)
+    return layout(), state.binary_paths()["kube-scheduler"]
 
 
 def start_extender(work_dir: Path, *, port: int | None = None, kubeconfig: Path | None = None) -> Started:
@@ -87,14 +87,14 @@ def tas_scheduler_config(lay: Layout, extender_url: str) -> dict[str, Any]:
 
 def start_tas_scheduler(work_dir: Path, extender_url: str) -> Started:
     """One more kube-scheduler serving the profile ``pykueue-tas-scheduler`` via the extender."""
-    lay, bin_dir = _cluster_layout()
+    lay, kube_scheduler = _cluster_layout()
     work_dir.mkdir(parents=True, exist_ok=True)
     config_path = work_dir / "pykueue-tas-scheduler.yaml"
     config_path.write_text(yaml.safe_dump(tas_scheduler_config(lay, extender_url), sort_keys=False))
     (port,) = free_ports(1)
     kubeconfig = str(lay.component_kubeconfig("kube-scheduler"))
     argv = [
-        str(bin_dir / "kube-scheduler"),
+        str(kube_scheduler),
         f"--config={config_path}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",

@@ -1,9 +1,10 @@
-"""The pinned Go modules and the key under which their binaries are cached.
+"""The pinned Go modules and the keys under which their binaries are cached.
 
 The Go modules under ``go/`` are the single source of truth for versions: the numbers
-shown to users are read from their ``go.mod`` files, and the cache key is a digest of
-every file that influences a build, so editing a pin or a ``main.go`` makes a new key
-(and a rebuild) while an unchanged checkout reuses what it built before.
+shown to users are read from their ``go.mod`` files. Each module has its own cache key, a
+digest of every file of that module that influences a build, so editing a pin or a
+``main.go`` rebuilds that module's binaries only, and adding a module rebuilds nothing
+else, while an unchanged checkout reuses what it built before.
 """
 
 from __future__ import annotations
@@ -54,18 +55,22 @@ def pinned_versions(go_dir: Path = GO_DIR) -> dict[str, str]:
     return {label: pinned_version(module, path, go_dir) for label, module, path in _PINS}
 
 
-def source_digest(go_dir: Path = GO_DIR) -> str:
+def source_digest(module_dir: Path) -> str:
+    """A digest of every file under ``module_dir`` that ``go build`` reads."""
     digest = hashlib.sha256()
-    for path in sorted(go_dir.rglob("*")):
+    for path in sorted(module_dir.rglob("*")):
         if path.is_file() and (path.suffix == ".go" or path.name in ("go.mod", "go.sum")):
-            digest.update(path.relative_to(go_dir).as_posix().encode())
+            digest.update(path.relative_to(module_dir).as_posix().encode())
             digest.update(b"\0")
             digest.update(path.read_bytes())
             digest.update(b"\0")
     return digest.hexdigest()
 
 
-def version_key(go_dir: Path = GO_DIR) -> str:
-    """E.g. ``k8s-v1.36.3_etcd-v3.6.8_kwok-v0.8.0_1a2b3c4d5e6f``."""
-    pins = "_".join(f"{label}-{version}" for label, version in pinned_versions(go_dir).items())
-    return f"{pins}_{source_digest(go_dir)[:12]}"
+def module_key(module_dir: str, go_dir: Path = GO_DIR) -> str:
+    """E.g. ``k8s-v1.36.3_1a2b3c4d5e6f`` for ``kube``; a module without a pin entry is
+    named after its directory."""
+    pin = next(((label, path) for label, module, path in _PINS if module == module_dir), None)
+    label = pin[0] if pin else module_dir
+    version = f"-{pinned_version(module_dir, pin[1], go_dir)}" if pin else ""
+    return f"{label}{version}_{source_digest(go_dir / module_dir)[:12]}"

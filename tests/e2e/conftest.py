@@ -22,7 +22,8 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 
 from devcluster import cluster
-from devcluster.build import bin_dir, missing_binaries
+from devcluster.build import missing_binaries
+from devcluster.paths import bin_root
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,9 +80,10 @@ class DevCluster:
 
 @pytest.fixture(scope="session")
 def dev_cluster() -> Iterator[DevCluster]:
-    missing = missing_binaries(bin_dir())
+    missing = missing_binaries()
     if missing:
-        pytest.fail(f"the dev-cluster binaries are not built ({', '.join(missing)} missing in {bin_dir()}); "
+        pytest.fail(f"the dev-cluster binaries are not built ({', '.join(missing)} missing under "
+                    f"{bin_root()}); "
                     "run `python -m devcluster build` first (`make test` does)", pytrace=False)
     try:
         result = cluster.up(report=lambda message: print(message, file=sys.stderr))
