@@ -59,9 +59,9 @@ from benchmarks.kueue_perf_config import (
     workload_object,
 )
 from benchmarks.kueue_perf_recorder import Recorder
-from manager.runtime import resources as res
-from manager.runtime.client import JSON_PATCH, ApiError, KubeClient, connect
-from manager.runtime.informer import EventType, Informer
+from kube import resources as res
+from kube.client import JSON_PATCH, ApiError, KubeClient, connect
+from kube.informer import EventType, Informer
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = HERE / "configs" / "kueue_perf"

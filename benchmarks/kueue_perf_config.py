@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from api.wire import JSON
+
 RUNNING_TIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
@@ -25,7 +27,6 @@ DEFAULT_FLAVOR = "rf"
 TAS_CONSTRAINTS = ("required", "preferred", "balanced")
 KWOK_LABEL = ("type", "kwok")  # kwok keeps nodes carrying this label Ready (no kubelet behind them)
 
-JSON = dict[str, Any]
 
 
 class ConfigError(ValueError):

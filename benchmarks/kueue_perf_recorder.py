@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.quantity import Quantity
+from api.wire import JSON
 
 from .kueue_perf_config import CLASS_LABEL
-
-JSON = dict[str, Any]
 
 
 def _true(obj: JSON, kind: str) -> bool:

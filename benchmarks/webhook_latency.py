@@ -32,7 +32,7 @@ def _serve(cert_dir: str, port_queue: Any) -> None:
     from aiohttp import web
 
     from certs.rotation import server_context
-    from manager.runtime.event_loop import run_main
+    from kube.event_loop import run_main
     from webhook.app import WebhookDeps, make_app
 
     async def main() -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from certs.authority import TLS_CRT, TLS_KEY, CertBundle, ensure_bundle
-from manager.runtime.client import ApiError, KubeClient
+from kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 

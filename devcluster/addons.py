@@ -25,7 +25,7 @@ from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
 from devcluster.health import wait_for
 from devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
-from devcluster.restclient import AdminClient
+from kube.blocking import BlockingClient
 
 CRD_DIRS = (MANIFESTS_DIR / "crds", DEV_MANIFESTS_DIR / "crds")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -47,7 +47,7 @@ def _documents(directories: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
                     yield doc
 
 
-def install_crds(client: AdminClient, directories: tuple[Path, ...] = CRD_DIRS,
+def install_crds(client: BlockingClient, directories: tuple[Path, ...] = CRD_DIRS,
                  deadline_s: float = 60.0) -> list[str]:
     """Apply every CustomResourceDefinition found and wait until each is Established."""
     names = []
@@ -84,7 +84,7 @@ class PykueueEndpoints:
                 (("metrics", self.metrics), ("webhook", self.webhook), ("extender", self.extender))]
 
 
-def start_pykueue(client: AdminClient, layout: Layout) -> PykueueEndpoints:
+def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     """Run ``pykueue run`` against the dev cluster on loopback ports, once.
 
     The process is recorded in the cluster's state file like the other components, so ``dev down``
@@ -163,7 +163,7 @@ WEBHOOK_CONFIG_PATHS = {
 }
 
 
-def register_webhooks(client: AdminClient, base_url: str) -> None:
+def register_webhooks(client: BlockingClient, base_url: str) -> None:
     """Apply the install manifests' webhook configurations, renamed with a ``-dev`` suffix
     (so applying the install manifests themselves never conflicts), with ``url`` client
     configs on loopback and the dev namespace excluded instead of ``pykueue-system``.
@@ -190,7 +190,7 @@ VISIBILITY_VERSION = "v1beta2"
 DEV_VISIBILITY_SERVICE = f"{VISIBILITY_SERVICE}-dev"
 
 
-def register_visibility(client: AdminClient, port: int) -> None:
+def register_visibility(client: BlockingClient, port: int) -> None:
     """(Re)create the visibility APIService for a pykueue about to listen on ``port``.
 
     Deleted first: the previous process's caBundle must go (an APIService may not carry a
@@ -214,7 +214,7 @@ def _client_config(url: str, ca_bundle: str | None) -> dict[str, str]:
     return {"url": url, "caBundle": ca_bundle} if ca_bundle else {"url": url}
 
 
-def _webhook_ca(client: AdminClient) -> str | None:
+def _webhook_ca(client: BlockingClient) -> str | None:
     secret = client.get_or_none(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/secrets/{WEBHOOK_SECRET}")
     value = ((secret or {}).get("data") or {}).get("ca.crt")
     return str(value) if value else None
@@ -239,7 +239,7 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def wait_default_service_account(client: AdminClient, deadline_s: float = 60.0) -> None:
+def wait_default_service_account(client: BlockingClient, deadline_s: float = 60.0) -> None:
     """Pods are rejected until their namespace's ``default`` ServiceAccount exists."""
     path = "/api/v1/namespaces/default/serviceaccounts/default"
     wait_for("the default ServiceAccount", lambda: client.get_or_none(path) is not None, deadline_s)

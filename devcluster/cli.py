@@ -15,7 +15,7 @@ from devcluster import cluster, sample
 from devcluster.build import BuildError, build
 from devcluster.components import Extender
 from devcluster.health import StartupError
-from devcluster.restclient import ApiError
+from kube.client import ApiError
 
 
 def _progress(message: str) -> None:

@@ -39,7 +39,7 @@ from devcluster.components import (
 from devcluster.health import StartupError, http_ok, wait_for
 from devcluster.paths import state_dir
 from devcluster.processes import ProcessRecord, is_running, spawn, stop
-from devcluster.restclient import AdminClient, TLSFiles
+from kube.blocking import BlockingClient
 
 Report = Callable[[str], None]
 
@@ -132,16 +132,22 @@ def _save(lay: Layout, state: ClusterState) -> None:
     tmp.replace(lay.state_file)
 
 
-def admin_client(lay: Layout, ports: Ports) -> AdminClient:
-    tls = TLSFiles(lay.pem("ca"), lay.pem("admin"), lay.key("admin"))
-    return AdminClient(apiserver_url(ports), tls)
+# The name the dev cluster's own writes (nodes, CRDs, registrations) are applied under.
+FIELD_MANAGER = "pykueue-dev"
+
+
+def admin_client(lay: Layout, ports: Ports) -> BlockingClient:
+    return BlockingClient.with_certificate(apiserver_url(ports), ca_file=lay.pem("ca"),
+                                           cert_file=lay.pem("admin"), key_file=lay.key("admin"),
+                                           field_manager=FIELD_MANAGER)
 
 
 def _healthy(component: Component, lay: Layout) -> Callable[[], bool]:
     if not component.health_url.startswith("https://"):
         return lambda: http_ok(component.health_url)
     if component.health_needs_client_cert:
-        context = TLSFiles(lay.pem("ca"), lay.pem("admin"), lay.key("admin")).context()
+        context = ssl.create_default_context(cafile=str(lay.pem("ca")))
+        context.load_cert_chain(str(lay.pem("admin")), str(lay.key("admin")))
     else:
         context = ssl.create_default_context(cafile=str(lay.pem("ca")))
     return lambda: http_ok(component.health_url, context)

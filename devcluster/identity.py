@@ -19,7 +19,7 @@ import yaml
 
 from devcluster.kubeconfig import CLUSTER_NAME
 from devcluster.paths import MANIFESTS_DIR
-from devcluster.restclient import AdminClient
+from kube.blocking import BlockingClient
 
 NAMESPACE = "pykueue-system"
 SERVICE_ACCOUNT = "pykueue-controller-manager"
@@ -49,7 +49,7 @@ def object_path(doc: dict[str, Any]) -> str:
     return f"{collection}/{urllib.parse.quote(str(meta['name']))}"
 
 
-def install_rbac(client: AdminClient, files: tuple[Path, ...] = RBAC_MANIFESTS) -> int:
+def install_rbac(client: BlockingClient, files: tuple[Path, ...] = RBAC_MANIFESTS) -> int:
     """Server-side apply the namespace and RBAC manifests; returns how many objects."""
     count = 0
     for path in files:
@@ -60,7 +60,7 @@ def install_rbac(client: AdminClient, files: tuple[Path, ...] = RBAC_MANIFESTS) 
     return count
 
 
-def request_token(client: AdminClient, seconds: int = TOKEN_SECONDS) -> str:
+def request_token(client: BlockingClient, seconds: int = TOKEN_SECONDS) -> str:
     path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token"
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"expirationSeconds": seconds}}
@@ -85,7 +85,7 @@ def write_token_kubeconfig(path: Path, server: str, ca_pem: bytes, token: str) -
 DEV_WEBHOOK_ROLE = "pykueue-dev-webhook-injection"
 
 
-def grant_dev_webhook_injection(client: AdminClient, mutating: str, validating: str) -> None:
+def grant_dev_webhook_injection(client: BlockingClient, mutating: str, validating: str) -> None:
     """The dev cluster registers its webhook configurations under its own names (next to the
     install manifests' ones); the install ClusterRole only names the install objects, so the
     dev cluster grants the same caBundle rights on its own names, and nothing more."""
@@ -105,7 +105,7 @@ def grant_dev_webhook_injection(client: AdminClient, mutating: str, validating: 
         client.apply(object_path(doc), doc)
 
 
-def service_account_kubeconfig(client: AdminClient, path: Path, ca_pem: bytes) -> Path:
+def service_account_kubeconfig(client: BlockingClient, path: Path, ca_pem: bytes) -> Path:
     """Install the RBAC, mint a token and write the kubeconfig pykueue runs with."""
     install_rbac(client)
     write_token_kubeconfig(path, client.server, ca_pem, request_token(client))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devcluster.restclient import AdminClient
+from kube.blocking import BlockingClient
 
 NODE_COUNT = 8
 NODES_PER_RACK = 2
@@ -64,7 +64,7 @@ def node_status(index: int) -> dict[str, Any]:
     }
 
 
-def ensure_nodes(client: AdminClient) -> list[str]:
+def ensure_nodes(client: BlockingClient) -> list[str]:
     """Apply all nodes; returns the names that did not exist before (re-created)."""
     created: list[str] = []
     for index in range(NODE_COUNT):
@@ -76,7 +76,7 @@ def ensure_nodes(client: AdminClient) -> list[str]:
     return created
 
 
-def ready_node_names(client: AdminClient) -> set[str]:
+def ready_node_names(client: BlockingClient) -> set[str]:
     items = client.get(f"/api/v1/nodes?labelSelector={KWOK_SELECTOR_LABEL}%3Dkwok")["items"]
     ready: set[str] = set()
     for node in items:
@@ -86,5 +86,5 @@ def ready_node_names(client: AdminClient) -> set[str]:
     return ready
 
 
-def all_nodes_ready(client: AdminClient) -> bool:
+def all_nodes_ready(client: BlockingClient) -> bool:
     return {node_name(i) for i in range(NODE_COUNT)} <= ready_node_names(client)

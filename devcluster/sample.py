@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from api import keys
-from devcluster.restclient import AdminClient, ApiError
+from kube.blocking import BlockingClient
+from kube.client import ApiError
 
 NAMESPACE = "pykueue-sample"
 QUEUE = "sample-queue"
@@ -89,7 +90,7 @@ class Outcome:
     order: list[str]  # job names in the order they were first seen running or admitted
 
 
-def _delete_previous(client: AdminClient, say: Say, deadline_s: float) -> None:
+def _delete_previous(client: BlockingClient, say: Say, deadline_s: float) -> None:
     stale = [name for name in JOBS if client.get_or_none(f"{JOBS_PATH}/{name}") is not None]
     for name in stale:
         client.request("DELETE", f"{JOBS_PATH}/{name}",
@@ -103,7 +104,7 @@ def _delete_previous(client: AdminClient, say: Say, deadline_s: float) -> None:
         time.sleep(0.5)
 
 
-def run(client: AdminClient, say: Say = print, deadline_s: float = 120.0, runtime_s: int = 5) -> Outcome:
+def run(client: BlockingClient, say: Say = print, deadline_s: float = 120.0, runtime_s: int = 5) -> Outcome:
     """Apply the sample, follow its Jobs until they all complete (or the deadline passes)."""
     for path, obj in quota_objects():
         client.apply(path, obj)

@@ -22,7 +22,6 @@ from extender.node_cache import NodeCache
 from extender.port import ClusterPort, PortError
 from extender.service import TasExtender
 from extender.wire import (
-    BadRequest,
     binding_result,
     decode_json,
     filter_result,
@@ -30,6 +29,7 @@ from extender.wire import (
     parse_binding_args,
     parse_extender_args,
 )
+from kube.endpoints import BadRequest
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from aiohttp import web
 
 from extender.app import ExtenderDeps, make_app
 from extender.kube_port import KubeClusterPort
-from manager.runtime.client import connect
-from manager.runtime.event_loop import run_main
+from kube.client import connect
+from kube.event_loop import run_main
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""``ClusterPort`` over the shared rate-limited API client (``manager.runtime.client``).
+"""``ClusterPort`` over the shared rate-limited API client (``kube.client``).
 
 The extender works on the API's own camelCase dicts, the same shape kube-scheduler
 embeds in ExtenderArgs. Lists go to the apiserver without a resourceVersion, i.e. a
@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
-from extender.port import ConflictError, JsonObject, NotFoundError, PortError
-from manager.runtime.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
-from manager.runtime.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS
+from api.wire import JSON
+from extender.port import ConflictError, NotFoundError, PortError
+from kube.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
+from kube.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS
 
 
 def _error(status: int, reason: str) -> PortError:
@@ -39,28 +40,28 @@ class KubeClusterPort:
         except TRANSPORT_ERRORS as exc:
             raise PortError(f"API unreachable: {exc}") from None
 
-    async def _get(self, path: str) -> JsonObject | None:
+    async def _get(self, path: str) -> JSON | None:
         try:
-            found: JsonObject = await self._call("GET", path)
+            found: JSON = await self._call("GET", path)
             return found
         except NotFoundError:
             return None
 
-    async def _items(self, path: str, query: Query | None = None) -> list[JsonObject]:
+    async def _items(self, path: str, query: Query | None = None) -> list[JSON]:
         listed = await self._call("GET", path, query=query)
-        items: list[JsonObject] = listed.get("items") or []
+        items: list[JSON] = listed.get("items") or []
         return items
 
-    async def get_pod(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_pod(self, namespace: str, name: str) -> JSON | None:
         return await self._get(PODS.object_path(name, namespace))
 
-    async def get_node(self, name: str) -> JsonObject | None:
+    async def get_node(self, name: str) -> JSON | None:
         return await self._get(NODES.object_path(name))
 
-    async def get_workload(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_workload(self, namespace: str, name: str) -> JSON | None:
         return await self._get(WORKLOADS.object_path(name, namespace))
 
-    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JsonObject]:
+    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JSON]:
         # The workload is an annotation (not selectable); the podset label narrows the list.
         selector = {"labelSelector": f"{keys.PODSET}={podset}"}
         items = await self._items(PODS.collection_path(namespace), selector)
@@ -70,22 +71,22 @@ class KubeClusterPort:
             if ((p.get("metadata") or {}).get("annotations") or {}).get(keys.WORKLOAD_ANNOTATION) == workload
         ]
 
-    async def list_pods_on_node(self, node: str) -> list[JsonObject]:
+    async def list_pods_on_node(self, node: str) -> list[JSON]:
         return await self._items(PODS.collection_path(), {"fieldSelector": f"spec.nodeName={node}"})
 
-    async def list_nodes(self) -> list[JsonObject]:
+    async def list_nodes(self) -> list[JSON]:
         return await self._items(NODES.collection_path())
 
-    async def list_bound_pods(self) -> list[JsonObject]:
+    async def list_bound_pods(self) -> list[JSON]:
         return await self._items(PODS.collection_path(), {"fieldSelector": "spec.nodeName!="})
 
-    async def list_workloads(self) -> list[JsonObject]:
+    async def list_workloads(self) -> list[JSON]:
         return await self._items(WORKLOADS.collection_path())
 
-    async def get_resource_flavor(self, name: str) -> JsonObject | None:
+    async def get_resource_flavor(self, name: str) -> JSON | None:
         return await self._get(RESOURCE_FLAVORS.object_path(name))
 
-    async def get_topology(self, name: str) -> JsonObject | None:
+    async def get_topology(self, name: str) -> JSON | None:
         return await self._get(TOPOLOGIES.object_path(name))
 
     async def post_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
@@ -102,17 +103,17 @@ class KubeClusterPort:
 
     async def patch_workload_annotations(
         self, namespace: str, name: str, resource_version: str, annotations: dict[str, str | None]
-    ) -> JsonObject:
+    ) -> JSON:
         # A resourceVersion inside a merge patch is a precondition: 409 if it is stale.
         body = {"metadata": {"resourceVersion": resource_version, "annotations": annotations}}
-        stored: JsonObject = await self._call("PATCH", WORKLOADS.object_path(name, namespace), body=body,
+        stored: JSON = await self._call("PATCH", WORKLOADS.object_path(name, namespace), body=body,
                                               content_type=MERGE_PATCH)
         return stored
 
-    async def update_workload_status(self, workload: JsonObject) -> JsonObject:
+    async def update_workload_status(self, workload: JSON) -> JSON:
         meta = workload["metadata"]
         if not meta.get("resourceVersion"):
             raise PortError("refusing an unconditional Workload status update (no resourceVersion)")
-        stored: JsonObject = await self._call(
+        stored: JSON = await self._call(
             "PUT", WORKLOADS.object_path(meta["name"], meta["namespace"], "status"), body=workload)
         return stored

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
+from api.wire import JSON
 from extender.domains import Leaf, leaf_of, node_labels
-from extender.port import ClusterPort, JsonObject
+from extender.port import ClusterPort
 
 
 class NodeCache:
@@ -39,7 +40,7 @@ class NodeCache:
         self._max_age = max_age_s
         self._min_interval = min_relist_interval_s
         self._clock = clock
-        self._nodes: dict[str, JsonObject] = {}
+        self._nodes: dict[str, JSON] = {}
         # name -> leaf per tuple of levels; filter asks for thousands of nodes per call.
         self._leaves: dict[tuple[str, ...], dict[str, Leaf | None]] = {}
         self._listed_at: float | None = None
@@ -64,7 +65,7 @@ class NodeCache:
             for levels, memo in self._leaves.items():
                 memo[name] = leaf_of(node_labels(node), levels)
 
-    async def lookup(self, names: Iterable[str]) -> Mapping[str, JsonObject]:
+    async def lookup(self, names: Iterable[str]) -> Mapping[str, JSON]:
         """Every known node (a read-only view), re-listed first when stale or missing ``names``."""
         now = self._clock()
         stale = self._listed_at is None or now - self._listed_at > self._max_age

@@ -11,9 +11,9 @@ scheduler sends them in ``ExtenderArgs``, so the same pure helpers read both.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-JsonObject = dict[str, Any]
+from api.wire import JSON
 
 
 class PortError(Exception):
@@ -29,41 +29,41 @@ class NotFoundError(PortError):
 
 
 class ClusterPort(Protocol):
-    async def get_pod(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_pod(self, namespace: str, name: str) -> JSON | None:
         """The pod, or None when it does not exist."""
         ...
 
-    async def get_workload(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_workload(self, namespace: str, name: str) -> JSON | None:
         """The ``kueue.x-k8s.io/v1beta2`` Workload, or None when it does not exist."""
         ...
 
-    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JsonObject]:
+    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JSON]:
         """Pods of one PodSet of one Workload (podset label + workload annotation), fresh from the API."""
         ...
 
-    async def list_pods_on_node(self, node: str) -> list[JsonObject]:
+    async def list_pods_on_node(self, node: str) -> list[JSON]:
         """Pods bound to ``node`` (``spec.nodeName``), fresh from the API."""
         ...
 
-    async def list_nodes(self) -> list[JsonObject]:
+    async def list_nodes(self) -> list[JSON]:
         ...
 
-    async def get_node(self, name: str) -> JsonObject | None:
+    async def get_node(self, name: str) -> JSON | None:
         """The node, fresh (bind-time health checks must not trust a cached copy)."""
         ...
 
-    async def list_bound_pods(self) -> list[JsonObject]:
+    async def list_bound_pods(self) -> list[JSON]:
         """Every pod with ``spec.nodeName`` set (node usage for replacement planning)."""
         ...
 
-    async def list_workloads(self) -> list[JsonObject]:
+    async def list_workloads(self) -> list[JSON]:
         """Workloads of all namespaces (their assignments are TAS usage)."""
         ...
 
-    async def get_resource_flavor(self, name: str) -> JsonObject | None:
+    async def get_resource_flavor(self, name: str) -> JSON | None:
         ...
 
-    async def get_topology(self, name: str) -> JsonObject | None:
+    async def get_topology(self, name: str) -> JSON | None:
         ...
 
     async def post_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
@@ -72,14 +72,14 @@ class ClusterPort(Protocol):
 
     async def patch_workload_annotations(
         self, namespace: str, name: str, resource_version: str, annotations: dict[str, str | None]
-    ) -> JsonObject:
+    ) -> JSON:
         """Merge ``annotations`` (None deletes) only if the Workload is still at ``resource_version``.
 
         Raises ConflictError when it moved on; returns the stored object.
         """
         ...
 
-    async def update_workload_status(self, workload: JsonObject) -> JsonObject:
+    async def update_workload_status(self, workload: JSON) -> JSON:
         """Replace the status subresource, guarded by ``metadata.resourceVersion``.
 
         Raises ConflictError when the stored object moved on; returns the stored object.

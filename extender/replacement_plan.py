@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from api import keys
-from extender.port import ClusterPort, JsonObject
+from api.wire import JSON
+from extender.port import ClusterPort
 from manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
 from manager.core.tas.replacement import NoReplacement, Replacement, replace_failed_node
 from manager.core.tas.request import PodSetRequest
@@ -28,11 +29,11 @@ from manager.core.tas.snapshot import TopologySnapshot
 
 @dataclass(frozen=True)
 class PlanInputs:
-    flavor: JsonObject
-    topology: JsonObject
-    nodes: list[JsonObject]
-    bound_pods: list[JsonObject]
-    workloads: list[JsonObject]
+    flavor: JSON
+    topology: JSON
+    nodes: list[JSON]
+    bound_pods: list[JSON]
+    workloads: list[JSON]
 
 
 def _flavor_name(psa: Mapping[str, Any]) -> str | None:

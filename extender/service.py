@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from api import keys
+from api.wire import JSON
 from extender.claims import Claim, encode_claims, pending_claims, read_claims
 from extender.domains import (
     Leaf,
@@ -40,7 +41,7 @@ from extender.domains import (
 )
 from extender.managed import PodSetPlacement, PodSetRef, managed_podset, podset_placement
 from extender.node_cache import NodeCache
-from extender.port import ClusterPort, ConflictError, JsonObject, PortError
+from extender.port import ClusterPort, ConflictError, PortError
 from extender.replacement_plan import load_plan_inputs, plan_replacement
 from extender.wire import BindingArgs, ExtenderArgs, FilterVerdict
 from manager.core.tas.assignment import AssignmentError, encode_v1beta2
@@ -58,10 +59,10 @@ class PodSetState:
     """One consistent read of a managed PodSet: Workload, its pods and their leaves."""
 
     ref: PodSetRef
-    workload: JsonObject
+    workload: JSON
     placement: PodSetPlacement
-    pods: list[JsonObject]
-    nodes: Mapping[str, JsonObject]  # read-only view of every known node
+    pods: list[JSON]
+    nodes: Mapping[str, JSON]  # read-only view of every known node
     leaf_by_node: Mapping[str, Leaf | None]
     remaining: dict[Leaf, int]
     claims: dict[str, Claim]  # other pods' binds in flight, each holding a slot
@@ -161,7 +162,7 @@ class TasExtender:
         remaining = remaining_counts(assigned_counts(placement.assignment), live)
         return PodSetState(ref, workload, placement, pods, nodes, leaf_by_node, remaining, claims)
 
-    async def _claim(self, state: PodSetState, pod: Mapping[str, Any], node: str) -> JsonObject | None:
+    async def _claim(self, state: PodSetState, pod: Mapping[str, Any], node: str) -> JSON | None:
         """Record this pod's bind on the Workload; None when another writer got there first."""
         claims = dict(state.claims)
         claims[pod_uid(pod)] = Claim(node, self._clock() + self._claim_ttl)
@@ -287,7 +288,7 @@ class TasExtender:
         except PortError as exc:
             return f"API error while binding: {exc}"
 
-    async def _bind_managed(self, ref: PodSetRef, pod: JsonObject, args: BindingArgs) -> str | object:
+    async def _bind_managed(self, ref: PodSetRef, pod: JSON, args: BindingArgs) -> str | object:
         state = await self._state(ref, pod, [args.node])
         if state is None:
             return await self._post_binding(args)
@@ -310,7 +311,7 @@ class TasExtender:
         return await self._replace_and_bind(state, pod, args, not_allowed)
 
     async def _replace_and_bind(
-        self, state: PodSetState, pod: JsonObject, args: BindingArgs, not_allowed: str
+        self, state: PodSetState, pod: JSON, args: BindingArgs, not_allowed: str
     ) -> str | object:
         node = await self._port.get_node(args.node)
         if node is None:

@@ -16,11 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-JsonObject = dict[str, Any]
-
-
-class BadRequest(ValueError):
-    """The request body is not a valid extender message."""
+from api.wire import JSON
+from kube.endpoints import BadRequest
 
 
 def _fields(body: Any, what: str) -> dict[str, Any]:
@@ -67,10 +64,10 @@ def _object_name(obj: Any, what: str) -> str:
 class ExtenderArgs:
     """Filter / prioritize input; exactly one of ``node_names`` / ``nodes`` is used."""
 
-    pod: JsonObject
+    pod: JSON
     node_cache_capable: bool
     node_names: list[str] = field(default_factory=list)
-    nodes: list[JsonObject] = field(default_factory=list)
+    nodes: list[JSON] = field(default_factory=list)
 
     def candidate_names(self) -> list[str]:
         if self.node_cache_capable:
@@ -139,11 +136,11 @@ class FilterVerdict:
     error: str = ""
 
 
-def filter_result(args: ExtenderArgs, verdict: FilterVerdict) -> JsonObject:
+def filter_result(args: ExtenderArgs, verdict: FilterVerdict) -> JSON:
     """ExtenderFilterResult in the form matching the request (names or full Nodes)."""
     if args.node_cache_capable:
         names: list[str] | None = verdict.passed
-        nodes: JsonObject | None = None
+        nodes: JSON | None = None
     else:
         keep = set(verdict.passed)
         names = None
@@ -157,9 +154,9 @@ def filter_result(args: ExtenderArgs, verdict: FilterVerdict) -> JsonObject:
     }
 
 
-def host_priority_list(scores: Mapping[str, int]) -> list[JsonObject]:
+def host_priority_list(scores: Mapping[str, int]) -> list[JSON]:
     return [{"Host": host, "Score": score} for host, score in scores.items()]
 
 
-def binding_result(error: str = "") -> JsonObject:
+def binding_result(error: str = "") -> JSON:
     return {"Error": error}

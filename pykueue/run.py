@@ -19,8 +19,8 @@ from typing import Any
 from aiohttp import web
 
 from certs.rotation import CertRotator
+from kube.endpoints import start_site
 from manager.runtime import cli as manager_cli
-from manager.runtime.endpoints import start_site
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,8 @@ from functools import partial
 from aiohttp import web
 
 from api.conversion import ConversionError, convert
+from api.wire import JSON
+from kube.endpoints import BadRequest
 from manager.jobs.framework import (
     AdmissionContext,
     AdmissionDenied,
@@ -40,9 +42,7 @@ from manager.jobs.webhooks import GVK, JOB_WEBHOOKS, path_for
 from webhook import crd_rules
 from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
 from webhook.review import (
-    JSON,
     AdmissionRequest,
-    BadRequest,
     admission_response,
     conversion_response,
     json_patch,

@@ -7,9 +7,10 @@ import asyncio
 import logging
 import signal
 
-from manager.runtime import cli as manager_cli
-from manager.runtime.client import connect
-from manager.runtime.event_loop import run_main
+from api.config import DEFAULT_NAMESPACE
+from kube.client import connect
+from kube.config_file import load_config
+from kube.event_loop import run_main
 from webhook import server
 
 
@@ -22,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    config = manager_cli.load_config(args.config)
+    config = load_config(args.config)
     settings = server.settings_from(
-        args, config, str(config.get("namespace") or manager_cli.DEFAULT_NAMESPACE)
+        args, config, str(config.get("namespace") or DEFAULT_NAMESPACE)
     )
 
     async def run() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from api import keys
 from api.quantity import Quantity, QuantityError
+from api.wire import JSON
 from manager.jobs.framework import (
     FieldError,
     admission_gated_by_errors,
@@ -28,7 +29,6 @@ from manager.jobs.framework import (
     required,
 )
 
-JSON = dict[str, Any]
 MAX_FLAVORS, MAX_RESOURCES, MAX_PAIRS_PER_GROUP = 256, 256, 512
 
 

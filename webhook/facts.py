@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api import keys
+from api.wire import JSON
 from manager.jobs.framework import (
     BY_GROUP_KIND,
-    JSON,
     MAX_OWNER_HOPS,
     REPLICA_SET,
     AdmissionContext,
@@ -107,7 +107,7 @@ class ApiLookup:
         return store if store is not None and getattr(store, "has_synced", False) else None
 
     async def _get(self, path: str) -> JSON | None:
-        from manager.runtime.client import ApiError
+        from kube.client import ApiError
 
         try:
             async with asyncio.timeout(self.get_timeout_s):

@@ -17,14 +17,12 @@ from typing import Any
 
 import jsonpatch
 
-JSON = dict[str, Any]
+from api.wire import JSON
+from kube.endpoints import BadRequest
+
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request limit is ~3 MiB
-
-
-class BadRequest(ValueError):
-    """The request is not a well-formed review: HTTP 400 with this text."""
 
 
 @dataclass(frozen=True)

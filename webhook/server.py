@@ -26,9 +26,9 @@ from aiohttp import web
 from api import keys
 from certs.authority import service_dns_names
 from certs.rotation import CertRotator
+from kube import resources as res
+from kube.informer import Informer
 from manager.jobs.framework import AdmissionPolicy
-from manager.runtime import resources as res
-from manager.runtime.informer import Informer
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import ApiLookup
 

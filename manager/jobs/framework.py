@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api import keys
+from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name as queue_name  # re-exported for webhook code
 from manager.core.matching import label_selector_matches
-
-JSON = dict[str, Any]
 
 # -- feature gates --------------------------------------------------------------------------
 

@@ -26,11 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from api import keys
+from api.wire import JSON
 from manager.core.jobs_to_workloads import build_workloads, queue_name
 from manager.jobs.framework import AdmissionPolicy, Integration, is_dns1123_label, namespace_selected
-
-JSON = dict[str, Any]
-
 
 # -- what a lifecycle asks the runtime to do -------------------------------------------------
 

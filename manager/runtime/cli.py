@@ -22,21 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from api.config import DEFAULT_NAMESPACE
+from kube.client import connect
+from kube.config_file import load_config
+from kube.endpoints import HealthChecks, build_app, start_site
+from kube.event_loop import run_main
+from kube.leader import LeaderElector
+from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 from manager.core.config import config_from
-from manager.runtime.client import connect
 from manager.runtime.controllers.manager import QueueManager
-from manager.runtime.endpoints import HealthChecks, build_app, start_site
-from manager.runtime.event_loop import run_main
-from manager.runtime.leader import LeaderElector
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
-from manager.runtime.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 from manager.runtime.visibility.tls import self_signed_serving_certificate
 
 log = logging.getLogger(__name__)
 
-DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_METRICS_ADDRESS = ":8080"
 DEFAULT_HEALTH_ADDRESS = ":8081"
 Extra = Callable[[Any], Awaitable[Callable[[], Awaitable[None]]]]
@@ -73,19 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-cert-dir", default=None,
                         help="directory with tls.crt and tls.key for /metrics")
     parser.add_argument("--log-level", default="INFO")
-
-
-def load_config(path: str | None) -> dict[str, Any]:
-    if not path or not Path(path).exists():
-        if path:
-            log.info("config file %s absent: using defaults", path)
-        return {}
-    data = yaml.safe_load(Path(path).read_text())
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a Kueue Configuration mapping")
-    return data
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import JSON, AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext, FieldError
 
 OWN_CONTROLLER = "kubernetes.io/job-controller"
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import JSON, AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext, FieldError
 
 INTEGRATION = "leaderworkerset.x-k8s.io/leaderworkerset"
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate"

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.wire import JSON
 from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
 from manager.jobs.lifecycle import (
-    JSON,
     Action,
     Delete,
     Finished,

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import JSON, AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext, FieldError
 
 KUEUE_LABELS = (keys.QUEUE_NAME, keys.MANAGED, keys.POD_GROUP_NAME)
 KUEUE_ANNOTATIONS = (keys.POD_SUSPENDING_PARENT, keys.POD_GROUP_NAME, keys.POD_GROUP_TOTAL_COUNT)

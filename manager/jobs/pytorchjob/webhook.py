@@ -7,8 +7,9 @@ Job (queue, priority, suspend, managedBy) and, on update, only the shared update
 
 from __future__ import annotations
 
+from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import JSON, AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext, FieldError
 
 OWN_CONTROLLER = "kubeflow.org/training-operator"
 REPLICA_TYPES = ("Master", "Worker")

@@ -27,10 +27,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
-from manager.runtime import resources as res
-from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
-from manager.runtime.informer import EventType, Informer
-from manager.runtime.resources import ResourceRef
+from api.wire import JSON
+from kube import resources as res
+from kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from kube.informer import EventType, Informer
+from kube.resources import ResourceRef
 
 log = logging.getLogger(__name__)
 

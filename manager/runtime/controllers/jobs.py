@@ -28,6 +28,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from api import keys
+from api.wire import JSON
+from kube import resources as res
+from kube.client import ApiError, KubeClient
+from kube.informer import EventType, Informer
+from kube.resources import ResourceRef, object_key
+from kube.workqueue import WorkQueue
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.workload_state import ADMITTED
@@ -48,11 +54,6 @@ from manager.jobs.lifecycle import (
     meta,
     podset_infos,
 )
-from manager.runtime import resources as res
-from manager.runtime.client import JSON, ApiError, KubeClient
-from manager.runtime.informer import EventType, Informer
-from manager.runtime.resources import ResourceRef, object_key
-from manager.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 

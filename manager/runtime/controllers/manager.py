@@ -32,6 +32,13 @@ from functools import partial
 from typing import Any
 
 from api import keys
+from api.wire import JSON
+from kube import resources as res
+from kube.backoff import Backoff
+from kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from kube.informer import EventType, Informer
+from kube.resources import ResourceRef, object_key
+from kube.workqueue import WorkQueue
 from manager.core.assignment import Outcome
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
@@ -40,14 +47,8 @@ from manager.core.status import workload_status
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.framework import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
-from manager.runtime import resources as res
-from manager.runtime.backoff import Backoff
-from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
-from manager.runtime.informer import EventType, Informer
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
-from manager.runtime.resources import ResourceRef, object_key
-from manager.runtime.workqueue import WorkQueue
 
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler

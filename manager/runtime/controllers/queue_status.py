@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.quantity import resource_quantity
+from api.wire import JSON
 from manager.core.engine import QueueingCore
 from manager.core.workload_state import ADMITTED, PENDING
-
-JSON = dict[str, Any]
 
 
 def _flavors_usage(usage: dict[tuple[str, str], int]) -> list[JSON]:

@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.wire import JSON
+from kube import resources as res
+from kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from kube.informer import EventType, Informer
 from manager.core.config import ConfigError, parse_duration
 from manager.core.objects import parse_time
-from manager.runtime import resources as res
-from manager.runtime.client import JSON, REQUEST_ERRORS, ApiError, KubeClient
-from manager.runtime.informer import EventType, Informer
 
 log = logging.getLogger(__name__)
 

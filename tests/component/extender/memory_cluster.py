@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from api import keys
-from extender.port import ConflictError, JsonObject, NotFoundError, PortError
+from api.wire import JSON
+from extender.port import ConflictError, NotFoundError, PortError
 
 Key = tuple[str, str]
 STALE = "the object has been modified; please apply your changes to the latest version"
@@ -23,11 +24,11 @@ STALE = "the object has been modified; please apply your changes to the latest v
 
 class MemoryCluster:
     def __init__(self) -> None:
-        self.nodes: dict[str, JsonObject] = {}
-        self.pods: dict[Key, JsonObject] = {}
-        self.workloads: dict[Key, JsonObject] = {}
-        self.flavors: dict[str, JsonObject] = {}
-        self.topologies: dict[str, JsonObject] = {}
+        self.nodes: dict[str, JSON] = {}
+        self.pods: dict[Key, JSON] = {}
+        self.workloads: dict[Key, JSON] = {}
+        self.flavors: dict[str, JSON] = {}
+        self.topologies: dict[str, JSON] = {}
         self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node) in order
         self.status_updates = 0
         self.calls: list[str] = []
@@ -42,44 +43,44 @@ class MemoryCluster:
         self._rv += 1
         return str(self._rv)
 
-    def add_node(self, node: JsonObject) -> None:
+    def add_node(self, node: JSON) -> None:
         self.nodes[node["metadata"]["name"]] = copy.deepcopy(node)
 
-    def add_pod(self, pod: JsonObject) -> None:
+    def add_pod(self, pod: JSON) -> None:
         meta = pod["metadata"]
         self.pods[(meta["namespace"], meta["name"])] = copy.deepcopy(pod)
 
-    def add_workload(self, workload: JsonObject) -> None:
+    def add_workload(self, workload: JSON) -> None:
         wl = copy.deepcopy(workload)
         wl["metadata"]["resourceVersion"] = self.next_rv()
         self.workloads[(wl["metadata"]["namespace"], wl["metadata"]["name"])] = wl
 
-    def touch_workload(self, namespace: str, name: str, mutate: Callable[[JsonObject], Any]) -> None:
+    def touch_workload(self, namespace: str, name: str, mutate: Callable[[JSON], Any]) -> None:
         """A write by someone else (e.g. the queue manager): new resourceVersion."""
         wl = self.workloads[(namespace, name)]
         mutate(wl)
         wl["metadata"]["resourceVersion"] = self.next_rv()
 
     # -- ClusterPort ----------------------------------------------------------------------
-    async def get_pod(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_pod(self, namespace: str, name: str) -> JSON | None:
         await asyncio.sleep(0)
         self.calls.append("get_pod")
         pod = self.pods.get((namespace, name))
         return copy.deepcopy(pod) if pod is not None else None
 
-    async def get_node(self, name: str) -> JsonObject | None:
+    async def get_node(self, name: str) -> JSON | None:
         await asyncio.sleep(0)
         self.calls.append("get_node")
         node = self.nodes.get(name)
         return copy.deepcopy(node) if node is not None else None
 
-    async def get_workload(self, namespace: str, name: str) -> JsonObject | None:
+    async def get_workload(self, namespace: str, name: str) -> JSON | None:
         await asyncio.sleep(0)
         self.calls.append("get_workload")
         wl = self.workloads.get((namespace, name))
         return copy.deepcopy(wl) if wl is not None else None
 
-    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JsonObject]:
+    async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_podset_pods")
         return [
@@ -90,32 +91,32 @@ class MemoryCluster:
             and (p["metadata"].get("annotations") or {}).get(keys.WORKLOAD_ANNOTATION) == workload
         ]
 
-    async def list_pods_on_node(self, node: str) -> list[JsonObject]:
+    async def list_pods_on_node(self, node: str) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_pods_on_node")
         return [copy.deepcopy(p) for p in self.pods.values() if (p.get("spec") or {}).get("nodeName") == node]
 
-    async def list_nodes(self) -> list[JsonObject]:
+    async def list_nodes(self) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_nodes")
         return [copy.deepcopy(n) for n in self.nodes.values()]
 
-    async def list_bound_pods(self) -> list[JsonObject]:
+    async def list_bound_pods(self) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_bound_pods")
         return [copy.deepcopy(p) for p in self.pods.values() if (p.get("spec") or {}).get("nodeName")]
 
-    async def list_workloads(self) -> list[JsonObject]:
+    async def list_workloads(self) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_workloads")
         return [copy.deepcopy(w) for w in self.workloads.values()]
 
-    async def get_resource_flavor(self, name: str) -> JsonObject | None:
+    async def get_resource_flavor(self, name: str) -> JSON | None:
         await asyncio.sleep(0)
         self.calls.append("get_resource_flavor")
         return copy.deepcopy(self.flavors.get(name))
 
-    async def get_topology(self, name: str) -> JsonObject | None:
+    async def get_topology(self, name: str) -> JSON | None:
         await asyncio.sleep(0)
         self.calls.append("get_topology")
         return copy.deepcopy(self.topologies.get(name))
@@ -139,7 +140,7 @@ class MemoryCluster:
 
     async def patch_workload_annotations(
         self, namespace: str, name: str, resource_version: str, annotations: dict[str, str | None]
-    ) -> JsonObject:
+    ) -> JSON:
         await asyncio.sleep(0)
         self.calls.append("patch_workload_annotations")
         stored = self.workloads.get((namespace, name))
@@ -156,7 +157,7 @@ class MemoryCluster:
         stored["metadata"]["resourceVersion"] = self.next_rv()
         return copy.deepcopy(stored)
 
-    async def update_workload_status(self, workload: JsonObject) -> JsonObject:
+    async def update_workload_status(self, workload: JSON) -> JSON:
         await asyncio.sleep(0)
         self.calls.append("update_workload_status")
         if self.before_status_update is not None:

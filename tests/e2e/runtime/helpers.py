@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from manager.runtime.client import JSON, ApiError, KubeClient, connect
-from manager.runtime.informer import EventType
-from manager.runtime.resources import CONFIG_MAPS
+from api.wire import JSON
+from kube.client import ApiError, KubeClient, connect
+from kube.informer import EventType
+from kube.resources import CONFIG_MAPS
 
 
 class Recorder:

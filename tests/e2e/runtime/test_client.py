@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from manager.runtime.client import ApiError, connect
-from manager.runtime.resources import CONFIG_MAPS
+from kube.client import ApiError, connect
+from kube.resources import CONFIG_MAPS
 from tests.e2e.conftest import DevCluster
 from tests.e2e.runtime.helpers import config_map
 

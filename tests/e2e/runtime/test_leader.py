@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from manager.runtime.client import ApiError, KubeClient, connect
-from manager.runtime.leader import LeaderElector, micro_time
-from manager.runtime.resources import LEASES
+from kube.client import ApiError, KubeClient, connect
+from kube.leader import LeaderElector, micro_time
+from kube.resources import LEASES
 from tests.e2e.conftest import DevCluster
 
 pytestmark = pytest.mark.e2e

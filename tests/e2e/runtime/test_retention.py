@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from api import keys
-from manager.runtime.client import KubeClient, connect
+from kube.client import KubeClient, connect
+from kube.informer import Informer
+from kube.resources import WORKLOADS
 from manager.runtime.controllers.retention import FinishedRetention
-from manager.runtime.informer import Informer
-from manager.runtime.resources import WORKLOADS
 from tests.e2e.conftest import DevCluster
 
 pytestmark = pytest.mark.e2e

@@ -17,14 +17,13 @@ import pytest
 from kubernetes_asyncio import client as kube
 
 from api import keys
-from manager.runtime import resources as res
-from manager.runtime.client import KubeClient
+from api.wire import JSON
+from kube import resources as res
+from kube.client import KubeClient
+from kube.informer import Informer
 from manager.runtime.controllers import retention
 from manager.runtime.controllers.finalizers import FINALIZER, FinalizerRelease
 from manager.runtime.controllers.manager import QUEUE_STATUS_PERIOD_S, QueueManager
-from manager.runtime.informer import Informer
-
-JSON = dict[str, Any]
 
 
 def _closed_port() -> int:

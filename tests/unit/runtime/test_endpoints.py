@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client.parser import text_string_to_metric_families
 
-from manager.runtime.endpoints import HealthChecks, build_app, start_site
+from kube.endpoints import HealthChecks, build_app, start_site
 from manager.runtime.metrics import KueueMetrics
 
 

@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 
-from manager.runtime.logging import GracefulShutdown, JsonFormatter, setup_logging
+from kube.logging import GracefulShutdown, JsonFormatter, setup_logging
 
 DEADLINE_S = 5.0
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from manager.runtime.client import ApiError
-from manager.runtime.resources import CLUSTER_QUEUES, CONFIG_MAPS, LEASES, WORKLOADS, object_key
+from kube.client import ApiError
+from kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, LEASES, WORKLOADS, object_key
 
 
 @pytest.mark.parametrize(("path", "expected"), [

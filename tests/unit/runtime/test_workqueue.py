@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from manager.runtime.backoff import Backoff
-from manager.runtime.workqueue import WorkQueue
+from kube.backoff import Backoff
+from kube.workqueue import WorkQueue
 from tests.unit.runtime.fakes import FakeTime
 
 DEADLINE_S = 5.0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from manager.runtime.client import KubeClient
+from kube.client import KubeClient
+from kube.informer import EventType
 from manager.runtime.controllers.manager import QueueManager
-from manager.runtime.informer import EventType
 
 from .test_queue_status import _objects
 

@@ -7,12 +7,12 @@ import asyncio
 import copy
 from typing import Any, cast
 
+from kube.client import ApiError, KubeClient
+from kube.informer import EventType
+from kube.ratelimit import TokenBucket
 from manager.core.workload_state import FINISHED
-from manager.runtime.client import ApiError, KubeClient
 from manager.runtime.controllers import manager as manager_module
 from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed, pending_notice
-from manager.runtime.informer import EventType
-from manager.runtime.ratelimit import TokenBucket
 
 from .test_queue_status import _objects
 

@@ -21,9 +21,9 @@ import aiohttp
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from manager.runtime.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from api.wire import JSON
+from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 
-JSON = dict[str, Any]
 Query = Mapping[str, str | int | bool]
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -249,6 +249,21 @@ async def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: 
         await kube_config.load_kube_config(config_file=None if kubeconfig is None else os.fspath(kubeconfig),
                                            context=context, client_configuration=configuration,
                                            persist_config=False)
+    return _client(configuration, qps, burst, max_connections)
+
+
+async def connect_with_certificate(server: str, *, ca_file: str | os.PathLike[str],
+                                   cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str],
+                                   qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST) -> KubeClient:
+    """A client that authenticates with an X.509 client certificate (the dev cluster's admin)."""
+    configuration = Configuration(host=server.rstrip("/"))
+    configuration.ssl_ca_cert = os.fspath(ca_file)
+    configuration.cert_file = os.fspath(cert_file)
+    configuration.key_file = os.fspath(key_file)
+    return _client(configuration, qps, burst, DEFAULT_MAX_CONNECTIONS)
+
+
+def _client(configuration: Configuration, qps: float, burst: int, max_connections: int) -> KubeClient:
     configuration.connection_pool_maxsize = max_connections
     api = ApiClient(configuration=configuration)
     resolve_environment_once(api)

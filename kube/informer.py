@@ -24,9 +24,10 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
-from manager.runtime.backoff import Backoff
-from manager.runtime.client import JSON, ApiError, KubeClient
-from manager.runtime.resources import ResourceRef, object_key
+from api.wire import JSON
+from kube.backoff import Backoff
+from kube.client import ApiError, KubeClient
+from kube.resources import ResourceRef, object_key
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from manager.runtime.backoff import Backoff
+from kube.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from manager.runtime.client import JSON, ApiError, KubeClient
-from manager.runtime.resources import LEASES
+from api.wire import JSON
+from kube.client import ApiError, KubeClient
+from kube.resources import LEASES
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
-"""The manager's HTTP endpoints: ``/metrics`` and the ``/healthz`` / ``/readyz`` probes.
+"""HTTP(S) endpoints every process serves the same way: ``/metrics``, the ``/healthz`` and
+``/readyz`` probes, TLS server contexts and starting a site.
 
 Kueue serves metrics on ``:8443`` (HTTPS) and probes on ``:8081``; both apps come from one
-factory so a test or a small deployment may also serve them together. Readiness is
+factory so a test or a small deployment may also serve them together. The metrics page is
+whatever exposition the process hands in, so this module knows no metric. Readiness is
 pluggable: each component (informer sync, webhook certs, leader state...) registers a named
 check, and ``/readyz`` fails while any check fails, naming it -- the way controller-runtime
 reports ``[-]name failed``.
@@ -12,12 +14,21 @@ from __future__ import annotations
 import inspect
 import ssl
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from aiohttp import web
 
-from manager.runtime.metrics import KueueMetrics
-
 Check = Callable[[], bool | Awaitable[bool]]
+
+
+class BadRequest(ValueError):
+    """A request body that is not a well-formed message of its endpoint: HTTP 400 with this text."""
+
+
+class Exposition(Protocol):
+    """Anything that renders a Prometheus text page (the manager's ``KueueMetrics``)."""
+
+    def exposition(self) -> bytes: ...
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -58,7 +69,7 @@ def _probe_handler(health: HealthChecks, live: bool) -> Callable[[web.Request], 
     return handle
 
 
-def build_app(metrics: KueueMetrics | None = None, health: HealthChecks | None = None) -> web.Application:
+def build_app(metrics: Exposition | None = None, health: HealthChecks | None = None) -> web.Application:
     """An app serving whichever of ``/metrics`` and the probes it is given."""
     app = web.Application()
     if metrics is not None:
