@@ -7,9 +7,12 @@ PY ?= python3
 install:
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
+# ruff and mypy --strict, then the import contract of pyproject.toml ([tool.importlinter]):
+# an upward import or one process importing another fails the build.
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	lint-imports --no-cache
 
 # Regenerates manifests/crds/ from the API models, then the install bundle of all CRDs.
 crds:
