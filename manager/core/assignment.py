@@ -11,6 +11,7 @@ from enum import IntEnum
 from typing import Any
 
 from .objects import FR, WorkloadDef
+from .reasons import FlavorVerdict, PendingReason, PodSetMiss
 
 
 class Mode(IntEnum):
@@ -32,7 +33,7 @@ class PodSetAssignment:
     flavors: dict[str, str]  # resource -> flavor
     usage: dict[str, int]  # resource -> amount for the whole count
     mode: Mode = Mode.FIT
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[FlavorVerdict] = field(default_factory=list)
     topology_assignment: dict[str, Any] | None = None
 
 
@@ -42,7 +43,7 @@ class Assignment:
     mode: Mode
     borrowing: int  # 0 = within nominal quota; else height of the subtree lent from
     usage: dict[FR, int]  # total per (flavor, resource)
-    message: str = ""
+    misses: tuple[PodSetMiss, ...] = ()  # pod sets that got no flavor, and why
     preempt_frs: frozenset[FR] = frozenset()
 
 
@@ -56,7 +57,7 @@ class Entry:
     timestamp: float
     assignment: Assignment | None = None
     targets: tuple[str, ...] = ()
-    inadmissible: str = ""  # set when the entry was rejected before flavor assignment
+    inadmissible: PendingReason | None = None  # set when rejected before flavor assignment
     requeue_reason: str = ""
     target_reasons: dict[str, str] = field(default_factory=dict)  # target -> Preempted condition reason
     preempting: bool = False  # already waiting for victims it chose in an earlier cycle
@@ -73,7 +74,7 @@ class Decision:
     key: str
     cluster_queue: str
     outcome: str
-    message: str = ""
+    pending: PendingReason | None = None  # why it is not admitted (PENDING, PREEMPT)
     assignment: Assignment | None = None
     targets: tuple[str, ...] = ()
     immediate: bool = False  # requeue into the heap rather than the inadmissible set

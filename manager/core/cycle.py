@@ -24,6 +24,7 @@ from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook
 from .matching import label_selector_matches
 from .objects import FR
 from .quota import QuotaNode, Usage, available
+from .reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from .snapshot import Snapshot
 
 FAILED_AFTER_NOMINATION = "FailedAfterNomination"
@@ -90,20 +91,21 @@ class Scheduler:
         if assignment.mode != Mode.FIT:
             return assignment
         for i, psa in enumerate(assignment.podsets):
-            topo = None
+            topo, topo_flavor = None, ""
             for fname in set(psa.flavors.values()):
                 flavor = snap.flavors.get(fname)
                 if flavor is not None and flavor.topology_name:
-                    topo = flavor.topology_name
+                    topo, topo_flavor = flavor.topology_name, fname
             if topo is None:
                 continue
             placed = self.topology.place(snap, entry, assignment, i, topo)
             if placed is None:
                 psa.mode = Mode.NO_CANDIDATES
-                psa.reasons.append("topology placement failed")
+                verdict = FlavorVerdict(Miss.TOPOLOGY, topo_flavor)
+                psa.reasons.append(verdict)
                 assignment.mode = Mode.NO_CANDIDATES
-                assignment.message = (f"couldn't assign flavors to pod set {psa.name}: "
-                                      "topology placement failed")
+                # Kueue reports only the topology failure of the pod set, not earlier misses.
+                assignment.misses = (PodSetMiss(psa.name, (verdict,)),)
             elif isinstance(placed, dict):
                 psa.topology_assignment = placed
         return assignment
@@ -112,16 +114,16 @@ class Scheduler:
         cq_name = entry.cluster_queue
         cq = snap.cluster_queues.get(cq_name)
         if cq is None or cq_name not in snap.nodes:
-            entry.inadmissible = f"ClusterQueue {cq_name} not found"
+            entry.inadmissible = PendingReason(Pending.CLUSTER_QUEUE_GONE, cq_name)
             return
         why = snap.inactive.get(cq_name)
-        if why:
+        if why is not None:
             entry.inadmissible = why
             return
         labels = snap.namespaces.get(entry.workload.namespace,
                                      {"kubernetes.io/metadata.name": entry.workload.namespace})
         if not label_selector_matches(cq.namespace_selector, labels):
-            entry.inadmissible = "Workload namespace doesn't match ClusterQueue selector"
+            entry.inadmissible = PendingReason(Pending.NAMESPACE_MISMATCH, cq_name)
             entry.requeue_reason = NAMESPACE_MISMATCH
             return
         entry.assignment = self._assign(assigner, entry, snap)
@@ -175,7 +177,8 @@ class Scheduler:
             node = snap.nodes[e.cluster_queue]
             key = e.workload.key
             if a.mode == Mode.NO_FIT:
-                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING, a.message or "no fit",
+                decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
+                                          PendingReason(Pending.NO_FIT, podsets=a.misses),
                                           assignment=a, no_fit=True))
                 continue
             if a.mode.needs_preemption and not e.targets:
@@ -184,24 +187,24 @@ class Scheduler:
                     _reserve_for_preemption(node, usage, {fr: a.usage[fr] for fr in a.preempt_frs
                                                           if fr in a.usage}, a.borrowing > 0)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
-                                          a.message or "requires preemption, but no candidates",
+                                          PendingReason(Pending.NO_CANDIDATES, podsets=a.misses),
                                           assignment=a, no_fit=True))
                 continue
             if victims.intersection(e.targets):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
-                                          "Workload has overlapping preemption targets with another workload",
+                                          PendingReason(Pending.OVERLAPPING_TARGETS),
                                           assignment=a, immediate=True))
                 continue
             if not _fits(node, self._without(snap, usage, victims | set(e.targets)), a.usage):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
-                                          "Workload no longer fits after processing another workload",
+                                          PendingReason(Pending.NO_LONGER_FITS),
                                           assignment=a, immediate=True))
                 continue
             usage.add_all(node, a.usage)
             if e.targets:
                 victims.update(e.targets)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PREEMPT,
-                                          "Pending the preemption of workloads", assignment=a,
+                                          PendingReason(Pending.PREEMPTING), assignment=a,
                                           targets=e.targets, immediate=True, target_reasons=e.target_reasons))
             else:
                 decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a))

@@ -25,7 +25,7 @@ from typing import Any
 from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
-from .cycle import NAMESPACE_MISMATCH, Scheduler
+from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
 from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .objects import (
@@ -48,15 +48,13 @@ from .objects import (
 from .preemption import ClassicalPreemption
 from .queues import PendingQueue, SortKey, scheduling_shape, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
+from .reasons import ROUTING, Pending, PendingReason
 from .resources import transform_requests
 from .snapshot import Snapshot
 from .status import preemption_message
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 _BACKOFF = "backoff"
-# Reasons that routing itself wrote; they go stale once the queue becomes usable.
-_WAITING = "Waiting in ClusterQueue {} for its turn"
-_ROUTING_REASONS = ("LocalQueue ", "ClusterQueue ", "Workload has no queue", "Waiting for the requeue")
 _PODS_READY = "podsReady"
 _AFS_SAMPLE = "afsSample"
 _REQUEUE = "requeue"  # a batched requeue of a cohort tree (key: "Cohort/<root>" or "ClusterQueue/<name>")
@@ -91,7 +89,7 @@ class QueueingCore:
         self.queues: dict[str, PendingQueue] = {}
         self.nodes: dict[str, QuotaNode] = {}
         self.cohort_nodes: dict[str, QuotaNode] = {}
-        self.inactive: dict[str, str] = {}
+        self.inactive: dict[str, PendingReason] = {}
         self.terminating: set[str] = set()  # ClusterQueues being deleted: they admit nothing new
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
@@ -228,7 +226,7 @@ class QueueingCore:
             return rec
         if not wl.active:
             rec.deactivated = True
-            rec.reason = "The workload is deactivated"
+            rec.pending = PendingReason(Pending.DEACTIVATED)
             self.changed.add(rec.key)
             return rec
         admission = status.get("admission")
@@ -342,7 +340,7 @@ class QueueingCore:
         for name, cq in self.cq_defs.items():
             why = self._inactive_reason(cq, cyclic)
             if why:
-                self.inactive[name] = f"ClusterQueue {name} is inactive: {why}"
+                self.inactive[name] = PendingReason(Pending.CLUSTER_QUEUE_INACTIVE, name, why)
         usage = Usage()
         for rec in self.workloads.values():
             holder = nodes.get(rec.cluster_queue or "") if rec.holds_quota else None
@@ -411,19 +409,20 @@ class QueueingCore:
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
         target: str | None = None
         if not wl.queue_name:
-            rec.reason = "Workload has no queue name"
+            rec.pending = PendingReason(Pending.NO_QUEUE_NAME)
         elif lq is None:
-            rec.reason = f"LocalQueue {wl.queue_name} doesn't exist"
+            rec.pending = PendingReason(Pending.LOCAL_QUEUE_NOT_FOUND, wl.queue_name)
         elif lq.stop_policy != "None":
-            rec.reason = f"LocalQueue {wl.queue_name} is inactive"
+            rec.pending = PendingReason(Pending.LOCAL_QUEUE_STOPPED, wl.queue_name)
         elif lq.cluster_queue not in self.cq_defs:
-            rec.reason = f"ClusterQueue {lq.cluster_queue} doesn't exist"
+            rec.pending = PendingReason(Pending.CLUSTER_QUEUE_NOT_FOUND, lq.cluster_queue)
         else:
             target = lq.cluster_queue
             if target in self.inactive:
-                rec.reason = self.inactive[target]
-            elif not rec.reason or rec.reason.startswith(_ROUTING_REASONS):
-                rec.reason = _WAITING.format(target)
+                rec.pending = self.inactive[target]
+            elif rec.pending is None or rec.pending.kind in ROUTING:
+                # A reason routing wrote is stale now that the queue is usable.
+                rec.pending = PendingReason(Pending.WAITING_FOR_TURN, target)
         if rec.cluster_queue != target and rec.cluster_queue in self.queues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
@@ -452,7 +451,7 @@ class QueueingCore:
             self.changed.add(key)
             self._leave(rec)
             rec.status = FINISHED
-            rec.reason = ""
+            rec.pending = None
         return True
 
     def _leave(self, rec: WorkloadRecord) -> None:
@@ -508,7 +507,7 @@ class QueueingCore:
         if deactivate:
             rec.deactivated = True
             rec.requeue_at = None
-            rec.reason = f"The workload is deactivated ({reason})"
+            rec.pending = PendingReason(Pending.DEACTIVATED, detail=reason)
             if rec.cluster_queue in self.queues:
                 self.queues[rec.cluster_queue].remove(rec.key)
             return
@@ -517,7 +516,7 @@ class QueueingCore:
             rec.queue_ts = self.now
         if backoff is not None and backoff > 0 and not requeue_now:
             rec.requeue_at = self.now + backoff
-            rec.reason = f"Waiting for the requeue backoff after eviction ({reason})"
+            rec.pending = PendingReason(Pending.REQUEUE_BACKOFF, detail=reason)
             self._timer(rec.requeue_at, _BACKOFF, rec)
             return
         rec.requeue_at = None
@@ -696,7 +695,8 @@ class QueueingCore:
                     self._reserve(rec, d)
                     progress = True
                     continue
-                d = replace(d, outcome=Outcome.PENDING, message=why, immediate=True)
+                d = replace(d, outcome=Outcome.PENDING, immediate=True,
+                            pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
@@ -711,12 +711,11 @@ class QueueingCore:
                         progress = True
             elif not d.immediate:
                 rec.preempting = False  # it no longer fits even with preemption: no claim to keep
-            message = d.message
-            if self.tas is not None and message.endswith(": topology placement failed"):
-                message = message.replace("topology placement failed", self.tas.explain(rec.key) or
-                                          "topology placement failed")
-            if rec.reason != message:
-                rec.reason = message
+            pending = d.pending
+            if self.tas is not None and pending is not None and pending.topology_failed:
+                pending = pending.with_topology_detail(self.tas.explain(rec.key))
+            if rec.pending != pending:
+                rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
         return progress
@@ -727,8 +726,8 @@ class QueueingCore:
             return False
         cq = self.cq_defs[d.cluster_queue]
         skey = self._sort_key(rec)
-        strict = cq.queueing_strategy == "StrictFIFO" and d.message != NAMESPACE_MISMATCH \
-            and "namespace doesn't match" not in d.message
+        strict = cq.queueing_strategy == "StrictFIFO" and (
+            d.pending is None or d.pending.kind is not Pending.NAMESPACE_MISMATCH)
         shape = self._shape(rec, d.cluster_queue)
         if d.immediate or strict:
             q.push(rec.key, skey, shape)
@@ -804,7 +803,7 @@ class QueueingCore:
         rec.usage = dict(d.assignment.usage)
         rec.reserved_at = self.now
         rec.reserved_seq = next(self._reservations)
-        rec.reason = ""
+        rec.pending = None
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
         self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)
         cq = self.cq_defs[d.cluster_queue]
@@ -836,7 +835,11 @@ class QueueingCore:
         status for such a workload; the scheduler's first verdict is its first condition)."""
         rec = self.workloads.get(key)
         return rec is not None and rec.status == PENDING and rec.cluster_queue is not None \
-            and rec.reason == _WAITING.format(rec.cluster_queue)
+            and rec.pending == PendingReason(Pending.WAITING_FOR_TURN, rec.cluster_queue)
+
+    def _activity(self, name: str) -> str:
+        why = self.inactive.get(name)
+        return why.message() if why is not None else "active"
 
     def debug_dump(self) -> list[str]:
         """One line per ClusterQueue and one for the timers: what an operator asks for when
@@ -850,7 +853,7 @@ class QueueingCore:
             lines.append(f"ClusterQueue {name}: active {q.active_count}, parked {len(q.parked)}, "
                          f"no-fit shapes {q.no_fit_shapes}, holding {len(self.holding.get(name, {}))} "
                          f"{sorted(self.holding.get(name, {}))[:5]}, "
-                         f"usage {usage}, {self.inactive.get(name) or 'active'}")
+                         f"usage {usage}, {self._activity(name)}")
         kinds: dict[str, int] = {}
         for _, _, kind, _, _ in self._timers:
             kinds[kind] = kinds.get(kind, 0) + 1

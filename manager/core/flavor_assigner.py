@@ -13,23 +13,18 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 from __future__ import annotations
 
-from api.quantity import resource_quantity
-
 from .assignment import Assignment, Mode, PodSetAssignment
 from .hooks import NO_CANDIDATES, PREEMPT, PreemptionHook
 from .matching import selector_matches, untolerated_taint
 from .objects import FR, ClusterQueueDef, PodSet, WorkloadDef
 from .quota import QuotaNode, available, borrowing_level, potential_available
+from .reasons import FlavorVerdict, Miss, PodSetMiss
 from .snapshot import Snapshot
 from .tas_hook import tas_only
 
 PODS = "pods"
 _STOP_BORROW = ("Borrow", "MayStopSearch")
 _STOP_PREEMPT = ("Preempt", "MayStopSearch")
-
-
-def _q(fr: FR, value: int) -> str:
-    return str(resource_quantity(fr[1], value))
 
 
 def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str]:
@@ -61,18 +56,16 @@ class FlavorAssigner:
         return (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never") not in ("", "Never")
 
     def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int,
-                       priority: int) -> tuple[Mode, int, str]:
+                       priority: int) -> tuple[Mode, int, FlavorVerdict | None]:
         usage = self.snap.usage
         cap = potential_available(node, fr)
         if val > cap:
-            return Mode.NO_FIT, 0, (f"insufficient quota for {fr[1]} in flavor {fr[0]}, request > "
-                                    f"maximum capacity ({_q(fr, val)} > {_q(fr, cap)})")
+            return Mode.NO_FIT, 0, FlavorVerdict(Miss.OVER_CAPACITY, fr[0], fr[1], val, cap)
         level, may_reclaim = borrowing_level(node, usage, fr, val)
         avail = available(node, usage, fr)
         if val <= avail:
-            return Mode.FIT, level, ""
-        msg = (f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, "
-               f"{_q(fr, val - max(avail, 0))} more needed")
+            return Mode.FIT, level, None
+        msg = FlavorVerdict(Miss.INSUFFICIENT_QUOTA, fr[0], fr[1], val, max(avail, 0))
         if val <= node.quota(fr).nominal or may_reclaim or self._preempts_while_borrowing(cq):
             verdict = self.preemption.oracle(self.snap, cq, fr, val, priority)
             if verdict == NO_CANDIDATES:
@@ -88,7 +81,7 @@ class FlavorAssigner:
         borrowing = 0
         worst = Mode.FIT
         preempt_frs: set[FR] = set()
-        messages: list[str] = []
+        misses: list[PodSetMiss] = []
         for i, ps in enumerate(wl.podsets):
             count = ps.count if counts is None else counts[i]
             requests = _podset_requests(ps, count, cq)
@@ -96,7 +89,7 @@ class FlavorAssigner:
             for res in requests:
                 if not any(res in g.covered for g in cq.groups):
                     psa.mode = Mode.NO_FIT
-                    psa.reasons.append(f"resource {res} unavailable in ClusterQueue")
+                    psa.reasons.append(FlavorVerdict(Miss.RESOURCE_UNAVAILABLE, resource=res))
             if psa.mode != Mode.NO_FIT:
                 for group in cq.groups:
                     wanted = [r for r in group.covered if r in requests]
@@ -116,9 +109,9 @@ class FlavorAssigner:
                         preempt_frs.update(frs)
             worst = min(worst, psa.mode)
             if psa.mode != Mode.FIT and psa.reasons:
-                messages.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(psa.reasons)}")
+                misses.append(PodSetMiss(ps.name, tuple(psa.reasons)))
             podsets.append(psa)
-        return Assignment(podsets, worst, borrowing, total, "; ".join(messages), frozenset(preempt_frs))
+        return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs))
 
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
@@ -126,27 +119,27 @@ class FlavorAssigner:
         keys = _group_label_keys(self.snap, flavors)
         implied_topology = tas_only(cq, self.snap.flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
-        reasons: list[str] = []
+        reasons: list[FlavorVerdict] = []
         for fname in flavors:
             flavor = self.snap.flavors.get(fname)
             if flavor is None:
-                reasons.append(f"flavor {fname} not found")
+                reasons.append(FlavorVerdict(Miss.FLAVOR_NOT_FOUND, fname))
                 continue
             if ps.topology_request and not flavor.topology_name:
-                reasons.append(f"flavor {fname} does not support TopologyAwareScheduling")
+                reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))
                 continue
             if flavor.topology_name and not ps.topology_request and not implied_topology:
                 # Outside a TAS-only queue a PodSet without a topology request may not take a
                 # TAS flavor, so the search moves on to the next (plain) flavor, as Kueue does.
-                reasons.append(f'Flavor "{fname}" supports only TopologyAwareScheduling')
+                reasons.append(FlavorVerdict(Miss.TOPOLOGY_ONLY, fname))
                 continue
             taint = untolerated_taint(ps, flavor)
             if taint is not None:
-                reasons.append(f"untolerated taint {taint.get('key')}={taint.get('value', '')}:"
-                               f"{taint.get('effect')} in flavor {fname}")
+                reasons.append(FlavorVerdict(Miss.UNTOLERATED_TAINT, fname, detail=(
+                    f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}")))
                 continue
             if not selector_matches(ps, flavor, keys):
-                reasons.append(f"flavor {fname} doesn't match node affinity")
+                reasons.append(FlavorVerdict(Miss.NODE_AFFINITY, fname))
                 continue
             mode, level = Mode.FIT, 0
             frs: list[FR] = []
@@ -154,12 +147,12 @@ class FlavorAssigner:
                 fr = (fname, r)
                 if fr not in node.quotas and not node.subtree.get(fr):
                     mode = Mode.NO_FIT
-                    reasons.append(f"flavor {fname} has no quota for {r}")
+                    reasons.append(FlavorVerdict(Miss.NO_QUOTA, fname, r))
                     break
                 val = requests[r] + assigned.get(fr, 0)
-                rmode, rlevel, msg = self._resource_mode(cq, node, fr, val, priority)
-                if msg:
-                    reasons.append(msg)
+                rmode, rlevel, verdict = self._resource_mode(cq, node, fr, val, priority)
+                if verdict is not None:
+                    reasons.append(verdict)
                 if rmode.needs_preemption:
                     frs.append(fr)
                 mode, level = min(mode, rmode), max(level, rlevel)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .objects import ClusterQueueDef, Flavor
 from .quota import QuotaNode, Usage
+from .reasons import PendingReason
 from .workload_state import WorkloadRecord
 
 
@@ -23,7 +24,7 @@ class Snapshot:
     nodes: Mapping[str, QuotaNode]  # ClusterQueue name -> its node
     flavors: Mapping[str, Flavor]
     namespaces: Mapping[str, Mapping[str, str]]  # namespace -> labels
-    inactive: Mapping[str, str]  # ClusterQueue name -> why it cannot admit
+    inactive: Mapping[str, PendingReason]  # ClusterQueue name -> why it cannot admit
     usage: Usage
     # ClusterQueue name -> workloads holding quota there (key -> record), for preemption.
     holding: Mapping[str, Mapping[str, WorkloadRecord]] = field(default_factory=dict)

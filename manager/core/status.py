@@ -90,7 +90,7 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
             conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
                                          "The workload has not all checks ready", now))
     elif rec.status == PENDING:
-        inadmissible = rec.reason.startswith(("LocalQueue ", "ClusterQueue "))
+        inadmissible = rec.pending is not None and rec.pending.queue_problem
         reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .assignment import Assignment
 from .objects import FR, WorkloadDef
+from .reasons import PendingReason
 
 PENDING = "Pending"
 QUOTA_RESERVED = "QuotaReserved"
@@ -28,7 +29,7 @@ class WorkloadRecord:
     assignment: Assignment | None = None
     usage: dict[FR, int] = field(default_factory=dict)
     checks: dict[str, str] = field(default_factory=dict)
-    reason: str = ""
+    pending: PendingReason | None = None  # why it waits (status PENDING); None otherwise
     evictions: list[str] = field(default_factory=list)
     requeue_count: int = 0
     requeue_at: float | None = None
@@ -44,6 +45,11 @@ class WorkloadRecord:
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
     preemption_message: str = ""  # message of the latest Preempted condition
+
+    @property
+    def reason(self) -> str:
+        """The pending reason as Kueue's condition message (empty when there is none)."""
+        return self.pending.message() if self.pending is not None else ""
 
     @property
     def holds_quota(self) -> bool:

@@ -70,7 +70,8 @@ def cluster_queue_status(core: QueueingCore, name: str, index: QueueIndex | None
     if cq is not None:
         for fr in _quota_keys(cq):
             usage.setdefault(fr, 0)
-    inactive = core.inactive.get(name)
+    why = core.inactive.get(name)
+    inactive = why.message() if why is not None else ""
     reason = "Terminating" if name in core.terminating else "Inactive" if inactive else "Ready"
     if name in core.terminating:
         inactive = "Can't admit new workloads; clusterQueue is terminating"

@@ -9,6 +9,7 @@ from manager.core.assignment import Assignment, Entry, Outcome
 from manager.core.engine import QueueingCore
 from manager.core.hooks import NO_CANDIDATES, PREEMPT
 from manager.core.objects import FR, ClusterQueueDef
+from manager.core.reasons import Pending
 from manager.core.snapshot import Snapshot
 from manager.core.status import workload_status
 
@@ -177,7 +178,8 @@ def test_an_entry_needing_preemption_holds_capacity_within_its_cycle() -> None:
     # cycle, so b cannot borrow the last free CPU under it.
     assert decisions["ns/a-needs-its-quota"].outcome == Outcome.PENDING
     assert decisions["ns/b-more"].outcome == Outcome.PENDING
-    assert "no longer fits" in decisions["ns/b-more"].message
+    pending = decisions["ns/b-more"].pending
+    assert pending is not None and pending.kind is Pending.NO_LONGER_FITS
 
 
 def test_take_changes_reports_what_to_write() -> None:

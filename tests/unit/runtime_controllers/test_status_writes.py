@@ -10,6 +10,7 @@ from typing import Any, cast
 from kube.client import ApiError, KubeClient
 from kube.informer import EventType
 from kube.ratelimit import TokenBucket
+from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from manager.core.workload_state import FINISHED
 from manager.runtime.controllers import manager as manager_module
 from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed, pending_notice
@@ -106,7 +107,8 @@ def test_a_pending_message_change_waits_but_a_finish_does_not(monkeypatch: Any) 
         manager.status_writes.start()
         await manager.schedule_once()
         await manager.status_writes.join(5)
-        manager.core.workloads["ns/w2"].reason = "couldn't assign flavors: 1 more needed"
+        manager.core.workloads["ns/w2"].pending = PendingReason(Pending.NO_FIT, podsets=(PodSetMiss(
+            "main", (FlavorVerdict(Miss.INSUFFICIENT_QUOTA, "default", "cpu", 2000, 1000),)),))
         assert await manager._write_workload_status("ns/w2") is not None  # deferred, not written
         assert api.puts.count("w2") == 1
         # Someone else changed w0 meanwhile: the finish write 409s, re-reads and still lands.

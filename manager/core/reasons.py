@@ -1,0 +1,201 @@
+"""Why a workload waits, as values: the core decides on these, the edges render them.
+
+The scheduling core used to carry a workload's pending reason as the sentence Kueue
+writes into the ``QuotaReserved`` condition, and then had to parse its own sentences to
+route (is this a queue problem? a topology failure?). Here each outcome is a typed value:
+what kind of reason, which queue, which pod set and flavor, which resource and what
+amounts. Decisions branch on the kind; :meth:`PendingReason.message` renders Kueue's text
+for the Workload status, ``simulate`` and the visibility API, and tools that explain a
+wait (``explain``, tiers) read the fields instead of the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from api.quantity import resource_quantity
+
+
+class Miss(Enum):
+    """Why one flavor (or the queue as a whole) could not take a pod set's resources."""
+
+    RESOURCE_UNAVAILABLE = "ResourceUnavailable"  # no resource group of the queue covers it
+    FLAVOR_NOT_FOUND = "FlavorNotFound"
+    NO_TOPOLOGY_SUPPORT = "FlavorWithoutTopology"  # a topology request on a plain flavor
+    TOPOLOGY_ONLY = "TopologyOnlyFlavor"  # a plain request on a TAS flavor outside a TAS-only queue
+    UNTOLERATED_TAINT = "UntoleratedTaint"
+    NODE_AFFINITY = "NodeAffinityMismatch"
+    NO_QUOTA = "NoQuotaForResource"
+    OVER_CAPACITY = "ExceedsMaxQuota"  # more than the queue could ever get, borrowing included
+    INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"  # more than is free now
+    TOPOLOGY = "TopologyPlacementFailed"
+
+
+@dataclass(frozen=True)
+class FlavorVerdict:
+    """One rejection seen while assigning flavors to a pod set.
+
+    For quota verdicts ``requested`` and ``available`` are amounts in the resource's
+    integer unit (milli-units for CPU): the request, and the queue's maximum capacity
+    (``OVER_CAPACITY``) or its quota free now (``INSUFFICIENT_QUOTA``). ``detail`` holds the
+    untolerated taint, or a topology explanation."""
+
+    kind: Miss
+    flavor: str = ""
+    resource: str = ""
+    requested: int = 0
+    available: int = 0
+    detail: str = ""
+
+    def message(self) -> str:
+        f, r = self.flavor, self.resource
+        match self.kind:
+            case Miss.RESOURCE_UNAVAILABLE:
+                return f"resource {r} unavailable in ClusterQueue"
+            case Miss.FLAVOR_NOT_FOUND:
+                return f"flavor {f} not found"
+            case Miss.NO_TOPOLOGY_SUPPORT:
+                return f"flavor {f} does not support TopologyAwareScheduling"
+            case Miss.TOPOLOGY_ONLY:
+                return f'Flavor "{f}" supports only TopologyAwareScheduling'
+            case Miss.UNTOLERATED_TAINT:
+                return f"untolerated taint {self.detail} in flavor {f}"
+            case Miss.NODE_AFFINITY:
+                return f"flavor {f} doesn't match node affinity"
+            case Miss.NO_QUOTA:
+                return f"flavor {f} has no quota for {r}"
+            case Miss.OVER_CAPACITY:
+                return (f"insufficient quota for {r} in flavor {f}, request > maximum capacity "
+                        f"({_q(r, self.requested)} > {_q(r, self.available)})")
+            case Miss.INSUFFICIENT_QUOTA:
+                return f"insufficient unused quota for {r} in flavor {f}, {_q(r, self.shortfall)} more needed"
+            case Miss.TOPOLOGY:
+                return self.detail or "topology placement failed"
+
+
+    @property
+    def shortfall(self) -> int:
+        """How much more of the resource the request needs than the flavor has for it."""
+        return self.requested - self.available
+
+
+@dataclass(frozen=True)
+class PodSetMiss:
+    """A pod set that got no flavor, with every rejection met on the way."""
+
+    podset: str
+    verdicts: tuple[FlavorVerdict, ...]
+
+    def message(self) -> str:
+        verdicts = ", ".join(v.message() for v in self.verdicts)
+        return f"couldn't assign flavors to pod set {self.podset}: {verdicts}"
+
+    @property
+    def topology_failed(self) -> bool:
+        return any(v.kind is Miss.TOPOLOGY for v in self.verdicts)
+
+
+class Pending(Enum):
+    """The kind of a pending workload's reason."""
+
+    NO_QUEUE_NAME = "NoQueueName"
+    LOCAL_QUEUE_NOT_FOUND = "LocalQueueNotFound"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    CLUSTER_QUEUE_NOT_FOUND = "ClusterQueueNotFound"
+    CLUSTER_QUEUE_INACTIVE = "ClusterQueueInactive"
+    CLUSTER_QUEUE_GONE = "ClusterQueueGone"  # left the snapshot between routing and the cycle
+    NAMESPACE_MISMATCH = "NamespaceMismatch"
+    WAITING_FOR_TURN = "WaitingForTurn"  # queued, not evaluated yet
+    DEACTIVATED = "Deactivated"
+    REQUEUE_BACKOFF = "RequeueBackoff"
+    NO_FIT = "NoFit"  # flavor assignment found no flavor for some pod set
+    NO_CANDIDATES = "PreemptionNoCandidates"  # it would fit only by preempting, and no one qualifies
+    OVERLAPPING_TARGETS = "OverlappingPreemptionTargets"
+    NO_LONGER_FITS = "NoLongerFits"  # another admission of the same cycle took the room
+    PREEMPTING = "WaitingForPreemptedWorkloads"
+    TOPOLOGY_RESERVATION = "TopologyReservationFailed"  # quota fitted, the TAS hook could not place it
+
+
+# The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
+# once the queue becomes usable, and the Workload's condition reason is Inadmissible.
+QUEUE_PROBLEMS = frozenset({Pending.LOCAL_QUEUE_NOT_FOUND, Pending.LOCAL_QUEUE_STOPPED,
+                            Pending.CLUSTER_QUEUE_NOT_FOUND, Pending.CLUSTER_QUEUE_INACTIVE,
+                            Pending.CLUSTER_QUEUE_GONE})
+ROUTING = QUEUE_PROBLEMS | {Pending.NO_QUEUE_NAME, Pending.REQUEUE_BACKOFF}
+
+
+@dataclass(frozen=True)
+class PendingReason:
+    """Why a workload is not admitted now.
+
+    ``queue`` names the LocalQueue or ClusterQueue the kind is about; ``detail`` is the
+    inactive queue's cause, the eviction reason (deactivation, backoff) or the TAS hook's
+    explanation; ``podsets`` lists the pod sets that got no flavor."""
+
+    kind: Pending
+    queue: str = ""
+    detail: str = ""
+    podsets: tuple[PodSetMiss, ...] = ()
+
+    def message(self) -> str:
+        q, d = self.queue, self.detail
+        match self.kind:
+            case Pending.NO_QUEUE_NAME:
+                return "Workload has no queue name"
+            case Pending.LOCAL_QUEUE_NOT_FOUND:
+                return f"LocalQueue {q} doesn't exist"
+            case Pending.LOCAL_QUEUE_STOPPED:
+                return f"LocalQueue {q} is inactive"
+            case Pending.CLUSTER_QUEUE_NOT_FOUND:
+                return f"ClusterQueue {q} doesn't exist"
+            case Pending.CLUSTER_QUEUE_GONE:
+                return f"ClusterQueue {q} not found"
+            case Pending.CLUSTER_QUEUE_INACTIVE:
+                return f"ClusterQueue {q} is inactive: {d}"
+            case Pending.NAMESPACE_MISMATCH:
+                return "Workload namespace doesn't match ClusterQueue selector"
+            case Pending.WAITING_FOR_TURN:
+                return f"Waiting in ClusterQueue {q} for its turn"
+            case Pending.DEACTIVATED:
+                return f"The workload is deactivated ({d})" if d else "The workload is deactivated"
+            case Pending.REQUEUE_BACKOFF:
+                return f"Waiting for the requeue backoff after eviction ({d})"
+            case Pending.NO_FIT:
+                return self._podset_messages() or "no fit"
+            case Pending.NO_CANDIDATES:
+                return self._podset_messages() or "requires preemption, but no candidates"
+            case Pending.OVERLAPPING_TARGETS:
+                return "Workload has overlapping preemption targets with another workload"
+            case Pending.NO_LONGER_FITS:
+                return "Workload no longer fits after processing another workload"
+            case Pending.PREEMPTING:
+                return "Pending the preemption of workloads"
+            case Pending.TOPOLOGY_RESERVATION:
+                return d
+
+    def _podset_messages(self) -> str:
+        return "; ".join(p.message() for p in self.podsets)
+
+    @property
+    def queue_problem(self) -> bool:
+        """The workload cannot even be queued: Kueue's condition reason is Inadmissible."""
+        return self.kind in QUEUE_PROBLEMS
+
+    @property
+    def topology_failed(self) -> bool:
+        return any(p.topology_failed for p in self.podsets)
+
+    def with_topology_detail(self, explanation: str) -> PendingReason:
+        """The same reason with the TAS hook's explanation in place of the bare topology verdict."""
+        if not explanation:
+            return self
+        podsets = tuple(
+            PodSetMiss(p.podset, tuple(FlavorVerdict(Miss.TOPOLOGY, v.flavor, detail=explanation)
+                                       if v.kind is Miss.TOPOLOGY else v for v in p.verdicts))
+            for p in self.podsets)
+        return PendingReason(self.kind, self.queue, self.detail, podsets)
+
+
+def _q(resource: str, value: int) -> str:
+    return str(resource_quantity(resource, value))
