@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from api import keys
+
 from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
@@ -48,10 +50,9 @@ from .objects import (
 from .preemption import ClassicalPreemption
 from .queues import PendingQueue, SortKey, scheduling_shape, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
-from .reasons import ROUTING, Pending, PendingReason
+from .reasons import ROUTING, Pending, PendingReason, Preemption
 from .resources import transform_requests
 from .snapshot import Snapshot
-from .status import preemption_message
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 _BACKOFF = "backoff"
@@ -705,8 +706,11 @@ class QueueingCore:
                         reason = d.target_reasons.get(target, "InClusterQueue")
                         self.preempted_reasons[target] = reason
                         victim.preemption_reasons.append(reason)
-                        victim.preemption_message = preemption_message(
-                            rec, reason, self._path(rec.cluster_queue), self._path(victim.cluster_queue))
+                        job_uid = ((rec.wl.source.get("metadata") or {}).get("labels") or {}).get(
+                            keys.JOB_UID) or ""
+                        victim.preemption = Preemption(reason, rec.wl.uid, job_uid,
+                                                       self._path(rec.cluster_queue),
+                                                       self._path(victim.cluster_queue))
                         self._evict(victim, "Preempted", requeue_now=True)
                         progress = True
             elif not d.immediate:

@@ -197,5 +197,29 @@ class PendingReason:
         return PendingReason(self.kind, self.queue, self.detail, podsets)
 
 
+# Kueue's wording of each preemption reason in the Preempted condition message.
+PREEMPTION_WORDING = {"InClusterQueue": "prioritization in the ClusterQueue",
+                      "InCohortReclamation": "reclamation within the cohort",
+                      "InCohortFairSharing": "Fair Sharing within the cohort",
+                      "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Who preempted a workload and why: the cause behind its latest Preempted eviction."""
+
+    reason: str  # the Preempted condition's reason: InClusterQueue, InCohortReclamation, ...
+    preemptor_uid: str
+    preemptor_job_uid: str
+    preemptor_path: str  # "/root-cohort/.../cq", as Kueue names queues in this message
+    preemptee_path: str
+
+    def message(self) -> str:
+        return (f"Preempted to accommodate a workload (UID: {self.preemptor_uid}, JobUID: "
+                f"{self.preemptor_job_uid or 'UNKNOWN'}) due to "
+                f"{PREEMPTION_WORDING.get(self.reason, 'UNKNOWN')}; preemptor path: {self.preemptor_path}; "
+                f"preemptee path: {self.preemptee_path}")
+
+
 def _q(resource: str, value: int) -> str:
     return str(resource_quantity(resource, value))

@@ -14,6 +14,7 @@ from api.keys import Reason, WorkloadCondition
 from api.quantity import resource_quantity
 
 from .objects import format_time
+from .reasons import PREEMPTION_WORDING
 from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
 
 
@@ -31,8 +32,12 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     last = rec.evictions[-1]
     preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
     why = rec.preemption_reasons[-1] if preempted else ""
-    message = (rec.preemption_message or f"Preempted to accommodate a workload due to {_HUMAN.get(why, why)}"
-               if preempted else f"Evicted: {last}")
+    if not preempted:
+        message = f"Evicted: {last}"
+    elif rec.preemption is not None:
+        message = rec.preemption.message()
+    else:  # adopted from the API without its preemptor
+        message = f"Preempted to accommodate a workload due to {PREEMPTION_WORDING.get(why, why)}"
     out: list[dict[str, Any]] = []
     if rec.holds_quota:
         out.append(_condition(WorkloadCondition.EVICTED, False, Reason.QUOTA_RESERVED,
@@ -48,23 +53,6 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
         out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
         out.append(_condition(WorkloadCondition.REQUEUED, True, Reason.PREEMPTED, message, now))
     return out
-
-
-# Kueue's wording of each preemption reason in the Preempted condition message.
-_HUMAN = {"InClusterQueue": "prioritization in the ClusterQueue",
-          "InCohortReclamation": "reclamation within the cohort",
-          "InCohortFairSharing": "Fair Sharing within the cohort",
-          "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing"}
-
-
-def preemption_message(preemptor: WorkloadRecord, reason: str, preemptor_path: str,
-                       preemptee_path: str) -> str:
-    """Kueue's message on a victim's Evicted and Preempted conditions."""
-    job_uid = ((preemptor.wl.source.get("metadata") or {}).get("labels") or {}).get(
-        "kueue.x-k8s.io/job-uid") or "UNKNOWN"
-    return (f"Preempted to accommodate a workload (UID: {preemptor.wl.uid}, JobUID: {job_uid}) due to "
-            f"{_HUMAN.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path}; "
-            f"preemptee path: {preemptee_path}")
 
 
 def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,

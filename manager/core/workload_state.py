@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .assignment import Assignment
 from .objects import FR, WorkloadDef
-from .reasons import PendingReason
+from .reasons import PendingReason, Preemption
 
 PENDING = "Pending"
 QUOTA_RESERVED = "QuotaReserved"
@@ -44,7 +44,7 @@ class WorkloadRecord:
     preempting: bool = False  # chose victims and waits for their quota (sorts first in its queue)
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
-    preemption_message: str = ""  # message of the latest Preempted condition
+    preemption: Preemption | None = None  # the cause of the latest Preempted eviction
 
     @property
     def reason(self) -> str:
