@@ -28,12 +28,22 @@ from api.quantity import Quantity, QuantityError
 
 
 class FieldError(ValueError):
-    """A document that does not fit the model; the message starts with the field path."""
+    """A rejected field: its path and what is wrong with it, printed ``path: problem``.
+
+    One type for the model decoder's errors and for validation denials (webhooks); the
+    constructors in ``api.field_errors`` word the problem as Kubernetes' ``field.Error``
+    prints each error type. Equal when path and problem are."""
 
     def __init__(self, path: str, problem: str) -> None:
         self.path = path or "<root>"
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FieldError) and (self.path, self.problem) == (other.path, other.problem)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.problem))
 
 
 class _NoDefault:

@@ -27,6 +27,8 @@ from functools import partial
 from aiohttp import web
 
 from api.conversion import ConversionError, convert
+from api.field_errors import aggregate
+from api.fields import FieldError
 from api.wire import JSON
 from kube.endpoints import BadRequest
 from manager.jobs.framework import (
@@ -34,9 +36,7 @@ from manager.jobs.framework import (
     AdmissionDenied,
     AdmissionPolicy,
     ClusterFacts,
-    FieldError,
     JobWebhook,
-    aggregate,
 )
 from manager.jobs.webhooks import GVK, JOB_WEBHOOKS, path_for
 from webhook import crd_rules

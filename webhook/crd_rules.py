@@ -14,19 +14,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from api import keys
+from api.field_errors import duplicate, forbidden, invalid, not_found, not_supported, required, too_many
+from api.fields import FieldError
 from api.quantity import Quantity, QuantityError
 from api.wire import JSON
 from manager.jobs.framework import (
-    FieldError,
     admission_gated_by_errors,
     annotation_path,
-    forbidden,
-    invalid,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
     label_key_problems,
-    required,
 )
 
 MAX_FLAVORS, MAX_RESOURCES, MAX_PAIRS_PER_GROUP = 256, 256, 512
@@ -84,9 +82,7 @@ def selector_errors(selector: Any, path: str) -> list[FieldError]:
             )
         elif op not in ("In", "NotIn", "Exists", "DoesNotExist"):
             errors.append(
-                FieldError(
-                    "NotSupported",
-                    f"{p}.operator",
+                not_supported(f"{p}.operator",
                     op,
                     'supported values: "In", "NotIn", "Exists", "DoesNotExist"',
                 )
@@ -115,7 +111,7 @@ def resource_groups_errors(
             for problem in label_key_problems(name):
                 errors.append(invalid(f"{gp}.coveredResources[{c}]", name, problem))
             if name in seen_resources:
-                errors.append(FieldError("Duplicate", f"{gp}.coveredResources[{c}]", name))
+                errors.append(duplicate(f"{gp}.coveredResources[{c}]", name))
             seen_resources.add(name)
         flavors = _l(_d(group).get("flavors"))
         total_flavors += len(flavors)
@@ -131,7 +127,7 @@ def resource_groups_errors(
             fp = f"{gp}.flavors[{f}]"
             fname = str(_d(flavor).get("name", ""))
             if fname in seen_flavors:
-                errors.append(FieldError("Duplicate", f"{fp}.name", fname))
+                errors.append(duplicate(f"{fp}.name", fname))
             seen_flavors.add(fname)
             resources = _l(_d(flavor).get("resources"))
             if len(resources) != len(covered):
@@ -207,9 +203,7 @@ def stop_policy_errors(spec: JSON) -> list[FieldError]:
     if spec.get("stopPolicy") in (None, "None", "Hold", "HoldAndDrain"):
         return []
     return [
-        FieldError(
-            "NotSupported",
-            "spec.stopPolicy",
+        not_supported("spec.stopPolicy",
             spec.get("stopPolicy"),
             'supported values: "None", "Hold", "HoldAndDrain"',
         )
@@ -255,9 +249,7 @@ def validate_cluster_queue(obj: JSON, old: JSON | None) -> list[FieldError]:
         for j, flavor in enumerate(_l(_d(check).get("onFlavors"))):
             if flavor not in flavors:
                 errors.append(
-                    FieldError(
-                        "NotSupported",
-                        f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
+                    not_supported(f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
                         flavor,
                         "must be one of the ClusterQueue's flavors",
                     )
@@ -303,15 +295,13 @@ def validate_resource_flavor(obj: JSON, old: JSON | None) -> list[FieldError]:
             errors.append(invalid(f"{p}.value", t["value"], "must be a valid label value"))
         if effect not in _EFFECTS:
             errors.append(
-                FieldError(
-                    "NotSupported",
-                    f"{p}.effect",
+                not_supported(f"{p}.effect",
                     effect,
                     'supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
                 )
             )
         if (key, effect) in seen:
-            errors.append(FieldError("Duplicate", p, {"key": key, "effect": effect}))
+            errors.append(duplicate(p, {"key": key, "effect": effect}))
         seen.add((key, effect))
     tolerations = _l(spec.get("tolerations"))
     for i, tol in enumerate(tolerations):
@@ -324,7 +314,7 @@ def validate_resource_flavor(obj: JSON, old: JSON | None) -> list[FieldError]:
             errors.append(invalid(f"{p}.operator", op, "operator must be Exists when key is empty"))
         if op not in ("Equal", "Exists"):
             errors.append(
-                FieldError("NotSupported", f"{p}.operator", op, 'supported values: "Equal", "Exists"')
+                not_supported(f"{p}.operator", op, 'supported values: "Equal", "Exists"')
             )
         elif op == "Exists" and t.get("value"):
             errors.append(
@@ -338,7 +328,7 @@ def validate_resource_flavor(obj: JSON, old: JSON | None) -> list[FieldError]:
             )
     for what, items in (("nodeTaints", taints), ("tolerations", tolerations)):
         if len(items) > 8:
-            errors.append(FieldError("TooMany", f"spec.{what}", len(items), "must have at most 8 items"))
+            errors.append(too_many(f"spec.{what}", "must have at most 8 items"))
     if spec.get("topologyName") and not node_labels:
         errors.append(
             required("spec.nodeLabels", "at least one nodeLabel is required when topologyName is set")
@@ -381,7 +371,7 @@ def _podset_errors(spec: JSON, annotations: Mapping[str, Any]) -> list[FieldErro
         if not is_dns1123_label(name):
             errors.append(invalid(f"{p}.name", name, "must be a DNS-1123 label"))
         if name in names:
-            errors.append(FieldError("Duplicate", f"{p}.name", name))
+            errors.append(duplicate(f"{p}.name", name))
         names.add(name)
         count = d.get("count", 1)
         if not isinstance(count, int) or count < 0:
@@ -440,7 +430,7 @@ def validate_workload(obj: JSON, old: JSON | None) -> list[FieldError]:
         a, p = _d(assignment), f"status.admission.podSetAssignments[{i}]"
         name = str(a.get("name", "main"))
         if name not in counts:
-            errors.append(FieldError("NotFound", f"{p}.name", name))
+            errors.append(not_found(f"{p}.name", name))
             continue
         count = a.get("count", counts[name])
         for rname, raw in _d(a.get("resourceUsage")).items():
@@ -455,7 +445,7 @@ def validate_workload(obj: JSON, old: JSON | None) -> list[FieldError]:
     for name, (i, count) in _reclaimable(status).items():
         p = f"status.reclaimablePods[{i}]"
         if name not in counts:
-            errors.append(FieldError("NotSupported", f"{p}.name", name, "must be one of the podSet names"))
+            errors.append(not_supported(f"{p}.name", name, "must be one of the podSet names"))
         elif isinstance(count, int) and isinstance(counts[name], int) and count > counts[name]:
             errors.append(invalid(f"{p}.count", count, f"should be less or equal to {counts[name]}"))
     if old is not None:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api import keys
+from api.field_errors import forbidden, invalid, required, too_long
+from api.fields import FieldError
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name as queue_name  # re-exported for webhook code
 from manager.core.matching import label_selector_matches
@@ -56,56 +58,6 @@ class FeatureGates:
 
 
 # -- field errors ---------------------------------------------------------------------------
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"), default=str)
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One rejected field, rendered the way Kubernetes' ``field.Error`` prints."""
-
-    type: str  # Invalid | Required | Forbidden | Duplicate | NotFound | NotSupported | TooLong
-    path: str
-    value: Any = None
-    detail: str = ""
-
-    def __str__(self) -> str:
-        body = {
-            "Invalid": f"Invalid value: {_show(self.value)}",
-            "Required": "Required value",
-            "Forbidden": "Forbidden",
-            "Duplicate": f"Duplicate value: {_show(self.value)}",
-            "NotFound": f"Not found: {_show(self.value)}",
-            "NotSupported": f"Unsupported value: {_show(self.value)}",
-            "TooLong": "Too long",
-        }.get(self.type, self.type)
-        return f"{self.path}: {body}: {self.detail}" if self.detail else f"{self.path}: {body}"
-
-
-def invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError("Invalid", path, value, detail)
-
-
-def required(path: str, detail: str = "") -> FieldError:
-    return FieldError("Required", path, None, detail)
-
-
-def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError("Forbidden", path, None, detail)
-
-
-def aggregate(errors: Iterable[FieldError]) -> str:
-    """Kubernetes' aggregate: one error as is, several inside ``[...]`` joined by ``, ``."""
-    texts = [str(e) for e in errors]
-    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
 
 
 class AdmissionDenied(Exception):
@@ -532,7 +484,7 @@ def admission_gated_by_errors(value: str, path: str) -> list[FieldError]:
         if not gate:
             errors.append(invalid(path, value, "gate names must not be empty"))
         elif len(gate) > 63:
-            errors.append(FieldError("TooLong", path, None, f"gate {gate!r} may not be more than 63 bytes"))
+            errors.append(too_long(path, f"gate {gate!r} may not be more than 63 bytes"))
         elif not _GATE_NAME.match(gate):
             errors.append(invalid(path, gate, 'must be a domain-prefixed path (such as "acme.io/foo")'))
         elif gate in seen:

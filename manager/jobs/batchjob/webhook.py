@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.field_errors import forbidden, invalid
+from api.fields import FieldError
 from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext
 
 OWN_CONTROLLER = "kubernetes.io/job-controller"
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -76,27 +78,27 @@ class JobWebhook:
             try:
                 value = int(min_p)
             except ValueError:
-                errors.append(fw.invalid(path, min_p, f'strconv.Atoi: parsing "{min_p}": invalid syntax'))
+                errors.append(invalid(path, min_p, f'strconv.Atoi: parsing "{min_p}": invalid syntax'))
             else:
                 if not 0 < value < count:
-                    errors.append(fw.invalid(path, value, f"should be between 0 and {count - 1}"))
+                    errors.append(invalid(path, value, f"should be between 0 and {count - 1}"))
             if ann.get(keys.ELASTIC_JOB) == "true":
-                errors.append(fw.invalid(path, min_p, "cannot be combined with an elastic job"))
+                errors.append(invalid(path, min_p, "cannot be combined with an elastic job"))
         equal = ann.get(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
         if equal is not None:
             epath = fw.annotation_path(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
             parsed = parse_bool(equal)
             if parsed is None:
                 errors.append(
-                    fw.invalid(epath, equal, f'strconv.ParseBool: parsing "{equal}": invalid syntax')
+                    invalid(epath, equal, f'strconv.ParseBool: parsing "{equal}": invalid syntax')
                 )
             elif parsed:
                 spec: Any = obj.get("spec") or {}
                 if spec.get("completionMode") != "Indexed":
-                    errors.append(fw.invalid(epath, equal, "should not be enabled for NonIndexed jobs"))
+                    errors.append(invalid(epath, equal, "should not be enabled for NonIndexed jobs"))
                 elif spec.get("completions") != fw.int_or(spec.get("parallelism"), 1):
                     errors.append(
-                        fw.invalid(
+                        invalid(
                             "spec.completions",
                             spec.get("completions"),
                             f"should be equal to parallelism when {keys.JOB_COMPLETIONS_EQUAL_PARALLELISM}"
@@ -115,7 +117,7 @@ class JobWebhook:
             for key in (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY):
                 if key in ann:
                     errors.append(
-                        fw.forbidden(
+                        forbidden(
                             fw.annotation_path(key, base), "elastic jobs support only unconstrained topology"
                         )
                     )
@@ -129,7 +131,7 @@ class JobWebhook:
             old_p, new_p = fw.get_path(old, "spec", "parallelism"), fw.get_path(obj, "spec", "parallelism")
             if old_p != new_p:
                 errors.append(
-                    fw.forbidden(
+                    forbidden(
                         "spec.parallelism",
                         "cannot change when partial admission is enabled and the job is not suspended",
                     )
@@ -141,7 +143,7 @@ class JobWebhook:
             and old_ann.get(key) != new_ann.get(key)
         ):
             errors.append(
-                fw.forbidden(fw.annotation_path(key), "cannot change while the job is not suspended")
+                forbidden(fw.annotation_path(key), "cannot change while the job is not suspended")
             )
         return errors
 

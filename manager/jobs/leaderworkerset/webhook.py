@@ -16,9 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.field_errors import forbidden, invalid
+from api.fields import FieldError
 from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext
 
 INTEGRATION = "leaderworkerset.x-k8s.io/leaderworkerset"
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate"
@@ -89,7 +91,7 @@ class LeaderWorkerSetWebhook:
             errors += fw.dns_subdomain_errors(queue, fw.label_path(keys.QUEUE_NAME))
         if fw.elastic_enabled(obj, ctx):
             errors.append(
-                fw.forbidden(
+                forbidden(
                     fw.annotation_path(keys.ELASTIC_JOB), "elastic jobs are not supported for LeaderWorkerSet"
                 )
             )
@@ -99,7 +101,7 @@ class LeaderWorkerSetWebhook:
         replicas = fw.get_path(obj, "spec", "replicas")
         replicas = 1 if replicas is None else replicas
         if not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
-            errors.append(fw.invalid("spec.replicas", replicas, f"must be between 0 and {MAX_REPLICAS}"))
+            errors.append(invalid("spec.replicas", replicas, f"must be between 0 and {MAX_REPLICAS}"))
         errors += self._topology(obj, ctx)
         return errors
 
@@ -132,23 +134,23 @@ class LeaderWorkerSetWebhook:
         qpath = fw.label_path(keys.QUEUE_NAME)
         old_q, new_q = fw.queue_name(old), fw.queue_name(obj)
         if old_q and not new_q:
-            errors.append(fw.invalid(qpath, new_q, "the queue-name label cannot be removed"))
+            errors.append(invalid(qpath, new_q, "the queue-name label cannot be removed"))
         elif old_q != new_q and not suspended:
-            errors.append(fw.invalid(qpath, new_q, "field is immutable while replicas are ready"))
+            errors.append(invalid(qpath, new_q, "field is immutable while replicas are ready"))
         ppath = fw.label_path(keys.PRIORITY_CLASS)
         old_p, new_p = fw.priority_class_label(old), fw.priority_class_label(obj)
         if old_p and not new_p:
-            errors.append(fw.invalid(ppath, new_p, "the priority class label cannot be removed"))
+            errors.append(invalid(ppath, new_p, "the priority class label cannot be removed"))
         elif not old_p and new_p and not suspended:
             errors.append(
-                fw.invalid(ppath, new_p, "the priority class label cannot be added while replicas are ready")
+                invalid(ppath, new_p, "the priority class label cannot be added while replicas are ready")
             )
         if ctx.gate("AdmissionGatedBy"):
             old_g = fw.annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
             new_g = fw.annotations_of(obj).get(keys.ADMISSION_GATED_BY, "")
             gpath = fw.annotation_path(keys.ADMISSION_GATED_BY)
             if not old_g.strip() and new_g.strip():
-                errors.append(fw.forbidden(gpath, "the annotation cannot be added after creation"))
+                errors.append(forbidden(gpath, "the annotation cannot be added after creation"))
             elif old_g.strip() and new_g.strip():
                 added = [
                     g
@@ -156,7 +158,7 @@ class LeaderWorkerSetWebhook:
                     if g.strip() and g.strip() not in [o.strip() for o in old_g.split(",")]
                 ]
                 if added:
-                    errors.append(fw.forbidden(gpath, "gates can only be removed, not added"))
+                    errors.append(forbidden(gpath, "gates can only be removed, not added"))
         if fw.workload_should_be_suspended(obj, ctx):
             errors += self._shape(obj, old, ctx)
         return errors
@@ -165,7 +167,7 @@ class LeaderWorkerSetWebhook:
         errors: list[FieldError] = []
         old_leader, new_leader = _template(old, "leaderTemplate"), _template(obj, "leaderTemplate")
         if (old_leader is None) != (new_leader is None):
-            errors.append(fw.invalid(LEADER, None if new_leader is None else "set", "field is immutable"))
+            errors.append(invalid(LEADER, None if new_leader is None else "set", "field is immutable"))
         for base, a, b in (
             (LEADER, old_leader, new_leader),
             (WORKER, _template(old, "workerTemplate"), _template(obj, "workerTemplate")),
@@ -179,7 +181,7 @@ class LeaderWorkerSetWebhook:
                 f"{base}.spec",
             )
         if ctx.gate("LWSImmutableGroupSize") and group_size(old) != group_size(obj):
-            errors.append(fw.invalid("spec.leaderWorkerTemplate.size", group_size(obj), "field is immutable"))
+            errors.append(invalid("spec.leaderWorkerTemplate.size", group_size(obj), "field is immutable"))
         return errors
 
 
@@ -192,7 +194,7 @@ def _podset_group_errors(grouped: list[tuple[str, dict[str, str], int]], members
     if len(grouped) != 2 or members != 2 or len(names) != 1:
         for (_, ann, _), path in zip(grouped, paths, strict=True):
             errors.append(
-                fw.invalid(
+                invalid(
                     path,
                     ann[keys.PODSET_GROUP_NAME],
                     "a podset group must contain exactly 2 podsets (leader and workers)",
@@ -202,14 +204,14 @@ def _podset_group_errors(grouped: list[tuple[str, dict[str, str], int]], members
     if not any(count == 1 for _, _, count in grouped):
         for (_, ann, _), path in zip(grouped, paths, strict=True):
             errors.append(
-                fw.invalid(path, ann[keys.PODSET_GROUP_NAME], "one podset of the group must have count 1")
+                invalid(path, ann[keys.PODSET_GROUP_NAME], "one podset of the group must have count 1")
             )
     for key in (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY):
         values = [ann.get(key) for _, ann, _ in grouped]
         if any(v is not None for v in values) and len(set(values)) != 1:
             for base, ann, _ in grouped:
                 errors.append(
-                    fw.invalid(
+                    invalid(
                         fw.annotation_path(key, base),
                         ann.get(key),
                         "podsets of one group must request the same topology",

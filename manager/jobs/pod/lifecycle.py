@@ -21,7 +21,11 @@ from typing import Any
 
 from api import keys
 from api.wire import JSON
-from manager.jobs.framework import BY_GROUP_KIND, AdmissionPolicy, Integration
+from manager.jobs.framework import (
+    BY_GROUP_KIND,
+    AdmissionPolicy,
+    Integration,
+)
 from manager.jobs.lifecycle import (
     Action,
     Delete,

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
+from api.field_errors import forbidden, invalid, required
+from api.fields import FieldError
 from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext
 
 KUEUE_LABELS = (keys.QUEUE_NAME, keys.MANAGED, keys.POD_GROUP_NAME)
 KUEUE_ANNOTATIONS = (keys.POD_SUSPENDING_PARENT, keys.POD_GROUP_NAME, keys.POD_GROUP_TOTAL_COUNT)
@@ -98,20 +100,20 @@ class PodWebhook:
         errors = fw.validate_job_on_create(obj, ctx, self.group, self.kind)
         managed = fw.labels(obj).get(keys.MANAGED)
         if managed is not None and managed != "true":
-            errors.append(fw.forbidden(fw.label_path(keys.MANAGED), 'managed label value can only be "true"'))
+            errors.append(forbidden(fw.label_path(keys.MANAGED), 'managed label value can only be "true"'))
         name, name_path = group_name(obj)
         total = fw.annotations_of(obj).get(keys.POD_GROUP_TOTAL_COUNT)
         total_path = fw.annotation_path(keys.POD_GROUP_TOTAL_COUNT)
         if name and total is None:
-            errors.append(fw.required(total_path, "both the group name and the total count must be set"))
+            errors.append(required(total_path, "both the group name and the total count must be set"))
         if total is not None and not name:
-            errors.append(fw.required(name_path, "both the group name and the total count must be set"))
+            errors.append(required(name_path, "both the group name and the total count must be set"))
         if total is not None:
             try:
                 if int(total) < 1:
-                    errors.append(fw.invalid(total_path, total, "should be greater than or equal to 1"))
+                    errors.append(invalid(total_path, total, "should be greater than or equal to 1"))
             except ValueError:
-                errors.append(fw.invalid(total_path, total, "must be an integer"))
+                errors.append(invalid(total_path, total, "must be an integer"))
         if name:
             errors += fw.dns_subdomain_errors(name, name_path)
             prebuilt = fw.labels(obj).get(keys.PREBUILT_WORKLOAD_NAME) or fw.annotations_of(obj).get(
@@ -119,7 +121,7 @@ class PodWebhook:
             )
             if prebuilt and prebuilt != name:
                 errors.append(
-                    fw.invalid(
+                    invalid(
                         fw.label_path(keys.PREBUILT_WORKLOAD_NAME), prebuilt, "must equal the pod group name"
                     )
                 )
@@ -131,11 +133,11 @@ class PodWebhook:
             )
             old_name, _ = group_name(old)
             if old_name and old_name != name:
-                errors.append(fw.invalid(name_path, name, "field is immutable"))
+                errors.append(invalid(name_path, name, "field is immutable"))
             old_retry = fw.annotations_of(old).get(keys.RETRIABLE_IN_GROUP)
             if old_retry == "false" and fw.annotations_of(obj).get(keys.RETRIABLE_IN_GROUP) != "false":
                 errors.append(
-                    fw.forbidden(
+                    forbidden(
                         fw.annotation_path(keys.RETRIABLE_IN_GROUP), "cannot change once set to false"
                     )
                 )

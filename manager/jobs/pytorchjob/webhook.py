@@ -7,9 +7,10 @@ Job (queue, priority, suspend, managedBy) and, on update, only the shared update
 
 from __future__ import annotations
 
+from api.fields import FieldError
 from api.wire import JSON
 from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext, FieldError
+from manager.jobs.framework import AdmissionContext
 
 OWN_CONTROLLER = "kubeflow.org/training-operator"
 REPLICA_TYPES = ("Master", "Worker")
