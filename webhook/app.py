@@ -31,7 +31,7 @@ from api.field_errors import aggregate
 from api.fields import FieldError
 from api.wire import JSON
 from kube.endpoints import BadRequest
-from manager.jobs.framework import (
+from manager.jobs.admission import (
     AdmissionContext,
     AdmissionDenied,
     AdmissionPolicy,

@@ -18,14 +18,14 @@ from api.field_errors import duplicate, forbidden, invalid, not_found, not_suppo
 from api.fields import FieldError
 from api.quantity import Quantity, QuantityError
 from api.wire import JSON
-from manager.jobs.framework import (
-    admission_gated_by_errors,
+from manager.jobs.names import (
     annotation_path,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
     label_key_problems,
 )
+from manager.jobs.validation import admission_gated_by_errors
 
 MAX_FLAVORS, MAX_RESOURCES, MAX_PAIRS_PER_GROUP = 256, 256, 512
 

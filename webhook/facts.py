@@ -22,19 +22,10 @@ from typing import Any, Protocol
 
 from api import keys
 from api.wire import JSON
-from manager.jobs.framework import (
-    BY_GROUP_KIND,
-    MAX_OWNER_HOPS,
-    REPLICA_SET,
-    AdmissionContext,
-    AdmissionDenied,
-    AdmissionPolicy,
-    ClusterFacts,
-    OwnerKey,
-    OwnerLookupNeeded,
-    find_managed_ancestor,
-    queue_name,
-)
+from manager.core.jobs_to_workloads import queue_name
+from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
+from manager.jobs.integrations import BY_GROUP_KIND, MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
+from manager.jobs.ownership import find_managed_ancestor
 
 GET_TIMEOUT_S = 2.0
 RESOLVE_TIMEOUT_S = 4.0

@@ -28,7 +28,7 @@ from certs.authority import service_dns_names
 from certs.rotation import CertRotator
 from kube import resources as res
 from kube.informer import Informer
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import ApiLookup
 

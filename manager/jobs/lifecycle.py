@@ -28,12 +28,10 @@ from typing import Any, Protocol, runtime_checkable
 from api import keys
 from api.wire import JSON
 from manager.core.jobs_to_workloads import build_workloads, queue_name
-from manager.jobs.framework import (
-    AdmissionPolicy,
-    Integration,
-    is_dns1123_label,
-    namespace_selected,
-)
+from manager.jobs.admission import AdmissionPolicy
+from manager.jobs.integrations import Integration
+from manager.jobs.names import is_dns1123_label
+from manager.jobs.ownership import namespace_selected
 
 # -- what a lifecycle asks the runtime to do -------------------------------------------------
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from manager.jobs.admission import JobWebhook
 from manager.jobs.batchjob.webhook import WEBHOOK as JOB
-from manager.jobs.framework import JobWebhook
 from manager.jobs.leaderworkerset.webhook import WEBHOOK as LWS
 from manager.jobs.pod.webhook import WEBHOOK as POD
 from manager.jobs.pytorchjob.webhook import WEBHOOK as PYTORCHJOB

@@ -14,7 +14,7 @@ from typing import Any
 
 from api import keys
 from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.framework import BY_GROUP_KIND, Integration
+from manager.jobs.integrations import BY_GROUP_KIND, Integration
 from manager.jobs.lifecycle import (
     Action,
     Finished,

@@ -14,8 +14,12 @@ from api import keys
 from api.field_errors import forbidden, invalid
 from api.fields import FieldError
 from api.wire import JSON
-from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext
+from manager.jobs.admission import AdmissionContext
+from manager.jobs.defaulting import apply_job_defaults
+from manager.jobs.job_fields import annotations_of, get_path, int_or
+from manager.jobs.names import annotation_path
+from manager.jobs.tas_annotations import tas_podset_errors
+from manager.jobs.validation import elastic_enabled, validate_job_on_create, validate_job_on_update
 
 OWN_CONTROLLER = "kubernetes.io/job-controller"
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -24,7 +28,7 @@ _FALSE = ("0", "f", "F", "FALSE", "false", "False")
 
 def is_suspended(job: JSON) -> bool:
     """Suspended, and not merely being stopped by Kueue (the ``stopping`` annotation)."""
-    return fw.get_path(job, "spec", "suspend") is True and fw.annotations_of(job).get(keys.STOPPING) != "true"
+    return get_path(job, "spec", "suspend") is True and annotations_of(job).get(keys.STOPPING) != "true"
 
 
 def _spec(job: JSON) -> JSON:
@@ -34,8 +38,8 @@ def _spec(job: JSON) -> JSON:
 
 
 def pods_count(job: JSON) -> int:
-    parallelism = fw.int_or(fw.get_path(job, "spec", "parallelism"), 1)
-    completions = fw.get_path(job, "spec", "completions")
+    parallelism = int_or(get_path(job, "spec", "parallelism"), 1)
+    completions = get_path(job, "spec", "completions")
     return min(parallelism, completions) if isinstance(completions, int) else parallelism
 
 
@@ -48,8 +52,8 @@ class JobWebhook:
     group, kind = "batch", "Job"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        spec = fw.apply_job_defaults(obj, ctx, _spec, is_suspended, OWN_CONTROLLER)
-        if fw.elastic_enabled(obj, ctx):
+        spec = apply_job_defaults(obj, ctx, _spec, is_suspended, OWN_CONTROLLER)
+        if elastic_enabled(obj, ctx):
             pod_spec = spec.setdefault("template", {}).setdefault("spec", {})
             gates = pod_spec.setdefault("schedulingGates", [])
             if not any(isinstance(g, dict) and g.get("name") == keys.ELASTIC_JOB_GATE for g in gates):
@@ -57,11 +61,11 @@ class JobWebhook:
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        errors = fw.validate_job_on_create(obj, ctx, self.group, self.kind)
+        errors = validate_job_on_create(obj, ctx, self.group, self.kind)
         errors += self._annotations(obj, old)
         errors += self._topology(obj, ctx)
         if old is not None:
-            errors += fw.validate_job_on_update(
+            errors += validate_job_on_update(
                 old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
             )
             errors += self._update(obj, old)
@@ -69,10 +73,10 @@ class JobWebhook:
 
     def _annotations(self, obj: JSON, old: JSON | None) -> list[FieldError]:
         errors: list[FieldError] = []
-        ann = fw.annotations_of(obj)
+        ann = annotations_of(obj)
         min_p = ann.get(keys.JOB_MIN_PARALLELISM)
-        path = fw.annotation_path(keys.JOB_MIN_PARALLELISM)
-        changed = old is None or fw.annotations_of(old).get(keys.JOB_MIN_PARALLELISM) != min_p
+        path = annotation_path(keys.JOB_MIN_PARALLELISM)
+        changed = old is None or annotations_of(old).get(keys.JOB_MIN_PARALLELISM) != min_p
         if min_p is not None and changed:
             count = pods_count(obj)
             try:
@@ -86,7 +90,7 @@ class JobWebhook:
                 errors.append(invalid(path, min_p, "cannot be combined with an elastic job"))
         equal = ann.get(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
         if equal is not None:
-            epath = fw.annotation_path(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
+            epath = annotation_path(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
             parsed = parse_bool(equal)
             if parsed is None:
                 errors.append(
@@ -96,7 +100,7 @@ class JobWebhook:
                 spec: Any = obj.get("spec") or {}
                 if spec.get("completionMode") != "Indexed":
                     errors.append(invalid(epath, equal, "should not be enabled for NonIndexed jobs"))
-                elif spec.get("completions") != fw.int_or(spec.get("parallelism"), 1):
+                elif spec.get("completions") != int_or(spec.get("parallelism"), 1):
                     errors.append(
                         invalid(
                             "spec.completions",
@@ -108,27 +112,27 @@ class JobWebhook:
         return errors
 
     def _topology(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
-        template_meta = fw.get_path(obj, "spec", "template", "metadata")
+        template_meta = get_path(obj, "spec", "template", "metadata")
         template_meta = template_meta if isinstance(template_meta, dict) else {}
         base = "spec.template.metadata"
-        errors = fw.tas_podset_errors(template_meta, base, ctx, pods_count(obj))
-        if fw.elastic_enabled(obj, ctx) and ctx.gate("TopologyAwareScheduling"):
-            ann = fw.annotations_of({"metadata": template_meta})
+        errors = tas_podset_errors(template_meta, base, ctx, pods_count(obj))
+        if elastic_enabled(obj, ctx) and ctx.gate("TopologyAwareScheduling"):
+            ann = annotations_of({"metadata": template_meta})
             for key in (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY):
                 if key in ann:
                     errors.append(
                         forbidden(
-                            fw.annotation_path(key, base), "elastic jobs support only unconstrained topology"
+                            annotation_path(key, base), "elastic jobs support only unconstrained topology"
                         )
                     )
         return errors
 
     def _update(self, obj: JSON, old: JSON) -> list[FieldError]:
         errors: list[FieldError] = []
-        old_ann, new_ann = fw.annotations_of(old), fw.annotations_of(obj)
-        old_running = fw.get_path(old, "spec", "suspend") is not True
+        old_ann, new_ann = annotations_of(old), annotations_of(obj)
+        old_running = get_path(old, "spec", "suspend") is not True
         if keys.JOB_MIN_PARALLELISM in old_ann and old_running:
-            old_p, new_p = fw.get_path(old, "spec", "parallelism"), fw.get_path(obj, "spec", "parallelism")
+            old_p, new_p = get_path(old, "spec", "parallelism"), get_path(obj, "spec", "parallelism")
             if old_p != new_p:
                 errors.append(
                     forbidden(
@@ -143,7 +147,7 @@ class JobWebhook:
             and old_ann.get(key) != new_ann.get(key)
         ):
             errors.append(
-                forbidden(fw.annotation_path(key), "cannot change while the job is not suspended")
+                forbidden(annotation_path(key), "cannot change while the job is not suspended")
             )
         return errors
 

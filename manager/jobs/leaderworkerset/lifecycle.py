@@ -20,7 +20,7 @@ from typing import Any
 from api import keys
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name, workload_name
-from manager.jobs.framework import BY_GROUP_KIND, Integration
+from manager.jobs.integrations import BY_GROUP_KIND, Integration
 from manager.jobs.lifecycle import TopLevelOwner, meta
 
 GROUP = "leaderworkerset.x-k8s.io"

@@ -19,8 +19,22 @@ from api import keys
 from api.field_errors import forbidden, invalid
 from api.fields import FieldError
 from api.wire import JSON
-from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext
+from manager.core.jobs_to_workloads import queue_name
+from manager.jobs.admission import AdmissionContext
+from manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
+from manager.jobs.job_fields import (
+    annotations_of,
+    get_path,
+    int_or,
+    priority_class_label,
+    set_annotation,
+    set_label,
+)
+from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from manager.jobs.ownership import workload_should_be_suspended
+from manager.jobs.pod_shape import shape_errors
+from manager.jobs.tas_annotations import tas_podset_errors
+from manager.jobs.validation import admission_gated_by_errors, elastic_enabled
 
 INTEGRATION = "leaderworkerset.x-k8s.io/leaderworkerset"
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate"
@@ -29,7 +43,7 @@ MAX_REPLICAS = 1_000_000
 
 
 def _lwt(obj: JSON) -> dict[str, Any]:
-    lwt = fw.get_path(obj, "spec", "leaderWorkerTemplate")
+    lwt = get_path(obj, "spec", "leaderWorkerTemplate")
     return lwt if isinstance(lwt, dict) else {}
 
 
@@ -39,11 +53,11 @@ def _template(obj: JSON, which: str) -> dict[str, Any] | None:
 
 
 def group_size(obj: JSON) -> int:
-    return fw.int_or(_lwt(obj).get("size"), 1)
+    return int_or(_lwt(obj).get("size"), 1)
 
 
 def is_suspended(obj: JSON) -> bool:
-    return fw.int_or(fw.get_path(obj, "status", "readyReplicas"), 0) == 0
+    return int_or(get_path(obj, "status", "readyReplicas"), 0) == 0
 
 
 class LeaderWorkerSetWebhook:
@@ -51,11 +65,11 @@ class LeaderWorkerSetWebhook:
     group, kind = "leaderworkerset.x-k8s.io", "LeaderWorkerSet"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        fw.apply_default_local_queue(obj, ctx)
-        fw.apply_default_priority_class(obj, ctx)
-        if not fw.workload_should_be_suspended(obj, ctx):
+        apply_default_local_queue(obj, ctx)
+        apply_default_priority_class(obj, ctx)
+        if not workload_should_be_suspended(obj, ctx):
             return obj
-        queue, priority = fw.queue_name(obj), fw.priority_class_label(obj)
+        queue, priority = queue_name(obj), priority_class_label(obj)
         leader = _template(obj, "leaderTemplate")
         for which in ("leaderTemplate", "workerTemplate"):
             tmpl = _template(obj, which)
@@ -64,18 +78,18 @@ class LeaderWorkerSetWebhook:
                     continue
                 tmpl = obj.setdefault("spec", {}).setdefault("leaderWorkerTemplate", {}).setdefault(which, {})
             if queue:
-                fw.set_label(tmpl, keys.QUEUE_NAME, queue)
+                set_label(tmpl, keys.QUEUE_NAME, queue)
             if priority:
-                fw.set_label(tmpl, keys.PRIORITY_CLASS, priority)
-            fw.set_annotation(tmpl, keys.POD_SUSPENDING_PARENT, INTEGRATION)
-            fw.set_annotation(tmpl, keys.POD_GROUP_SERVING, "true")
+                set_label(tmpl, keys.PRIORITY_CLASS, priority)
+            set_annotation(tmpl, keys.POD_SUSPENDING_PARENT, INTEGRATION)
+            set_annotation(tmpl, keys.POD_GROUP_SERVING, "true")
             if (
                 which == "workerTemplate"
                 and leader is not None
                 and ctx.gate("TopologyAwareScheduling")
-                and keys.PODSET_GROUP_NAME not in fw.annotations_of(tmpl)
+                and keys.PODSET_GROUP_NAME not in annotations_of(tmpl)
             ):
-                fw.set_annotation(tmpl, keys.POD_INDEX_OFFSET, "1")
+                set_annotation(tmpl, keys.POD_INDEX_OFFSET, "1")
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
@@ -86,19 +100,19 @@ class LeaderWorkerSetWebhook:
 
     def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []
-        queue = fw.queue_name(obj)
+        queue = queue_name(obj)
         if queue:
-            errors += fw.dns_subdomain_errors(queue, fw.label_path(keys.QUEUE_NAME))
-        if fw.elastic_enabled(obj, ctx):
+            errors += dns_subdomain_errors(queue, label_path(keys.QUEUE_NAME))
+        if elastic_enabled(obj, ctx):
             errors.append(
                 forbidden(
-                    fw.annotation_path(keys.ELASTIC_JOB), "elastic jobs are not supported for LeaderWorkerSet"
+                    annotation_path(keys.ELASTIC_JOB), "elastic jobs are not supported for LeaderWorkerSet"
                 )
             )
-        gated = fw.annotations_of(obj).get(keys.ADMISSION_GATED_BY)
+        gated = annotations_of(obj).get(keys.ADMISSION_GATED_BY)
         if gated is not None and ctx.gate("AdmissionGatedBy"):
-            errors += fw.admission_gated_by_errors(gated, fw.annotation_path(keys.ADMISSION_GATED_BY))
-        replicas = fw.get_path(obj, "spec", "replicas")
+            errors += admission_gated_by_errors(gated, annotation_path(keys.ADMISSION_GATED_BY))
+        replicas = get_path(obj, "spec", "replicas")
         replicas = 1 if replicas is None else replicas
         if not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
             errors.append(invalid("spec.replicas", replicas, f"must be between 0 and {MAX_REPLICAS}"))
@@ -118,11 +132,11 @@ class LeaderWorkerSetWebhook:
         errors: list[FieldError] = []
         for base, tmpl, count in members:
             meta = tmpl.get("metadata")
-            errors += fw.tas_podset_errors(meta if isinstance(meta, dict) else {}, base, ctx, count)
+            errors += tas_podset_errors(meta if isinstance(meta, dict) else {}, base, ctx, count)
         grouped = [
-            (base, fw.annotations_of(t), count)
+            (base, annotations_of(t), count)
             for base, t, count in members
-            if keys.PODSET_GROUP_NAME in fw.annotations_of(t)
+            if keys.PODSET_GROUP_NAME in annotations_of(t)
         ]
         if grouped:
             errors += _podset_group_errors(grouped, len(members))
@@ -131,14 +145,14 @@ class LeaderWorkerSetWebhook:
     def _update(self, obj: JSON, old: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []
         suspended = is_suspended(old)
-        qpath = fw.label_path(keys.QUEUE_NAME)
-        old_q, new_q = fw.queue_name(old), fw.queue_name(obj)
+        qpath = label_path(keys.QUEUE_NAME)
+        old_q, new_q = queue_name(old), queue_name(obj)
         if old_q and not new_q:
             errors.append(invalid(qpath, new_q, "the queue-name label cannot be removed"))
         elif old_q != new_q and not suspended:
             errors.append(invalid(qpath, new_q, "field is immutable while replicas are ready"))
-        ppath = fw.label_path(keys.PRIORITY_CLASS)
-        old_p, new_p = fw.priority_class_label(old), fw.priority_class_label(obj)
+        ppath = label_path(keys.PRIORITY_CLASS)
+        old_p, new_p = priority_class_label(old), priority_class_label(obj)
         if old_p and not new_p:
             errors.append(invalid(ppath, new_p, "the priority class label cannot be removed"))
         elif not old_p and new_p and not suspended:
@@ -146,9 +160,9 @@ class LeaderWorkerSetWebhook:
                 invalid(ppath, new_p, "the priority class label cannot be added while replicas are ready")
             )
         if ctx.gate("AdmissionGatedBy"):
-            old_g = fw.annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
-            new_g = fw.annotations_of(obj).get(keys.ADMISSION_GATED_BY, "")
-            gpath = fw.annotation_path(keys.ADMISSION_GATED_BY)
+            old_g = annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
+            new_g = annotations_of(obj).get(keys.ADMISSION_GATED_BY, "")
+            gpath = annotation_path(keys.ADMISSION_GATED_BY)
             if not old_g.strip() and new_g.strip():
                 errors.append(forbidden(gpath, "the annotation cannot be added after creation"))
             elif old_g.strip() and new_g.strip():
@@ -159,7 +173,7 @@ class LeaderWorkerSetWebhook:
                 ]
                 if added:
                     errors.append(forbidden(gpath, "gates can only be removed, not added"))
-        if fw.workload_should_be_suspended(obj, ctx):
+        if workload_should_be_suspended(obj, ctx):
             errors += self._shape(obj, old, ctx)
         return errors
 
@@ -175,7 +189,7 @@ class LeaderWorkerSetWebhook:
             if a is None or b is None:
                 continue
             spec_a, spec_b = a.get("spec"), b.get("spec")
-            errors += fw.shape_errors(
+            errors += shape_errors(
                 spec_a if isinstance(spec_a, dict) else {},
                 spec_b if isinstance(spec_b, dict) else {},
                 f"{base}.spec",
@@ -189,7 +203,7 @@ def _podset_group_errors(grouped: list[tuple[str, dict[str, str], int]], members
     """A podset group must pair the leader with the workers, share one topology request, and
     have a member of count 1 (the leader)."""
     errors: list[FieldError] = []
-    paths = [fw.annotation_path(keys.PODSET_GROUP_NAME, base) for base, _, _ in grouped]
+    paths = [annotation_path(keys.PODSET_GROUP_NAME, base) for base, _, _ in grouped]
     names = {ann[keys.PODSET_GROUP_NAME] for _, ann, _ in grouped}
     if len(grouped) != 2 or members != 2 or len(names) != 1:
         for (_, ann, _), path in zip(grouped, paths, strict=True):
@@ -212,7 +226,7 @@ def _podset_group_errors(grouped: list[tuple[str, dict[str, str], int]], members
             for base, ann, _ in grouped:
                 errors.append(
                     invalid(
-                        fw.annotation_path(key, base),
+                        annotation_path(key, base),
                         ann.get(key),
                         "podsets of one group must request the same topology",
                     )

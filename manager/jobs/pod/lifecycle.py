@@ -21,11 +21,8 @@ from typing import Any
 
 from api import keys
 from api.wire import JSON
-from manager.jobs.framework import (
-    BY_GROUP_KIND,
-    AdmissionPolicy,
-    Integration,
-)
+from manager.jobs.admission import AdmissionPolicy
+from manager.jobs.integrations import BY_GROUP_KIND, Integration
 from manager.jobs.lifecycle import (
     Action,
     Delete,

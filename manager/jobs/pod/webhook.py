@@ -17,8 +17,15 @@ from api import keys
 from api.field_errors import forbidden, invalid, required
 from api.fields import FieldError
 from api.wire import JSON
-from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext
+from manager.core.jobs_to_workloads import queue_name
+from manager.jobs.admission import AdmissionContext
+from manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
+from manager.jobs.job_fields import annotations_of, get_path, labels, set_annotation, set_label
+from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from manager.jobs.ownership import find_managed_ancestor, namespace_selected
+from manager.jobs.pod_shape import role_hash
+from manager.jobs.tas_annotations import tas_podset_errors
+from manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 KUEUE_LABELS = (keys.QUEUE_NAME, keys.MANAGED, keys.POD_GROUP_NAME)
 KUEUE_ANNOTATIONS = (keys.POD_SUSPENDING_PARENT, keys.POD_GROUP_NAME, keys.POD_GROUP_TOTAL_COUNT)
@@ -39,25 +46,25 @@ def _add_gate(pod: JSON, name: str) -> None:
 
 
 def is_suspended(pod: JSON) -> bool:
-    gates = fw.get_path(pod, "spec", "schedulingGates")
+    gates = get_path(pod, "spec", "schedulingGates")
     gated = isinstance(gates, list) and any(
         isinstance(g, dict) and g.get("name") == keys.ADMISSION_GATE for g in gates
     )
-    return gated or fw.get_path(pod, "status", "phase") in ("Succeeded", "Failed")
+    return gated or get_path(pod, "status", "phase") in ("Succeeded", "Failed")
 
 
 def kueue_pod(pod: JSON) -> bool:
     """Does the pod carry any of Kueue's markers? Others are not ours to validate."""
-    labels, annotations = fw.labels(pod), fw.annotations_of(pod)
-    return any(k in labels for k in KUEUE_LABELS) or any(k in annotations for k in KUEUE_ANNOTATIONS)
+    pod_labels, pod_annotations = labels(pod), annotations_of(pod)
+    return any(k in pod_labels for k in KUEUE_LABELS) or any(k in pod_annotations for k in KUEUE_ANNOTATIONS)
 
 
 def group_name(pod: JSON) -> tuple[str, str]:
-    value = fw.labels(pod).get(keys.POD_GROUP_NAME)
+    value = labels(pod).get(keys.POD_GROUP_NAME)
     if value:
-        return value, fw.label_path(keys.POD_GROUP_NAME)
-    value = fw.annotations_of(pod).get(keys.POD_GROUP_NAME, "")
-    return value, fw.annotation_path(keys.POD_GROUP_NAME)
+        return value, label_path(keys.POD_GROUP_NAME)
+    value = annotations_of(pod).get(keys.POD_GROUP_NAME, "")
+    return value, annotation_path(keys.POD_GROUP_NAME)
 
 
 class PodWebhook:
@@ -65,45 +72,45 @@ class PodWebhook:
     group, kind = "", "Pod"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        held_by_parent = keys.POD_SUSPENDING_PARENT in fw.annotations_of(obj)
+        held_by_parent = keys.POD_SUSPENDING_PARENT in annotations_of(obj)
         if not held_by_parent:
             # Pod-based kinds treat the namespace selector as a hard filter, even with a queue name.
-            if ctx.policy.managed_jobs_namespace_selector is not None and not fw.namespace_selected(
+            if ctx.policy.managed_jobs_namespace_selector is not None and not namespace_selected(
                 ctx.policy, ctx.facts.namespace_labels
             ):
                 return obj
-            if fw.find_managed_ancestor(obj, ctx) is not None:
+            if find_managed_ancestor(obj, ctx) is not None:
                 return obj
-            fw.apply_default_local_queue(obj, ctx)
-            fw.apply_default_priority_class(obj, ctx)
-            if not (fw.queue_name(obj) or ctx.policy.manage_jobs_without_queue_name):
+            apply_default_local_queue(obj, ctx)
+            apply_default_priority_class(obj, ctx)
+            if not (queue_name(obj) or ctx.policy.manage_jobs_without_queue_name):
                 return obj
-            fw.set_label(obj, keys.MANAGED, "true")
+            set_label(obj, keys.MANAGED, "true")
             meta = obj.setdefault("metadata", {})
             finalizers = meta.get("finalizers") if isinstance(meta.get("finalizers"), list) else []
             if keys.MANAGED_POD_FINALIZER not in finalizers:
                 meta["finalizers"] = [*finalizers, keys.MANAGED_POD_FINALIZER]
         _add_gate(obj, keys.ADMISSION_GATE)
         if ctx.gate("TopologyAwareScheduling"):
-            index_label = fw.annotations_of(obj).get(keys.POD_GROUP_POD_INDEX_LABEL)
-            if index_label and index_label in fw.labels(obj):
-                fw.set_label(obj, keys.POD_GROUP_POD_INDEX, fw.labels(obj)[index_label])
+            index_label = annotations_of(obj).get(keys.POD_GROUP_POD_INDEX_LABEL)
+            if index_label and index_label in labels(obj):
+                set_label(obj, keys.POD_GROUP_POD_INDEX, labels(obj)[index_label])
             _add_gate(obj, keys.TOPOLOGY_GATE)
-        if not fw.annotations_of(obj).get(keys.ROLE_HASH):
+        if not annotations_of(obj).get(keys.ROLE_HASH):
             spec = obj.get("spec")
-            fw.set_annotation(obj, keys.ROLE_HASH, fw.role_hash(spec if isinstance(spec, dict) else {}))
+            set_annotation(obj, keys.ROLE_HASH, role_hash(spec if isinstance(spec, dict) else {}))
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
         if not kueue_pod(obj) and (old is None or not kueue_pod(old)):
             return []
-        errors = fw.validate_job_on_create(obj, ctx, self.group, self.kind)
-        managed = fw.labels(obj).get(keys.MANAGED)
+        errors = validate_job_on_create(obj, ctx, self.group, self.kind)
+        managed = labels(obj).get(keys.MANAGED)
         if managed is not None and managed != "true":
-            errors.append(forbidden(fw.label_path(keys.MANAGED), 'managed label value can only be "true"'))
+            errors.append(forbidden(label_path(keys.MANAGED), 'managed label value can only be "true"'))
         name, name_path = group_name(obj)
-        total = fw.annotations_of(obj).get(keys.POD_GROUP_TOTAL_COUNT)
-        total_path = fw.annotation_path(keys.POD_GROUP_TOTAL_COUNT)
+        total = annotations_of(obj).get(keys.POD_GROUP_TOTAL_COUNT)
+        total_path = annotation_path(keys.POD_GROUP_TOTAL_COUNT)
         if name and total is None:
             errors.append(required(total_path, "both the group name and the total count must be set"))
         if total is not None and not name:
@@ -115,30 +122,30 @@ class PodWebhook:
             except ValueError:
                 errors.append(invalid(total_path, total, "must be an integer"))
         if name:
-            errors += fw.dns_subdomain_errors(name, name_path)
-            prebuilt = fw.labels(obj).get(keys.PREBUILT_WORKLOAD_NAME) or fw.annotations_of(obj).get(
+            errors += dns_subdomain_errors(name, name_path)
+            prebuilt = labels(obj).get(keys.PREBUILT_WORKLOAD_NAME) or annotations_of(obj).get(
                 keys.PREBUILT_WORKLOAD_NAME
             )
             if prebuilt and prebuilt != name:
                 errors.append(
                     invalid(
-                        fw.label_path(keys.PREBUILT_WORKLOAD_NAME), prebuilt, "must equal the pod group name"
+                        label_path(keys.PREBUILT_WORKLOAD_NAME), prebuilt, "must equal the pod group name"
                     )
                 )
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        errors += fw.tas_podset_errors(meta or {}, "metadata", ctx)
+        errors += tas_podset_errors(meta or {}, "metadata", ctx)
         if old is not None:
-            errors += fw.validate_job_on_update(
+            errors += validate_job_on_update(
                 old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
             )
             old_name, _ = group_name(old)
             if old_name and old_name != name:
                 errors.append(invalid(name_path, name, "field is immutable"))
-            old_retry = fw.annotations_of(old).get(keys.RETRIABLE_IN_GROUP)
-            if old_retry == "false" and fw.annotations_of(obj).get(keys.RETRIABLE_IN_GROUP) != "false":
+            old_retry = annotations_of(old).get(keys.RETRIABLE_IN_GROUP)
+            if old_retry == "false" and annotations_of(obj).get(keys.RETRIABLE_IN_GROUP) != "false":
                 errors.append(
                     forbidden(
-                        fw.annotation_path(keys.RETRIABLE_IN_GROUP), "cannot change once set to false"
+                        annotation_path(keys.RETRIABLE_IN_GROUP), "cannot change once set to false"
                     )
                 )
         return errors

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from api.fields import FieldError
 from api.wire import JSON
-from manager.jobs import framework as fw
-from manager.jobs.framework import AdmissionContext
+from manager.jobs.admission import AdmissionContext
+from manager.jobs.defaulting import apply_job_defaults
+from manager.jobs.job_fields import get_path, int_or
+from manager.jobs.tas_annotations import tas_podset_errors
+from manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 OWN_CONTROLLER = "kubeflow.org/training-operator"
 REPLICA_TYPES = ("Master", "Worker")
 
 
 def is_suspended(job: JSON) -> bool:
-    return fw.get_path(job, "spec", "runPolicy", "suspend") is True
+    return get_path(job, "spec", "runPolicy", "suspend") is True
 
 
 def _run_policy(job: JSON) -> JSON:
@@ -34,27 +37,27 @@ class PyTorchJobWebhook:
     group, kind = "kubeflow.org", "PyTorchJob"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        fw.apply_job_defaults(obj, ctx, _run_policy, is_suspended, OWN_CONTROLLER)
+        apply_job_defaults(obj, ctx, _run_policy, is_suspended, OWN_CONTROLLER)
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
         if old is None:
-            errors = fw.validate_job_on_create(obj, ctx, self.group, self.kind)
+            errors = validate_job_on_create(obj, ctx, self.group, self.kind)
         else:
-            errors = fw.validate_job_on_update(
+            errors = validate_job_on_update(
                 old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
             )
-        replicas = fw.get_path(obj, "spec", "pytorchReplicaSpecs")
+        replicas = get_path(obj, "spec", "pytorchReplicaSpecs")
         for rtype in REPLICA_TYPES:
             replica = replicas.get(rtype) if isinstance(replicas, dict) else None
             if not isinstance(replica, dict):
                 continue
-            meta = fw.get_path(replica, "template", "metadata")
-            errors += fw.tas_podset_errors(
+            meta = get_path(replica, "template", "metadata")
+            errors += tas_podset_errors(
                 meta if isinstance(meta, dict) else {},
                 f"spec.pytorchReplicaSpecs[{rtype}].template.metadata",
                 ctx,
-                fw.int_or(replica.get("replicas"), 1),
+                int_or(replica.get("replicas"), 1),
             )
         return errors
 

@@ -37,7 +37,7 @@ from kube.workqueue import WorkQueue
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.workload_state import ADMITTED
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import (
     Action,
     AdoptsPods,

@@ -45,7 +45,7 @@ from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.status import workload_status
 from manager.core.workload_state import ADMITTED, FINISHED
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed

@@ -27,7 +27,7 @@ from aiohttp import web
 
 from certs.authority import ensure_bundle
 from certs.rotation import server_context, write_pair
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import StaticLookup
 

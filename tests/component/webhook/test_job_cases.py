@@ -8,7 +8,8 @@ import pytest
 
 from api import keys
 from manager.core.jobs_to_workloads import workloads_for
-from manager.jobs.framework import AdmissionPolicy, FeatureGates
+from manager.jobs.admission import AdmissionPolicy
+from manager.jobs.gates import FeatureGates
 from webhook.facts import StaticLookup
 
 from .conftest import WebhookServer

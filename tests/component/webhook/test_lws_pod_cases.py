@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from api import keys
-from manager.jobs.framework import AdmissionPolicy, FeatureGates
+from manager.jobs.admission import AdmissionPolicy
+from manager.jobs.gates import FeatureGates
 from webhook.facts import StaticLookup
 
 from .conftest import WebhookServer, allow, deny, mutate

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from api import keys
+from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-from manager.jobs.framework import AdmissionPolicy
 from manager.jobs.lifecycle import Replace, StartConflict, podset_infos
 
 from .helpers import FLAVORS, admitted

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from api import keys
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import (
     AdoptsPods,
     GroupedObjects,

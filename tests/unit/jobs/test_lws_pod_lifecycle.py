@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from api import keys
-from manager.jobs.framework import AdmissionPolicy
+from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.leaderworkerset.lifecycle import LIFECYCLE as LWS
 from manager.jobs.leaderworkerset.lifecycle import group_workload_name
 from manager.jobs.lifecycle import Delete, Replace, StartConflict, podset_infos

@@ -5,17 +5,10 @@ from __future__ import annotations
 import pytest
 
 from api import keys
-from manager.jobs.framework import (
-    AdmissionContext,
-    AdmissionDenied,
-    AdmissionPolicy,
-    ClusterFacts,
-    OwnerLookupNeeded,
-    apply_default_local_queue,
-    find_managed_ancestor,
-    is_managed,
-    workload_should_be_suspended,
-)
+from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
+from manager.jobs.defaulting import apply_default_local_queue
+from manager.jobs.integrations import OwnerLookupNeeded
+from manager.jobs.ownership import find_managed_ancestor, is_managed, workload_should_be_suspended
 
 DEFAULT_NS = {keys.NAMESPACE_NAME_LABEL: "default"}
 

@@ -1,0 +1,104 @@
+"""What an admission decision reads: the Configuration's policy, the cluster facts the
+caller resolved at the edge, and the contract each job kind's webhook implements.
+
+Purity is kept by splitting each decision in two: *facts* about the cluster (namespace
+labels, does LocalQueue ``default`` exist, owner objects) are resolved by the caller and
+handed in as :class:`ClusterFacts`; the rules only read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from api.fields import FieldError
+from api.wire import JSON
+from manager.jobs.gates import FeatureGates
+from manager.jobs.integrations import BY_GROUP_KIND, REPLICA_SET, OwnerKey, group_of
+
+
+class AdmissionDenied(Exception):
+    """A defaulter cannot decide (owner missing, chain too long): the request is denied."""
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    """The static part of the decisions: Kueue's Configuration fields that matter here."""
+
+    manage_jobs_without_queue_name: bool = False
+    managed_jobs_namespace_selector: Mapping[str, Any] | None = None  # None selects every namespace
+    frameworks: frozenset[str] = frozenset({"batch/job"})
+    external_frameworks: frozenset[str] = frozenset()  # "Kind.version.group"
+    gates: FeatureGates = field(default_factory=FeatureGates)
+
+    def integration_enabled(self, name: str) -> bool:
+        if name in self.frameworks:
+            return True
+        # LeaderWorkerSet gates its pods through the pod integration, which it enables implicitly.
+        return name == "pod" and "leaderworkerset.x-k8s.io/leaderworkerset" in self.frameworks
+
+    def owner_integration(self, api_version: str, kind: str) -> tuple[bool, bool]:
+        """(known, enabled) for an owner kind: known kinds are walked through, enabled ones manage."""
+        group = group_of(api_version)
+        version = api_version.rpartition("/")[2]
+        if f"{kind}.{version}.{group}" in self.external_frameworks:
+            return True, True
+        integration = BY_GROUP_KIND.get((group, kind))
+        if integration is not None:
+            return True, self.integration_enabled(integration.name)
+        return (group, kind) == (REPLICA_SET.group, REPLICA_SET.kind), False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AdmissionPolicy:
+        """From a Configuration dict (already defaulted or not: Kueue's defaults apply)."""
+        from api.config import Configuration
+
+        parsed = Configuration.from_dict(dict(config)).with_defaults()
+        selector = parsed.managed_jobs_namespace_selector
+        integrations = parsed.integrations
+        return cls(
+            manage_jobs_without_queue_name=bool(parsed.manage_jobs_without_queue_name),
+            managed_jobs_namespace_selector=None if selector is None else selector.to_dict(),
+            frameworks=frozenset((integrations.frameworks if integrations else None) or ["batch/job"]),
+            external_frameworks=frozenset((integrations.external_frameworks if integrations else None) or ()),
+            gates=FeatureGates(dict(parsed.feature_gates or {})),
+        )
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the cluster looked like for one request, resolved by the caller."""
+
+    namespace_labels: Mapping[str, str] | None = None  # None: the Namespace could not be read
+    default_local_queue: bool = False  # LocalQueue "default" exists in the object's namespace
+    default_priority_class: bool = False  # WorkloadPriorityClass "default" exists
+    queue_uses_multikueue: bool = False  # the object's LocalQueue -> ClusterQueue has a MultiKueue check
+    owners: Mapping[OwnerKey, JSON | None] = field(default_factory=dict)  # None: not found
+
+
+@dataclass(frozen=True)
+class AdmissionContext:
+    policy: AdmissionPolicy
+    facts: ClusterFacts
+    operation: str = "CREATE"
+
+    def gate(self, name: str) -> bool:
+        return self.policy.gates.enabled(name)
+
+
+class JobWebhook(Protocol):
+    """Admission behaviour of one job kind; ``webhook/`` is generic over it."""
+
+    integration: str  # Kueue integration name; disabled integrations are served as no-ops
+
+    def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
+        """Return the defaulted object (may be ``obj`` itself, mutated)."""
+        ...
+
+    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
+        """Field errors for a create (``old`` None) or an update."""
+        ...
+
+
+Lookup = Callable[[OwnerKey], JSON | None]

@@ -1,0 +1,102 @@
+"""Every job kind Kueue knows by name: its integration name in
+``Configuration.integrations.frameworks``, group, version, kind and plural; which kinds
+support prebuilt workloads and elastic jobs; and the owner keys the ancestor walk asks for.
+
+Kinds pykueue runs are registered with their behaviour in ``manager.jobs.registry``; the
+others are known here so that an object owned by one of them is treated as Kueue would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Integration:
+    name: str  # Kueue's integration name in Configuration.integrations.frameworks
+    group: str
+    version: str
+    kind: str
+    plural: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+INTEGRATIONS: tuple[Integration, ...] = (
+    Integration("batch/job", "batch", "v1", "Job", "jobs"),
+    Integration("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+    Integration(
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+    ),
+    Integration("pod", "", "v1", "Pod", "pods"),
+    Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
+    Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"),
+    Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"),
+    Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"),
+    Integration("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+    Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"),
+    Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"),
+    Integration("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
+    Integration(
+        "workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"
+    ),
+    Integration("deployment", "apps", "v1", "Deployment", "deployments"),
+    Integration("statefulset", "apps", "v1", "StatefulSet", "statefulsets"),
+)
+
+
+BY_GROUP_KIND: Mapping[tuple[str, str], Integration] = {(i.group, i.kind): i for i in INTEGRATIONS}
+
+
+# A ReplicaSet is a transparent hop between a Deployment and its pods.
+REPLICA_SET = Integration("", "apps", "v1", "ReplicaSet", "replicasets")
+
+
+MAX_OWNER_HOPS = 10
+
+
+# Kinds for which Kueue supports a prebuilt workload / elastic jobs (by group, kind).
+PREBUILT_KINDS = frozenset(
+    {
+        ("batch", "Job"),
+        ("jobset.x-k8s.io", "JobSet"),
+        ("kubeflow.org", "TFJob"),
+        ("kubeflow.org", "PaddleJob"),
+        ("kubeflow.org", "PyTorchJob"),
+        ("kubeflow.org", "XGBoostJob"),
+        ("trainer.kubeflow.org", "TrainJob"),
+        ("kubeflow.org", "MPIJob"),
+        ("ray.io", "RayJob"),
+        ("ray.io", "RayCluster"),
+        ("ray.io", "RayService"),
+        ("", "Pod"),
+        ("workload.codeflare.dev", "AppWrapper"),
+    }
+)
+
+
+ELASTIC_KINDS = frozenset(
+    {("batch", "Job"), ("ray.io", "RayCluster"), ("ray.io", "RayJob"), ("ray.io", "RayService")}
+)
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+OwnerKey = tuple[str, str, str, str]
+
+
+class OwnerLookupNeeded(Exception):
+    """The walk needs this owner object; fetch it into ``ClusterFacts.owners`` and walk again."""
+
+    def __init__(self, key: OwnerKey) -> None:
+        super().__init__(f"{key[1]} {key[2]}/{key[3]}")
+        self.key = key
