@@ -3,7 +3,7 @@
 ``make_app(deps)`` serves, under Kueue's paths (kept in sync with
 ``manifests/06-webhooks.yaml``):
 
-* ``/mutate-…`` and ``/validate-…`` of every job kind in ``manager.jobs.webhooks`` -- the
+* ``/mutate-…`` and ``/validate-…`` of every job kind in the job registry (``manager.jobs.registry``) -- the
   decisions come from the kind's :class:`JobWebhook`; a disabled integration is served as
   a no-op (allowed, no patch), as controller-runtime does;
 * the same for pykueue's own kinds (ClusterQueue, Cohort, ResourceFlavor, Workload, and
@@ -38,7 +38,7 @@ from manager.jobs.admission import (
     ClusterFacts,
     JobWebhook,
 )
-from manager.jobs.webhooks import GVK, JOB_WEBHOOKS, path_for
+from manager.jobs.registry import GVK, webhook_path, webhooks
 from webhook import crd_rules
 from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
 from webhook.review import (
@@ -187,26 +187,27 @@ async def _convert(request: web.Request) -> web.StreamResponse:
 def routes() -> list[str]:
     """Every admission path served (the manifests must register a subset of these)."""
     paths = []
-    for gvk in JOB_WEBHOOKS:
-        paths += [path_for("mutate", gvk), path_for("validate", gvk)]
+    for gvk in webhooks():
+        paths += [webhook_path("mutate", gvk), webhook_path("validate", gvk)]
     for kind in CRD_KINDS:
         gvk = (KUEUE, "v1beta2", kind)
         if kind in ("ClusterQueue", "ResourceFlavor", "Workload"):
-            paths.append(path_for("mutate", gvk))
-        paths.append(path_for("validate", gvk))
+            paths.append(webhook_path("mutate", gvk))
+        paths.append(webhook_path("validate", gvk))
     return paths
 
 
 def make_app(deps: WebhookDeps) -> web.Application:
     app = web.Application(client_max_size=4 * 1024 * 1024)
-    for gvk, hook in JOB_WEBHOOKS.items():
-        app.router.add_post(path_for("mutate", gvk), _admission_handler(gvk, _mutator(deps, hook)))
-        app.router.add_post(path_for("validate", gvk), _admission_handler(gvk, _validator(deps, hook)))
+    for gvk, hook in webhooks().items():
+        app.router.add_post(webhook_path("mutate", gvk), _admission_handler(gvk, _mutator(deps, hook)))
+        app.router.add_post(webhook_path("validate", gvk), _admission_handler(gvk, _validator(deps, hook)))
     for kind in CRD_KINDS:
         gvk = (KUEUE, "v1beta2", kind)
         if kind in ("ClusterQueue", "ResourceFlavor", "Workload"):
-            app.router.add_post(path_for("mutate", gvk), _admission_handler(gvk, _crd_mutator(deps, kind)))
-        app.router.add_post(path_for("validate", gvk), _admission_handler(gvk, _crd_validator(kind)))
+            mutate = _admission_handler(gvk, _crd_mutator(deps, kind))
+            app.router.add_post(webhook_path("mutate", gvk), mutate)
+        app.router.add_post(webhook_path("validate", gvk), _admission_handler(gvk, _crd_validator(kind)))
     app.router.add_post(CONVERT_PATH, _convert)
 
     async def healthz(_: web.Request) -> web.Response:

@@ -24,8 +24,9 @@ from api import keys
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name
 from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
-from manager.jobs.integrations import BY_GROUP_KIND, MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
+from manager.jobs.integrations import MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
 from manager.jobs.ownership import find_managed_ancestor
+from manager.jobs.registry import integration_for
 
 GET_TIMEOUT_S = 2.0
 RESOLVE_TIMEOUT_S = 4.0
@@ -75,7 +76,7 @@ class StaticLookup:
 def _object_path(key: OwnerKey) -> str:
     api_version, kind, namespace, name = key
     group = api_version.rpartition("/")[0]
-    integration = BY_GROUP_KIND.get((group, kind))
+    integration = integration_for(group, kind)
     if (group, kind) == (REPLICA_SET.group, REPLICA_SET.kind):
         integration = REPLICA_SET
     plural = integration.plural if integration else kind.lower() + "s"

@@ -24,7 +24,8 @@ class ObjectError(ValueError):
     """An object dict the core cannot use (bad quantity, missing name, wrong shape)."""
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def named_meta(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object's metadata; an object without a name is refused (``ObjectError``)."""
     meta = obj.get("metadata") or {}
     if not isinstance(meta, dict) or not meta.get("name"):
         raise ObjectError(f"{obj.get('kind', 'object')} without metadata.name")
@@ -76,7 +77,7 @@ class Flavor:
 
 
 def flavor_from(obj: dict[str, Any]) -> Flavor:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = named_meta(obj), _spec(obj)
     return Flavor(
         name=meta["name"],
         node_labels={str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()},
@@ -157,7 +158,7 @@ def _groups(kind: str, name: str, spec: dict[str, Any]) -> tuple[tuple[ResourceG
 
 
 def cluster_queue_from(obj: dict[str, Any]) -> ClusterQueueDef:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = named_meta(obj), _spec(obj)
     name = meta["name"]
     groups, quotas = _groups("ClusterQueue", name, spec)
     fung = spec.get("flavorFungibility") or {}
@@ -181,7 +182,7 @@ def cluster_queue_from(obj: dict[str, Any]) -> ClusterQueueDef:
 
 
 def cohort_from(obj: dict[str, Any]) -> QueueDef:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = named_meta(obj), _spec(obj)
     groups, quotas = _groups("Cohort", meta["name"], spec)
     return QueueDef(meta["name"], spec.get("parentName") or spec.get("parent") or None, groups, quotas)
 
@@ -200,7 +201,7 @@ class LocalQueueDef:
 
 
 def local_queue_from(obj: dict[str, Any]) -> LocalQueueDef:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = named_meta(obj), _spec(obj)
     weight = 1.0
     raw = (spec.get("fairSharing") or {}).get("weight")
     if raw is not None:
@@ -219,7 +220,7 @@ class AdmissionCheckDef:
 
 
 def admission_check_from(obj: dict[str, Any]) -> AdmissionCheckDef:
-    meta = _meta(obj)
+    meta = named_meta(obj)
     active = True
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "Active":
@@ -292,7 +293,7 @@ def podset_from(ps: dict[str, Any], where: str) -> PodSet:
 
 
 def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = named_meta(obj), _spec(obj)
     ns = meta.get("namespace") or "default"
     where = f"Workload {ns}/{meta['name']}"
     podsets = tuple(podset_from(ps, where) for ps in spec.get("podSets") or ())

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from api.fields import FieldError
 from api.wire import JSON
 from manager.jobs.gates import FeatureGates
-from manager.jobs.integrations import BY_GROUP_KIND, REPLICA_SET, OwnerKey, group_of
+from manager.jobs.integrations import OwnerKey
 
 
 class AdmissionDenied(Exception):
@@ -37,17 +37,6 @@ class AdmissionPolicy:
             return True
         # LeaderWorkerSet gates its pods through the pod integration, which it enables implicitly.
         return name == "pod" and "leaderworkerset.x-k8s.io/leaderworkerset" in self.frameworks
-
-    def owner_integration(self, api_version: str, kind: str) -> tuple[bool, bool]:
-        """(known, enabled) for an owner kind: known kinds are walked through, enabled ones manage."""
-        group = group_of(api_version)
-        version = api_version.rpartition("/")[2]
-        if f"{kind}.{version}.{group}" in self.external_frameworks:
-            return True, True
-        integration = BY_GROUP_KIND.get((group, kind))
-        if integration is not None:
-            return True, self.integration_enabled(integration.name)
-        return (group, kind) == (REPLICA_SET.group, REPLICA_SET.kind), False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AdmissionPolicy:

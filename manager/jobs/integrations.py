@@ -25,17 +25,8 @@ class Integration:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-INTEGRATIONS: tuple[Integration, ...] = (
-    Integration("batch/job", "batch", "v1", "Job", "jobs"),
-    Integration("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
-    Integration(
-        "leaderworkerset.x-k8s.io/leaderworkerset",
-        "leaderworkerset.x-k8s.io",
-        "v1",
-        "LeaderWorkerSet",
-        "leaderworkersets",
-    ),
-    Integration("pod", "", "v1", "Pod", "pods"),
+# Kinds Kueue integrates that pykueue does not run: an object they own is theirs to queue.
+KNOWN_ELSEWHERE: tuple[Integration, ...] = (
     Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
     Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"),
     Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"),
@@ -52,7 +43,7 @@ INTEGRATIONS: tuple[Integration, ...] = (
 )
 
 
-BY_GROUP_KIND: Mapping[tuple[str, str], Integration] = {(i.group, i.kind): i for i in INTEGRATIONS}
+BY_GROUP_KIND: Mapping[tuple[str, str], Integration] = {(i.group, i.kind): i for i in KNOWN_ELSEWHERE}
 
 
 # A ReplicaSet is a transparent hop between a Deployment and its pods.

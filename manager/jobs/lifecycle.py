@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from api import keys
-from api.wire import JSON
-from manager.core.jobs_to_workloads import build_workloads, queue_name
+from api.wire import JSON, meta
+from manager.core.jobs_to_workloads import queue_name
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.integrations import Integration
 from manager.jobs.names import is_dns1123_label
 from manager.jobs.ownership import namespace_selected
+from manager.jobs.registry import build_workloads, owner_integration
 
 # -- what a lifecycle asks the runtime to do -------------------------------------------------
 
@@ -154,11 +155,6 @@ class AdoptsPods(Protocol):
 # -- shared helpers ---------------------------------------------------------------------------
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
 def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if isinstance(cond, Mapping) and cond.get("type") == kind:
@@ -184,7 +180,7 @@ def has_controller_owner_of(obj: Mapping[str, Any], policy: AdmissionPolicy) -> 
     for ref in meta(obj).get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             api_version, kind = str(ref.get("apiVersion", "")), str(ref.get("kind", ""))
-            known, enabled = policy.owner_integration(api_version, kind)
+            known, enabled = owner_integration(policy, api_version, kind)
             return known and enabled
     return False
 
@@ -245,7 +241,7 @@ class TopLevelOwner:
         return queue_name(job)
 
     def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return build_workloads(dict(job))
+        return build_workloads(dict(job))  # by the object's registered kind
 
 
 # -- admission -> podset infos ---------------------------------------------------------------
@@ -346,57 +342,3 @@ def infos_by_name(infos: Iterable[PodSetInfo], podsets: list[str]) -> Iterator[t
         raise StartConflict(f"admission has podsets {sorted(table)}, the job has {sorted(podsets)}")
     for name in podsets:
         yield name, table[name]
-
-
-# -- registry -----------------------------------------------------------------------------------
-
-
-class Registry:
-    """The enabled integrations by kind, in a stable order."""
-
-    def __init__(self, lifecycles: Iterable[WorkloadOwner]) -> None:
-        self._by_kind: dict[str, WorkloadOwner] = {}
-        for lc in lifecycles:
-            kind = lc.integration.kind
-            if kind in self._by_kind:
-                raise ValueError(f"two lifecycles for kind {kind}")
-            self._by_kind[kind] = lc
-
-    def __iter__(self) -> Iterator[WorkloadOwner]:
-        return iter(self._by_kind.values())
-
-    def __len__(self) -> int:
-        return len(self._by_kind)
-
-    def get(self, kind: str) -> WorkloadOwner | None:
-        return self._by_kind.get(kind)
-
-    def kinds(self) -> list[str]:
-        return list(self._by_kind)
-
-
-def builtin_lifecycles() -> list[WorkloadOwner]:
-    # Imported here: each kind module imports this one for the shared helpers.
-    from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-    from manager.jobs.leaderworkerset.lifecycle import LIFECYCLE as LWS
-    from manager.jobs.pod.lifecycle import LIFECYCLE as POD
-    from manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCHJOB
-    return [JOB, PYTORCHJOB, LWS, POD]
-
-
-def enabled_registry(policy: AdmissionPolicy) -> Registry:
-    """The lifecycles of the integrations the Configuration enables (LWS implies ``pod``).
-
-    Only LWS group pods are handled by the pod lifecycle; standalone pod groups are not
-    supported yet, so ``pod`` alone does not turn it on.
-    """
-    lws = "leaderworkerset.x-k8s.io/leaderworkerset"
-    out = []
-    for lc in builtin_lifecycles():
-        name = lc.integration.name
-        if name == "pod":
-            if policy.integration_enabled(lws):
-                out.append(lc)
-        elif policy.integration_enabled(name):
-            out.append(lc)
-    return Registry(out)

@@ -18,6 +18,7 @@ from manager.core.matching import label_selector_matches
 from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy
 from manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
 from manager.jobs.job_fields import controller_owner, deleting
+from manager.jobs.registry import owner_integration
 
 
 def namespace_selected(policy: AdmissionPolicy, namespace_labels: Mapping[str, str] | None) -> bool:
@@ -57,7 +58,7 @@ def find_managed_ancestor(obj: Mapping[str, Any], ctx: AdmissionContext) -> Mapp
         if ref is None:
             return candidate
         api_version, kind = str(ref.get("apiVersion", "")), str(ref.get("kind", ""))
-        known, enabled = policy.owner_integration(api_version, kind)
+        known, enabled = owner_integration(policy, api_version, kind)
         if not known:
             return candidate
         uid = str(ref.get("uid") or "")
@@ -97,7 +98,7 @@ def direct_owner_managed_kind(obj: Mapping[str, Any], policy: AdmissionPolicy) -
     ref = controller_owner(obj)
     if ref is None:
         return False
-    known, enabled = policy.owner_integration(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+    known, enabled = owner_integration(policy, str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
     return known and enabled
 
 

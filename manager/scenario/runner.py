@@ -20,10 +20,10 @@ from typing import Any
 
 from manager.core.config import ConfigError, config_from, parse_duration
 from manager.core.engine import QueueingCore
-from manager.core.jobs_to_workloads import is_job, workloads_for
 from manager.core.objects import ObjectError
 from manager.core.tas_hook import TasPlacer, with_topology_requests
 from manager.core.workload_state import ADMITTED
+from manager.jobs.registry import is_job, workloads_for
 
 from .loader import Scenario, ScenarioError
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.wire import meta
 from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.integrations import BY_GROUP_KIND, Integration
+from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
     Action,
     Finished,
@@ -25,7 +26,6 @@ from manager.jobs.lifecycle import (
     condition_true,
     infos_by_name,
     merge_into_template,
-    meta,
     restored_template,
     workload_template,
 )
@@ -46,7 +46,7 @@ def pods_count(job: Mapping[str, Any]) -> int:
 
 
 class BatchJobLifecycle(TopLevelOwner):
-    integration: Integration = BY_GROUP_KIND[("batch", "Job")]
+    integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs")
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from api.wire import JSON
+from api.wire import JSON, meta
 from manager.core.jobs_to_workloads import queue_name, workload_name
-from manager.jobs.integrations import BY_GROUP_KIND, Integration
-from manager.jobs.lifecycle import TopLevelOwner, meta
+from manager.jobs.integrations import Integration
+from manager.jobs.lifecycle import TopLevelOwner
 
 GROUP = "leaderworkerset.x-k8s.io"
 
@@ -50,7 +50,8 @@ def role_of(lws: Mapping[str, Any], pod: Mapping[str, Any]) -> str:
 
 
 class LeaderWorkerSetLifecycle(TopLevelOwner):
-    integration: Integration = BY_GROUP_KIND[(GROUP, "LeaderWorkerSet")]
+    integration: Integration = Integration("leaderworkerset.x-k8s.io/leaderworkerset", GROUP, "v1",
+                                           "LeaderWorkerSet", "leaderworkersets")
 
     # -- AdoptsPods ------------------------------------------------------------------------
 

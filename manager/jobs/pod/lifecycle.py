@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from api.wire import JSON
+from api.wire import JSON, meta
 from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.integrations import BY_GROUP_KIND, Integration
+from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
     Action,
     Delete,
@@ -32,7 +32,6 @@ from manager.jobs.lifecycle import (
     StartConflict,
     condition_true,
     merge_into_pod_parts,
-    meta,
 )
 
 GROUP_KIND = "PodGroup"
@@ -69,7 +68,7 @@ def _topology_assigned(workload: Mapping[str, Any], podset: str) -> bool:
 
 
 class PodGroupLifecycle:
-    integration: Integration = BY_GROUP_KIND[("", "Pod")]
+    integration: Integration = Integration("pod", "", "v1", "Pod", "pods")
     # Only LWS pods form groups here; selecting them keeps other pods out of memory.
     label_selector: str = keys.LWS_NAME
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.wire import meta
 from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.integrations import BY_GROUP_KIND, Integration
+from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
     Action,
     Finished,
@@ -25,7 +26,6 @@ from manager.jobs.lifecycle import (
     condition_true,
     infos_by_name,
     merge_into_template,
-    meta,
     restored_template,
     workload_template,
 )
@@ -43,7 +43,8 @@ def roles(job: Mapping[str, Any]) -> list[str]:
 
 
 class PyTorchJobLifecycle(TopLevelOwner):
-    integration: Integration = BY_GROUP_KIND[("kubeflow.org", "PyTorchJob")]
+    integration: Integration = Integration("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob",
+                                           "pytorchjobs")
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)

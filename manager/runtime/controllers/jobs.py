@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from api import keys
-from api.wire import JSON
+from api.wire import JSON, meta
 from kube import resources as res
 from kube.client import ApiError, KubeClient
 from kube.informer import EventType, Informer
@@ -45,15 +45,14 @@ from manager.jobs.lifecycle import (
     Finished,
     GroupedObjects,
     JobLifecycle,
-    Registry,
     Replace,
     StartConflict,
     WorkloadOwner,
     condition_true,
     is_admitted,
-    meta,
     podset_infos,
 )
+from manager.jobs.registry import Registry
 
 log = logging.getLogger(__name__)
 

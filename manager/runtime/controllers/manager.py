@@ -46,7 +46,8 @@ from manager.core.objects import ObjectError
 from manager.core.status import workload_status
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.lifecycle import Finished, condition_true, enabled_registry
+from manager.jobs.lifecycle import Finished, condition_true
+from manager.jobs.registry import enabled_registry
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from api import keys
-from manager.core.jobs_to_workloads import workloads_for
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.gates import FeatureGates
+from manager.jobs.registry import workloads_for
 from webhook.facts import StaticLookup
 
 from .conftest import WebhookServer

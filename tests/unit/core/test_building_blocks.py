@@ -6,9 +6,10 @@ import pytest
 
 from api.quantity import Quantity
 from manager.core.config import ConfigError, RequeuingStrategy, config_from, parse_duration
-from manager.core.jobs_to_workloads import workload_name, workloads_for
+from manager.core.jobs_to_workloads import workload_name
 from manager.core.queues import PendingQueue, sort_key
 from manager.core.resources import Transformation, pod_requests, transform_requests
+from manager.jobs.registry import workloads_for
 
 
 def test_pending_queue_orders_by_priority_then_time_then_key() -> None:

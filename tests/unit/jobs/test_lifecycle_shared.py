@@ -8,6 +8,7 @@ import pytest
 
 from api import keys
 from manager.jobs.admission import AdmissionPolicy
+from manager.jobs.builtin import BUILTIN
 from manager.jobs.lifecycle import (
     AdoptsPods,
     GroupedObjects,
@@ -15,13 +16,12 @@ from manager.jobs.lifecycle import (
     PodSetInfo,
     StartConflict,
     WorkloadOwner,
-    builtin_lifecycles,
-    enabled_registry,
     managed_top_level,
     merge_into_template,
     podset_infos,
     restored_template,
 )
+from manager.jobs.registry import enabled_registry
 
 from .helpers import FLAVORS, admitted
 
@@ -110,7 +110,7 @@ def test_managed_top_level_follows_the_decision_table(
 
 
 def test_every_builtin_satisfies_its_protocols() -> None:
-    kinds = {lc.integration.kind: lc for lc in builtin_lifecycles()}
+    kinds = {k.lifecycle.integration.kind: k.lifecycle for k in BUILTIN}
     assert set(kinds) == {"Job", "PyTorchJob", "LeaderWorkerSet", "Pod"}
     assert all(isinstance(lc, WorkloadOwner) for lc in kinds.values())
     assert isinstance(kinds["Job"], JobLifecycle) and isinstance(kinds["PyTorchJob"], JobLifecycle)

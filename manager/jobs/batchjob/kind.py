@@ -1,0 +1,27 @@
+"""batch/v1 Job: one pod set ``main`` of min(parallelism, completions) pods."""
+
+from __future__ import annotations
+
+import contextlib
+
+from api import keys
+from api.wire import JSON
+from manager.core.jobs_to_workloads import owned_workload, workload_name
+from manager.core.objects import named_meta
+from manager.jobs.batchjob.lifecycle import LIFECYCLE, pods_count
+from manager.jobs.batchjob.webhook import WEBHOOK
+from manager.jobs.registry import JobKind, job_rbac
+
+
+def workloads(job: JSON) -> list[JSON]:
+    meta, spec = named_meta(job), job.get("spec") or {}
+    podset: JSON = {"name": "main", "count": pods_count(job), "template": spec.get("template") or {}}
+    min_par = (meta.get("annotations") or {}).get(keys.JOB_MIN_PARALLELISM)
+    if min_par is not None:
+        with contextlib.suppress(ValueError):  # Kueue ignores an unparsable value
+            podset["minCount"] = int(min_par)
+    name = workload_name("Job", "batch", meta["name"], str(meta.get("uid", "")))
+    return [owned_workload(job, name, [podset], controller=True)]
+
+
+KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads, job_rbac("batch", "jobs"))
