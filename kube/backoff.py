@@ -1,4 +1,7 @@
-"""Exponential backoff with jitter, shared by the informer (reconnects) and the work queue (retries)."""
+"""Exponential backoff with jitter, shared by the informer (reconnects) and the work queue (retries).
+
+Our own because kubernetes-asyncio retries nothing itself; a few lines, no dependency.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,9 @@ quiet resources so a reconnect rarely needs a re-list.
 
 Handlers run in the informer's task, in event order, after the store is updated; they should
 only enqueue work (see ``workqueue``), never block on I/O.
+
+Our own because kubernetes-asyncio offers only the raw watch stream (``watch.Watch``): no
+store, no relist and diff on 410, no shared rate limit.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ shutdown the leader releases the Lease (empty holder, 1 s duration) so a success
 once instead of waiting out the lease.
 
 Kueue: Lease ``c1f6bfd2.kueue.x-k8s.io``, 15 s / 10 s / 2 s.
+
+Our own because kubernetes-asyncio's ``leaderelection`` goes through its generated typed
+client, outside the shared rate limit and request count every other call of the process uses.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ burst of reconciles cannot flood kube-apiserver (and trip its priority-and-fairn
 Kueue's Configuration defaults are ``clientConnection.qps: 300`` and ``burst: 500``; a
 negative QPS disables client-side limiting. Time is injected so the arithmetic is testable
 without waiting.
+
+Our own because kubernetes-asyncio has no client-side rate limiting.
 """
 
 from __future__ import annotations

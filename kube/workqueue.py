@@ -15,6 +15,9 @@
   cancelled. Adds after shutdown are ignored.
 
 Time is injected (``clock``, ``sleep``) so retry timing is testable without waiting.
+
+Our own because kubernetes-asyncio has no work queue (client-go's ``workqueue`` has no
+Python port in it).
 """
 
 from __future__ import annotations
