@@ -16,6 +16,7 @@ from typing import Any
 from api import keys
 
 from .objects import named_meta
+from .tas_hook import with_topology_requests
 
 _MAX_PREFIX = 247
 
@@ -60,4 +61,7 @@ def owned_workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]]
         wl_meta["creationTimestamp"] = meta["creationTimestamp"]
     if extra_annotations:
         wl_meta["annotations"] = extra_annotations
-    return {"apiVersion": keys.API_VERSION, "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    # Pod sets whose template asks for a topology carry it as topologyRequest, as Kueue's
+    # job reconcilers write it: the scheduler reads the request from the Workload.
+    return with_topology_requests({"apiVersion": keys.API_VERSION, "kind": "Workload", "metadata": wl_meta,
+                                   "spec": spec})

@@ -21,7 +21,7 @@ from typing import Any
 from manager.core.config import ConfigError, config_from, parse_duration
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
-from manager.core.tas_hook import TasPlacer, with_topology_requests
+from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED
 from manager.jobs.registry import is_job, workloads_for
 
@@ -72,7 +72,7 @@ class Simulation:
                 delay = self._delay(obj)
                 keys = []
                 for wl in workloads_for(obj):
-                    rec = self.core.apply_workload(with_topology_requests(wl))
+                    rec = self.core.apply_workload(wl)
                     keys.append(rec.key)
                     self.ready_after[rec.key] = delay
                 self.job_workloads[job_key] = keys

@@ -44,6 +44,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.status import workload_status
+from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true
@@ -55,6 +56,7 @@ from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .retention import FinishedRetention, after_finished
+from .topology import TopologyFeed
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +98,11 @@ class QueueManager:
                  job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None) -> None:
         """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName."""
         self.client = client
+        # Topology-aware placement, as in simulate; it places nothing until every admitted
+        # workload has been read back (mark_synced once the informers synced).
+        self.tas = TasPlacer(synced=False)
         self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S),
-                                 now=time.time())
+                                 now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
         self.metrics.before_scrape = self.metrics_feed.refresh
@@ -120,6 +125,7 @@ class QueueManager:
         self._written_at: dict[str, float] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
+        self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holding.get(cq) or ()))
         retain_s = after_finished(job_config or {})
@@ -132,6 +138,11 @@ class QueueManager:
         kind = str(obj.get("kind"))
         meta = obj.get("metadata") or {}
         try:
+            if kind == "AdmissionCheck":  # a ProvisioningRequest check delays topology assignment
+                if event == EventType.DELETED:
+                    self.tas.delete(kind, None, str(meta.get("name")))
+                else:
+                    self.tas.apply(obj)
             if kind == "ClusterQueue":
                 self.core.set_terminating(str(meta.get("name")),
                                           event != EventType.DELETED and terminating(obj))
@@ -191,16 +202,19 @@ class QueueManager:
         await self.jobs.prepare()  # adds the informers of the job kinds this cluster serves
         for informer in self.informers.values():
             informer.start()
+        self.topology.start()
         self.jobs.start()
 
     async def wait_synced(self, timeout_s: float | None = None) -> None:
-        await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()))
+        await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()),
+                             self.topology.wait_synced(timeout_s))
 
     async def stop(self) -> None:
         await self.status_writes.shutdown(drain=True, timeout_s=5.0)
         await self.jobs.stop()
         for informer in self.informers.values():
             await informer.stop()
+        await self.topology.stop()
 
     async def lead(self) -> None:
         """Leader-only work: scheduling and queue status, after all informers synced."""
@@ -209,6 +223,9 @@ class QueueManager:
             self.status_writes.start()
         log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
                  len(self.core.cq_defs))
+        # Every admitted workload's topology usage is known now: placement may start.
+        self.tas.mark_synced()
+        self.core.requeue_inadmissible()
         if self.metrics.role is ReplicaRole.FOLLOWER:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
@@ -322,7 +339,8 @@ class QueueManager:
                     return None
             if rec.holds_quota:
                 self._reserved_by_us.add(key)
-            status = workload_status(rec, self.core.now)
+            delayed, unhealthy = self.tas.status_fields(key)
+            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy)
             if rec.status == FINISHED:
                 finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
