@@ -96,7 +96,7 @@ def assigned(wl: dict[str, Any]) -> dict[str, int] | None:
         return None
     ta = decode_v1beta2(psas[0]["topologyAssignment"])
     assert ta.levels == (keys.HOSTNAME_LABEL,), "Kueue's encoding: hostname-only levels"
-    return {values[-1]: count for values, count in ta.leaf_values()}
+    return dict(ta.leaf_values())
 
 
 def condition(wl: dict[str, Any], kind: str) -> dict[str, Any]:
