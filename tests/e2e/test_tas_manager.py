@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from api import keys
+from devcluster import cluster, processes
 from devcluster.nodes import NODES_PER_RACK, RACK_LABEL, node_name
 from manager.core.tas.assignment import decode_v1beta2
 
@@ -143,31 +144,26 @@ def test_a_rack_job_gets_one_rack_busy_racks_are_avoided_and_too_big_waits(
     assert wl is not None and not (wl.get("status") or {}).get("admission")
 
 
-def test_a_lost_node_is_marked_or_replaced_inside_the_rack_without_eviction(
+def test_a_restarted_manager_keeps_what_it_placed_and_places_nothing_twice(
         dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
     ns = tas_queue.namespace
-    dev_cluster.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(rack_job("survives", pods=2, cpu="1")))
-    nodes = admitted_assignment(dev_cluster, ns, "survives")
-    (rack,) = {RACK_OF[n] for n in nodes}
-    lost = sorted(nodes)[0]
-    try:
-        dev_cluster.kubectl("delete", "node", lost)
+    dev_cluster.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(rack_job("first", pods=5)))
+    first = admitted_assignment(dev_cluster, ns, "first")
+    before = workload_of(dev_cluster, ns, "first")
+    assert before is not None
+    (rack,) = {RACK_OF[n] for n in first}
 
-        def handled() -> dict[str, Any] | None:
-            wl = workload_of(dev_cluster, ns, "survives")
-            if wl is None:
-                return None
-            unhealthy = {u["name"] for u in (wl.get("status") or {}).get("unhealthyNodes") or []}
-            now = assigned(wl) or {}
-            return wl if lost in unhealthy or (now and lost not in now) else None
+    state = cluster.current_state()
+    record = state.record("pykueue") if state is not None else None
+    assert record is not None and processes.stop(record)
+    restarted = dev_cluster.dev("up")  # starts pykueue again, which reads everything back
+    assert restarted.returncode == 0, restarted.stderr[-2000:]
 
-        wl = wait_until(f"node {lost} marked unhealthy or replaced on the Workload", handled, 60.0)
-        now = assigned(wl) or {}
-        if lost not in now:
-            assert {RACK_OF[n] for n in now} == {rack}, f"replaced inside rack {rack}: {now}"
-            assert sum(now.values()) == 2
-        assert condition(wl, keys.WorkloadCondition.EVICTED).get("status") != "True"
-        assert condition(wl, keys.WorkloadCondition.ADMITTED).get("status") == "True"
-    finally:
-        restored = dev_cluster.dev("up")
-        assert restored.returncode == 0, restored.stderr
+    # 10 of the rack's 16 CPUs are taken by the first job: a second 10-CPU job must go elsewhere.
+    dev_cluster.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(rack_job("second", pods=5)))
+    second = admitted_assignment(dev_cluster, ns, "second")
+    assert {RACK_OF[n] for n in second} != {rack}, f"the first job's rack {rack} was counted once: {second}"
+    after = workload_of(dev_cluster, ns, "first")
+    assert after is not None
+    assert after["status"]["admission"] == before["status"]["admission"], "the first placement is kept as is"
+    assert condition(after, keys.WorkloadCondition.EVICTED).get("status") != "True"

@@ -7,11 +7,11 @@ capacity; a pod that finishes leaves the selection and arrives as a deletion). T
 keeps the objects and rebuilds a flavor's snapshot only when one of them changed, so no
 cycle relists anything.
 
-Node health is Kueue's node failure rule for TAS: a node that is deleted, or no longer
-Ready, is lost to the workloads placed on it. The placer records it in their
-``status.unhealthyNodes`` and its second pass finds a replacement inside the required
-domain, or the workload is evicted (``NodeFailures``) when none fits. A node that becomes
-Ready again is usable for new placements.
+A node that is deleted, or no longer Ready, stops counting as capacity for new placements;
+one that becomes Ready again counts again. Marking it in the ``status.unhealthyNodes`` of the
+workloads placed on it is not done here yet: the extender replaces a failed node at bind time
+and rewrites the assignment, and until the manager adopts such rewrites (it would otherwise
+write its own, older assignment back) the two must not both act on one failure.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 
 # Bound and not terminated: the pods whose requests come off a node.
 BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-NODE_FAILURES = "NodeFailures"
 
 
 def node_ready(node: JSON) -> bool:
@@ -41,14 +40,13 @@ def node_ready(node: JSON) -> bool:
 
 
 class TopologyFeed:
-    """Topologies, Nodes and bound Pods into the TAS placer; lost nodes into evictions."""
+    """Topologies, Nodes and bound Pods into the TAS placer."""
 
     def __init__(self, client: KubeClient, tas: TasPlacer, core: QueueingCore,
                  changed: Callable[[], None]) -> None:
         self.tas, self.core, self._changed = tas, core, changed
         self.informers = (Informer(client, res.TOPOLOGIES), Informer(client, res.NODES),
                           Informer(client, res.PODS, field_selector=BOUND_PODS))
-        self._lost: set[str] = set()  # nodes already handed to the placer as failed
         for informer in self.informers:
             informer.add_handler(self._on_event)
 
@@ -79,15 +77,8 @@ class TopologyFeed:
 
     def _on_node(self, event: EventType, node: JSON, name: str) -> None:
         if event != EventType.DELETED and node_ready(node):
-            self._lost.discard(name)
             self.tas.apply(node)
             self.core.requeue_inadmissible()
-            return
-        if name in self._lost:
-            return
-        self._lost.add(name)
-        evict = self.tas.fail_node(name)
-        log.info("node %s is %s: %d workload(s) placed there have no replacement", name,
-                 "gone" if event == EventType.DELETED else "not ready", len(evict))
-        for key in evict:
-            self.core.evict(key, NODE_FAILURES)
+        elif self.tas.delete("Node", None, name):
+            log.info("node %s is %s: no longer offered to new placements", name,
+                     "gone" if event == EventType.DELETED else "not ready")
