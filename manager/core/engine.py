@@ -291,6 +291,8 @@ class QueueingCore:
             self.usage.add_all(node, total)
         if self.tas is not None:
             self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
+        # Kueue drains a stopped queue also of what was admitted before it was read.
+        self._drain_if_stopped(rec)
 
     # ---------------------------------------------------------------- structure
 
@@ -393,15 +395,19 @@ class QueueingCore:
 
     def _drain_stopped(self) -> None:
         for rec in list(self.workloads.values()):
-            if not rec.holds_quota:
-                continue
-            cq = self.cq_defs.get(rec.cluster_queue or "")
-            lq = self.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
-            for policy, reason in ((cq.stop_policy if cq else "None", "ClusterQueueStopped"),
-                                   (lq.stop_policy if lq else "None", "LocalQueueStopped")):
-                if policy == "HoldAndDrain" or (policy == "Hold" and rec.status == QUOTA_RESERVED):
-                    self._evict(rec, reason, requeue_now=True)
-                    break
+            self._drain_if_stopped(rec)
+
+    def _drain_if_stopped(self, rec: WorkloadRecord) -> None:
+        """Evict a quota holder of a stopped queue: HoldAndDrain always, Hold before admission."""
+        if not rec.holds_quota:
+            return
+        cq = self.cq_defs.get(rec.cluster_queue or "")
+        lq = self.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
+        for policy, reason in ((cq.stop_policy if cq else "None", "ClusterQueueStopped"),
+                               (lq.stop_policy if lq else "None", "LocalQueueStopped")):
+            if policy == "HoldAndDrain" or (policy == "Hold" and rec.status == QUOTA_RESERVED):
+                self._evict(rec, reason, requeue_now=True)
+                return
 
     def _route(self, rec: WorkloadRecord) -> None:
         """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not."""
