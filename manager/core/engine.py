@@ -213,6 +213,10 @@ class QueueingCore:
             if old.status == PENDING and not old.deactivated:
                 self._route(old)
             return old
+        # Rebuild a changed structure before the record exists: the rebuild routes every
+        # pending record, and one about to be read as admitted must not be queued as well
+        # (it would take its queue's head in the next cycle).
+        self._ensure()
         rec = WorkloadRecord(wl=wl, priority=prio, queue_ts=wl.created,
                              shape=scheduling_shape(prio, wl.podsets))
         self.workloads[wl.key] = rec
