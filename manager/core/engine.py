@@ -95,6 +95,9 @@ class QueueingCore:
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
         self.changed: set[str] = set()  # workloads whose status may differ from the last write
+        # Workloads whose quota was released since the last take_released; None: untracked
+        # (only a caller that orders its writes by it, the manager, asks for them).
+        self.released: set[str] | None = None
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
@@ -477,6 +480,8 @@ class QueueingCore:
 
     def _release(self, rec: WorkloadRecord) -> None:
         self.changed.add(rec.key)
+        if self.released is not None:
+            self.released.add(rec.key)
         if self.tas is not None:
             self.tas.release(rec.key)
         self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None)
@@ -843,6 +848,12 @@ class QueueingCore:
         """Keys of workloads whose status changed since the last call (what to write back)."""
         changed, self.changed = self.changed, set()
         return {k for k in changed if k in self.workloads}
+
+    def take_released(self) -> set[str]:
+        """Keys of workloads whose quota was released since the last call (tracking starts
+        with the first call)."""
+        released, self.released = self.released or set(), set()
+        return {k for k in released if k in self.workloads}
 
     def awaiting_turn(self, key: str) -> bool:
         """Pending in a usable queue and not evaluated since it got there (Kueue writes no

@@ -55,6 +55,7 @@ from manager.runtime.metrics_feed import MetricsFeed
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
+from .release_order import ReleaseOrder
 from .retention import FinishedRetention, after_finished
 from .topology import TopologyFeed
 
@@ -76,6 +77,7 @@ MAX_CONFLICT_RETRIES = 5
 # Longest run of scheduling cycles before the event loop gets a turn (see schedule_once).
 CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 16
+STATUS_MAX_RETRIES = 12
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
 # Parked workloads of a cohort tree are requeued at most once per this period after quota
@@ -117,7 +119,10 @@ class QueueManager:
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
         self.status_writes: WorkQueue[str] = WorkQueue(self._write_workload_status, workers=STATUS_WRITERS,
-                                                       name="workload-status", max_retries=12)
+                                                       name="workload-status", max_retries=STATUS_MAX_RETRIES)
+        # Freed quota is written before the admissions that reuse it.
+        self.release_order = ReleaseOrder()
+        self.core.released = set()
         # Our last write of a Workload until the informer shows it: (resourceVersion written
         # over, the object the API returned), so the next write neither 409s on a lagging
         # cache nor compares against it. And when each Workload status was last written.
@@ -148,6 +153,9 @@ class QueueManager:
                                           event != EventType.DELETED and terminating(obj))
             if event == EventType.DELETED:
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
+                if kind == "Workload":  # nothing of it will be written any more
+                    key = object_key(obj)
+                    self._retry_held(self.release_order.written(key, self.release_order.token(key)))
             elif kind == "Workload" and self._admitted_elsewhere(obj):
                 # Quota reserved by another writer (a previous leader, a test, an external
                 # controller): adopt it instead of overwriting it with our pending view.
@@ -262,6 +270,8 @@ class QueueManager:
         while True:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
             changed = self.core.take_changes()
+            self.release_order.released(self.core.take_released())
+            self.release_order.admitted({k for k in changed if self.core.workloads[k].holds_quota})
             changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
             if changed:
                 self._queues_dirty.set()
@@ -320,8 +330,29 @@ class QueueManager:
         return cached, False  # changed since by someone else (or older): let the write decide
 
     async def _write_workload_status(self, key: str) -> float | None:
-        """Write one Workload's status from the core's record; returns seconds after which
-        to look again (a deferred pending-message update), or None."""
+        """Write one Workload's status from the core's record, after the releases whose room
+        it may take (see ``ReleaseOrder``); returns seconds after which to look again (a
+        deferred pending-message update), or None."""
+        rec = self.core.workloads.get(key)
+        if rec is not None and rec.holds_quota and not self.release_order.may_write(key):
+            return None  # held: written again once those releases are
+        token = self.release_order.token(key)
+        try:
+            again = await self._render_and_write(key)
+        except Exception:
+            if self.status_writes.failures(key) + 1 > STATUS_MAX_RETRIES:
+                # The work queue gives up on this key: do not hold others back for it forever.
+                self._retry_held(self.release_order.written(key, token))
+            raise
+        if again is None:
+            self._retry_held(self.release_order.written(key, token))
+        return again
+
+    def _retry_held(self, keys: set[str]) -> None:
+        for key in sorted(keys):
+            self.status_writes.add(key, urgent=True)
+
+    async def _render_and_write(self, key: str) -> float | None:
         namespace, name = key.split("/", 1)
         path = res.WORKLOADS.object_path(name, namespace, "status")
         current, trusted = self._current_workload(key)

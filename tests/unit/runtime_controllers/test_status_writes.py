@@ -34,6 +34,8 @@ class FakeApi:
         self.max_per_key = 0
         self.max_total = 0
         self.limiter = TokenBucket(qps=-1, burst=0)  # no client-side limit unless a test sets one
+        self.round_trip_s: dict[str, float] = {}  # by Workload name; 0.01 s if not set
+        self.most_holding = 0  # the most Workloads ever stored holding quota and unfinished
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
@@ -61,13 +63,21 @@ class FakeApi:
         self.max_per_key = max(self.max_per_key, self.in_flight[base])
         self.max_total = max(self.max_total, sum(self.in_flight.values()))
         try:
-            await asyncio.sleep(0.01)  # a round trip: lets other writers start meanwhile
-            self.puts.append(base.rsplit("/", 1)[1])
+            name = base.rsplit("/", 1)[1]
+            await asyncio.sleep(self.round_trip_s.get(name, 0.01))  # lets other writers start meanwhile
+            self.puts.append(name)
             if body["metadata"].get("resourceVersion") != self.objects[base]["metadata"]["resourceVersion"]:
                 raise ApiError(409)
-            return self._store(base, body)
+            stored = self._store(base, body)
+            self.most_holding = max(self.most_holding, sum(map(_holds_quota, self.objects.values())))
+            return stored
         finally:
             self.in_flight[base] -= 1
+
+
+def _holds_quota(obj: dict[str, Any]) -> bool:
+    conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
+    return conditions.get("QuotaReserved") == "True" and conditions.get("Finished") != "True"
 
 
 def _setup() -> tuple[QueueManager, FakeApi]:
@@ -123,6 +133,30 @@ def test_a_pending_message_change_waits_but_a_finish_does_not(monkeypatch: Any) 
         assert any(c["type"] == "Finished" and c["status"] == "True" for c in conditions)
         assert api.gets > gets, "the conflict was resolved from a fresh read"
         await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
+
+
+def test_freed_quota_is_written_before_the_admission_that_reuses_it() -> None:
+    """w0 finishes and w2 takes its room in the next cycle: w2's admission must not be
+    stored while w0 still shows as holding quota, however slow w0's write is."""
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert api.most_holding == 2
+        api.round_trip_s["w0"] = 0.2
+        manager.core.finish("ns/w0")
+        manager.core.fire_timers(manager.core.now + 1.0)  # past the batched requeue of w2
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/w2"].holds_quota  # the core reused the room at once
+        await manager.status_writes.join(5)
+        assert api.puts[-2:] == ["w0", "w2"]
+        assert _holds_quota(api.objects[WORKLOADS + "w2"])
+        assert api.most_holding == 2, "the API never showed three holding a quota of two"
+        assert manager.release_order.unwritten == 0
+        await manager.status_writes.shutdown()
 
     asyncio.run(go())
 

@@ -1,0 +1,62 @@
+"""Freed quota is written before the admissions that reuse it (ReleaseOrder)."""
+
+from __future__ import annotations
+
+from manager.runtime.controllers.release_order import ReleaseOrder
+
+
+def test_an_admission_waits_for_the_release_before_it_and_is_retried_after() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    token = order.token("ns/a")
+    assert not order.may_write("ns/b")
+    assert order.written("ns/a", token) == {"ns/b"}
+    assert order.may_write("ns/b")
+    assert order.unwritten == 0
+
+
+def test_releases_after_the_admission_do_not_hold_it_back() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    order.released({"ns/c"})
+    assert not order.may_write("ns/b")
+    assert order.written("ns/a", order.token("ns/a")) == {"ns/b"}
+    assert order.may_write("ns/b")  # ns/c, released later, is still unwritten
+    assert order.unwritten == 1
+
+
+def test_nothing_unwritten_means_no_wait() -> None:
+    order = ReleaseOrder()
+    order.admitted({"ns/b"})
+    assert order.may_write("ns/b")
+
+
+def test_a_workload_readmitted_into_its_own_room_does_not_wait_for_itself() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/a"})
+    token = order.token("ns/a")
+    assert order.may_write("ns/a")
+    assert order.written("ns/a", token) == set()
+    assert order.unwritten == 0
+
+
+def test_a_write_rendered_before_a_newer_release_does_not_count_for_it() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    stale = order.token("ns/a")
+    order.released({"ns/a"})  # released again while the first write was in flight
+    order.admitted({"ns/b"})
+    assert order.written("ns/a", stale) == set()
+    assert not order.may_write("ns/b")
+    assert order.written("ns/a", order.token("ns/a")) == {"ns/b"}
+
+
+def test_a_write_with_no_release_owed_confirms_nothing() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    assert order.written("ns/x", None) == set()
+    assert not order.may_write("ns/b")
