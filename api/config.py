@@ -199,6 +199,13 @@ class VisibilityServer(Model):
     bind_port: int | None = f(default=8082)
 
 
+class TasScheduler(Model):
+    """pykueue's own: the kube-scheduler profile, wired to the TAS extender, that pods of
+    topology-aware PodSets are sent to (their schedulerName is set at creation)."""
+
+    scheduler_name: str | None = f(default="pykueue-tas-scheduler")
+
+
 class Configuration(Model):
     api_version: str | None = f()
     kind: str | None = f()
@@ -223,6 +230,7 @@ class Configuration(Model):
     feature_gates: dict[str, bool] | None = f()
     object_retention_policies: ObjectRetentionPolicies | None = f()
     visibility_server: VisibilityServer | None = f(default={})
+    tas_scheduler: TasScheduler | None = f(default={})
 
     def after_defaults(self) -> None:
         if self.managed_jobs_namespace_selector is None:

@@ -65,6 +65,14 @@ PODSET_SLICE_SIZE: Final = _P + "podset-slice-size"
 PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS: Final = _P + "podset-slice-required-topology-constraints"
 PODSET_GROUP_NAME: Final = _P + "podset-group-name"
 TAS_LABEL: Final = _P + "tas"  # set on pod templates admitted with a topology assignment
+# Any of these on a pod template asks for topology-aware placement.
+TOPOLOGY_ANNOTATIONS: Final = (
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
+)
 
 # -- scheduling gates and finalizers ------------------------------------------------------
 ADMISSION_GATE: Final = _P + "admission"

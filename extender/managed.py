@@ -15,14 +15,6 @@ from typing import Any
 from api import keys
 from manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
 
-_TOPOLOGY_ANNOTATIONS = (
-    keys.PODSET_REQUIRED_TOPOLOGY,
-    keys.PODSET_PREFERRED_TOPOLOGY,
-    keys.PODSET_UNCONSTRAINED_TOPOLOGY,
-    keys.PODSET_SLICE_REQUIRED_TOPOLOGY,
-    keys.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
-)
-
 
 @dataclass(frozen=True)
 class PodSetRef:
@@ -42,7 +34,7 @@ def managed_podset(pod: Mapping[str, Any]) -> PodSetRef | None:
     workload = annotations.get(keys.WORKLOAD_ANNOTATION)
     if not podset or not workload:
         return None
-    tas = labels.get(keys.TAS_LABEL) == "true" or any(k in annotations for k in _TOPOLOGY_ANNOTATIONS)
+    tas = labels.get(keys.TAS_LABEL) == "true" or any(k in annotations for k in keys.TOPOLOGY_ANNOTATIONS)
     if not tas:
         return None
     return PodSetRef(str(meta.get("namespace") or "default"), str(workload), str(podset))

@@ -39,6 +39,7 @@ from extender.domains import (
     priority_scores,
     remaining_counts,
 )
+from extender.feasibility import rejection
 from extender.managed import PodSetPlacement, PodSetRef, managed_podset, podset_placement
 from extender.node_cache import NodeCache
 from extender.port import ClusterPort, ConflictError, PortError
@@ -98,8 +99,11 @@ class TasExtender:
         max_bind_attempts: int = 8,
         claim_ttl_s: float = 30.0,
         clock: Callable[[], float] = time.time,
+        scheduler_name: str | None = None,
     ) -> None:
         self._port = port
+        # Binds only pods of this scheduler profile (None: any; in-process tests).
+        self._scheduler_name = scheduler_name
         self._nodes = nodes
         self._max_attempts = max_bind_attempts
         self._claim_ttl = claim_ttl_s
@@ -111,14 +115,14 @@ class TasExtender:
         # TAS marker). kube-scheduler binds right after filtering, and those markers are set
         # when the pod is created, so bind can skip re-reading such a pod: the Binding
         # carries the UID, so the API still refuses a recreated pod. Halves the API calls
-        # per unmanaged pod; bounded, oldest first out.
-        self._unmanaged: collections.OrderedDict[str, None] = collections.OrderedDict()
+        # per unmanaged pod; bounded, oldest first out. The pod is kept for bind's checks.
+        self._unmanaged: collections.OrderedDict[str, Mapping[str, Any]] = collections.OrderedDict()
 
     def _remember_unmanaged(self, pod: Mapping[str, Any]) -> None:
         uid = pod_uid(pod)
         if not uid:
             return
-        self._unmanaged[uid] = None
+        self._unmanaged[uid] = pod
         if len(self._unmanaged) > UNMANAGED_MEMO_SIZE:
             self._unmanaged.popitem(last=False)
 
@@ -263,8 +267,9 @@ class TasExtender:
         """"" on success, else the reason (the scheduler then requeues the pod)."""
         try:
             if args.pod_uid and args.pod_uid in self._unmanaged:
-                del self._unmanaged[args.pod_uid]  # a retry filters (and remembers) again
-                return await self._post_binding(args)
+                filtered = self._unmanaged.pop(args.pod_uid)  # a retry filters (and remembers) again
+                refusal = await self._refusal(filtered, args)
+                return refusal or await self._post_binding(args)
             for _ in range(self._max_attempts):
                 pod = await self._port.get_pod(args.pod_namespace, args.pod_name)
                 if pod is None:
@@ -276,6 +281,9 @@ class TasExtender:
                     return ""  # a retried bind that already happened
                 if current:
                     return f"pod {args.pod_namespace}/{args.pod_name} is already bound to {current}"
+                refusal = await self._refusal(pod, args)
+                if refusal:
+                    return refusal
                 ref = managed_podset(pod)
                 if ref is None:
                     return await self._post_binding(args)
@@ -287,6 +295,19 @@ class TasExtender:
             return f"gave up binding after {self._max_attempts} conflicting Workload updates"
         except PortError as exc:
             return f"API error while binding: {exc}"
+
+    async def _refusal(self, pod: Mapping[str, Any], args: BindingArgs) -> str | None:
+        """Why this bind must not happen whatever the topology says: a pod of another
+        scheduler, or a node the pod's own constraints exclude."""
+        who = f"pod {args.pod_namespace}/{args.pod_name}"
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if self._scheduler_name is not None and scheduler != self._scheduler_name:
+            return f"{who} is for scheduler {scheduler!r}, not {self._scheduler_name!r}"
+        node = (await self._nodes.lookup([args.node])).get(args.node)
+        if node is None:
+            return f"node {args.node} not found"
+        reason = rejection(pod, node)
+        return None if reason is None else f"{who}: {reason}"
 
     async def _bind_managed(self, ref: PodSetRef, pod: JSON, args: BindingArgs) -> str | object:
         state = await self._state(ref, pod, [args.node])

@@ -39,6 +39,7 @@ from manager.jobs.admission import (
     JobWebhook,
 )
 from manager.jobs.registry import GVK, webhook_path, webhooks
+from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
 from webhook import crd_rules
 from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
 from webhook.review import (
@@ -65,6 +66,7 @@ class WebhookDeps:
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+POD_GVK: GVK = ("", "v1", "Pod")
 Decide = Callable[[AdmissionRequest, JSON], Awaitable[JSON]]
 
 
@@ -118,17 +120,29 @@ async def _facts(deps: WebhookDeps, review: AdmissionRequest, obj: JSON) -> Clus
     return await resolve_facts(obj, namespace, deps.policy, deps.lookup)
 
 
-def _mutator(deps: WebhookDeps, hook: JobWebhook) -> Decide:
+def _mutator(deps: WebhookDeps, hook: JobWebhook, gvk: GVK) -> Decide:
+    # Pods are also routed to the TAS scheduler, whichever integration made them.
+    routes_pods = gvk == POD_GVK
+
     async def decide(review: AdmissionRequest, obj: JSON) -> JSON:
-        if not deps.policy.integration_enabled(hook.integration):
+        enabled = deps.policy.integration_enabled(hook.integration)
+        if not enabled and not routes_pods:
             return admission_response(review.uid)
         original = copy.deepcopy(obj)
+        warnings: list[str] = []
         try:
-            facts = await _facts(deps, review, obj)
-            mutated = hook.default(obj, _context(deps, review, facts))
+            if enabled:
+                facts = await _facts(deps, review, obj)
+                obj = hook.default(obj, _context(deps, review, facts))
+                tas_only = facts.queue_tas_only
+            else:
+                tas_only = needs_queue_lookup(obj) and await deps.lookup.queue_tas_only(
+                    review.namespace, str(kueue_pod_queue(obj)))
+            if routes_pods and review.operation == "CREATE":
+                warnings = route(obj, deps.policy.tas_scheduler, tas_only)
         except (AdmissionDenied, LookupFailed) as exc:
             return _denied(review.uid, str(exc))
-        return admission_response(review.uid, patch=json_patch(original, mutated))
+        return admission_response(review.uid, patch=json_patch(original, obj), warnings=warnings)
 
     return decide
 
@@ -200,7 +214,7 @@ def routes() -> list[str]:
 def make_app(deps: WebhookDeps) -> web.Application:
     app = web.Application(client_max_size=4 * 1024 * 1024)
     for gvk, hook in webhooks().items():
-        app.router.add_post(webhook_path("mutate", gvk), _admission_handler(gvk, _mutator(deps, hook)))
+        app.router.add_post(webhook_path("mutate", gvk), _admission_handler(gvk, _mutator(deps, hook, gvk)))
         app.router.add_post(webhook_path("validate", gvk), _admission_handler(gvk, _validator(deps, hook)))
     for kind in CRD_KINDS:
         gvk = (KUEUE, "v1beta2", kind)

@@ -27,6 +27,7 @@ from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionP
 from manager.jobs.integrations import MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
 from manager.jobs.ownership import find_managed_ancestor
 from manager.jobs.registry import integration_for
+from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
 
 GET_TIMEOUT_S = 2.0
 RESOLVE_TIMEOUT_S = 4.0
@@ -42,6 +43,7 @@ class ClusterLookup(Protocol):
     async def priority_class_exists(self, name: str) -> bool: ...
     async def queue_uses_multikueue(self, namespace: str, queue: str) -> bool: ...
     async def get_object(self, key: OwnerKey) -> JSON | None: ...
+    async def queue_tas_only(self, namespace: str, queue: str) -> bool: ...
 
 
 @dataclass
@@ -54,6 +56,7 @@ class StaticLookup:
     multikueue_queues: set[tuple[str, str]] = field(default_factory=set)
     objects: dict[OwnerKey, JSON] = field(default_factory=dict)
     unreadable_namespaces: set[str] = field(default_factory=set)
+    tas_only_queues: set[tuple[str, str]] = field(default_factory=set)
 
     async def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         if namespace in self.unreadable_namespaces:
@@ -71,6 +74,9 @@ class StaticLookup:
 
     async def get_object(self, key: OwnerKey) -> JSON | None:
         return self.objects.get(key)
+
+    async def queue_tas_only(self, namespace: str, queue: str) -> bool:
+        return (namespace, queue) in self.tas_only_queues
 
 
 def _object_path(key: OwnerKey) -> str:
@@ -136,7 +142,7 @@ class ApiLookup:
         path = f"/apis/{keys.API_VERSION}/workloadpriorityclasses/{name}"
         return await self._find("WorkloadPriorityClass", path, name) is not None
 
-    async def queue_uses_multikueue(self, namespace: str, queue: str) -> bool:
+    async def _cluster_queue_of(self, namespace: str, queue: str) -> JSON | None:
         lq = await self._find(
             "LocalQueue",
             f"/apis/{keys.API_VERSION}/namespaces/{namespace}/localqueues/{queue}",
@@ -145,8 +151,25 @@ class ApiLookup:
         )
         cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
         if not cq_name:
+            return None
+        return await self._find("ClusterQueue", f"/apis/{keys.API_VERSION}/clusterqueues/{cq_name}", cq_name)
+
+    async def queue_tas_only(self, namespace: str, queue: str) -> bool:
+        cq = await self._cluster_queue_of(namespace, queue)
+        if cq is None:
             return False
-        cq = await self._find("ClusterQueue", f"/apis/{keys.API_VERSION}/clusterqueues/{cq_name}", cq_name)
+        flavors: dict[str, JSON] = {}
+        for group in (cq.get("spec") or {}).get("resourceGroups") or ():
+            for flavor in (group or {}).get("flavors") or ():
+                name = str((flavor or {}).get("name") or "")
+                path = f"/apis/{keys.API_VERSION}/resourceflavors/{name}"
+                found = await self._find("ResourceFlavor", path, name)
+                if found is not None:
+                    flavors[name] = found
+        return queue_is_tas_only(cq, flavors)
+
+    async def queue_uses_multikueue(self, namespace: str, queue: str) -> bool:
+        cq = await self._cluster_queue_of(namespace, queue)
         spec = (cq or {}).get("spec") or {}
         checks = [
             c.get("name")
@@ -194,9 +217,10 @@ async def _resolve(obj: JSON, namespace: str, policy: AdmissionPolicy, lookup: C
         and policy.gates.enabled("MultiKueue")
         and await lookup.queue_uses_multikueue(namespace, queue)
     )
+    tas_only = needs_queue_lookup(obj) and await lookup.queue_tas_only(namespace, str(kueue_pod_queue(obj)))
     owners: dict[OwnerKey, JSON | None] = {}
     for _ in range(MAX_OWNER_HOPS + 2):
-        facts = ClusterFacts(labels, default_lq, default_wpc, multikueue, owners)
+        facts = ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, tas_only)
         try:
             find_managed_ancestor(obj, AdmissionContext(policy, facts))
         except OwnerLookupNeeded as need:
@@ -205,4 +229,4 @@ async def _resolve(obj: JSON, namespace: str, policy: AdmissionPolicy, lookup: C
         except AdmissionDenied:
             pass  # the decision reports this denial itself, with the same text
         return facts
-    return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners)
+    return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, tas_only)

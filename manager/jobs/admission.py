@@ -31,6 +31,7 @@ class AdmissionPolicy:
     frameworks: frozenset[str] = frozenset({"batch/job"})
     external_frameworks: frozenset[str] = frozenset()  # "Kind.version.group"
     gates: FeatureGates = field(default_factory=FeatureGates)
+    tas_scheduler: str = "pykueue-tas-scheduler"  # see manager.jobs.tas_routing
 
     def integration_enabled(self, name: str) -> bool:
         if name in self.frameworks:
@@ -52,6 +53,8 @@ class AdmissionPolicy:
             frameworks=frozenset((integrations.frameworks if integrations else None) or ["batch/job"]),
             external_frameworks=frozenset((integrations.external_frameworks if integrations else None) or ()),
             gates=FeatureGates(dict(parsed.feature_gates or {})),
+            tas_scheduler=(parsed.tas_scheduler.scheduler_name if parsed.tas_scheduler else None)
+            or "pykueue-tas-scheduler",
         )
 
 
@@ -64,6 +67,7 @@ class ClusterFacts:
     default_priority_class: bool = False  # WorkloadPriorityClass "default" exists
     queue_uses_multikueue: bool = False  # the object's LocalQueue -> ClusterQueue has a MultiKueue check
     owners: Mapping[OwnerKey, JSON | None] = field(default_factory=dict)  # None: not found
+    queue_tas_only: bool = False  # a pod's LocalQueue -> ClusterQueue has only TAS flavors
 
 
 @dataclass(frozen=True)

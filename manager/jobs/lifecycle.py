@@ -264,12 +264,15 @@ def podset_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str,
 
     Node selector = union of the assigned flavors' nodeLabels, tolerations = their
     tolerations; labels name the podset and (AssignQueueLabelsForPods, on at HEAD) the
-    admitting LocalQueue and ClusterQueue; admission checks' podSetUpdates are merged on top.
+    admitting LocalQueue and ClusterQueue, and mark a podset with a topology assignment
+    (``kueue.x-k8s.io/tas``); the ``kueue.x-k8s.io/workload`` annotation names the Workload
+    (Kueue v0.12 with TopologyAwareScheduling on); admission checks' podSetUpdates are merged on top.
     """
     status = workload.get("status") or {}
     admission = status.get("admission") or {}
     cq = str(admission.get("clusterQueue") or "")
     lq = str((workload.get("spec") or {}).get("queueName") or "")
+    wl_name = str((workload.get("metadata") or {}).get("name") or "")
     updates: dict[str, list[Mapping[str, Any]]] = {}
     for check in status.get("admissionChecks") or ():
         for upd in check.get("podSetUpdates") or ():
@@ -286,11 +289,15 @@ def podset_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str,
             node_selector.update({str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()})
             tolerations.extend(dict(t) for t in spec.get("tolerations") or () if t not in tolerations)
         labels = {keys.PODSET: name}
+        if psa.get("topologyAssignment"):
+            # Marks the pods the TAS scheduler places (their schedulerName is set at creation).
+            labels[keys.TAS_LABEL] = "true"
         if lq:
             labels[keys.LOCAL_QUEUE_NAME] = lq
         if cq and is_dns1123_label(cq):
             labels[keys.CLUSTER_QUEUE_NAME] = cq
-        annotations: dict[str, str] = {}
+        # Which Workload the pods run under: the extender reads its assignment from there.
+        annotations: dict[str, str] = {keys.WORKLOAD_ANNOTATION: wl_name} if wl_name else {}
         for upd in updates.get(name, ()):
             for target, source in ((labels, "labels"), (annotations, "annotations"),
                                    (node_selector, "nodeSelector")):

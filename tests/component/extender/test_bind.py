@@ -67,14 +67,16 @@ async def test_unmanaged_pod_is_bound_as_asked(extender: Extender, cluster: Memo
 async def test_unmanaged_pod_filtered_first_is_bound_with_one_api_call(
     extender: Extender, cluster: MemoryCluster
 ) -> None:
-    web = plain_pod("web-2")
-    cluster.add_pod(web)
-    assert (await extender.post("filter", names_args(web, [N22])))[1]["NodeNames"] == [N22]
-    cluster.calls.clear()
-    args = {"PodName": "web-2", "PodNamespace": NAMESPACE, "PodUID": "uid-web-2", "Node": N22}
-    assert (await extender.post("bind", args))[1] == {"Error": ""}
-    assert cluster.calls == ["post_binding"]
-    assert cluster.bindings == [(NAMESPACE, "web-2", N22)]
+    for name in ("web-2", "web-3"):
+        web = plain_pod(name)
+        cluster.add_pod(web)
+        assert (await extender.post("filter", names_args(web, [N22])))[1]["NodeNames"] == [N22]
+        cluster.calls.clear()
+        args = {"PodName": name, "PodNamespace": NAMESPACE, "PodUID": f"uid-{name}", "Node": N22}
+        assert (await extender.post("bind", args))[1] == {"Error": ""}
+        # The first bind also lists the nodes once, to check the node admits the pod.
+        assert cluster.calls == (["list_nodes", "post_binding"] if name == "web-2" else ["post_binding"])
+    assert cluster.bindings == [(NAMESPACE, "web-2", N22), (NAMESPACE, "web-3", N22)]
 
 
 async def test_unmanaged_pod_recreated_after_filter_is_not_bound(

@@ -197,5 +197,6 @@ async def test_without_any_replacement_the_pod_stays_pending(
         n21_failed.nodes[name]["spec"]["unschedulable"] = True
     assert await planned_target(extender, 3) == []
     _, body = await extender.post("bind", binding_args(3, N22))
-    assert "no replacement for node " + N21 in body["Error"]
+    assert f"node {N22} is cordoned" in body["Error"]  # refused before any replacement is planned
     assert n21_failed.status_updates == 0
+    assert n21_failed.bindings == []

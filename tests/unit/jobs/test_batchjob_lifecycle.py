@@ -116,3 +116,21 @@ def test_a_job_owned_by_a_managed_kind_is_left_to_its_owner() -> None:
         {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "p", "uid": "u", "controller": True}
     ]
     assert not JOB.is_managed(job, policy, ns)
+
+
+def test_a_podset_started_with_a_topology_assignment_is_marked_for_the_tas_scheduler() -> None:
+    job = _job()
+    [wl] = JOB.workloads(job)
+    wl = admitted(wl, ["main"])
+    assert keys.TAS_LABEL not in _started()["spec"]["template"]["metadata"]["labels"]
+    wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {
+        "levels": ["kubernetes.io/hostname"], "slices": [{"domainCount": 1, "podCounts": {"universal": 2},
+                                                          "valuesPerLevel": [{"universal": "node-1"}]}]}
+    [action] = JOB.start(job, wl, podset_infos(wl, FLAVORS))
+    assert isinstance(action, Replace)
+    template = action.obj["spec"]["template"]
+    assert template["metadata"]["labels"][keys.TAS_LABEL] == "true"
+    assert template["metadata"]["annotations"][keys.WORKLOAD_ANNOTATION] == wl["metadata"]["name"]
+    [stop] = JOB.stop(action.obj)
+    [restore] = JOB.restore(stop.obj, JOB.workloads(job)[0])
+    assert keys.TAS_LABEL not in (restore.obj["spec"]["template"]["metadata"].get("labels") or {})
