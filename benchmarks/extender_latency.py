@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import shutil
+import ssl
 import statistics
 import subprocess
 import sys
@@ -49,8 +50,9 @@ from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
 from api import keys
+from certs.rotation import server_context
 from devcluster.paths import STATE_ENV
-from devcluster.tas_scheduler import start_extender, start_tas_scheduler
+from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
 from extender.app import ExtenderDeps, make_app
 from manager.core.tas.assignment import DomainAssignment, TopologyAssignment, encode_v1beta2
 
@@ -209,11 +211,18 @@ async def measure(session: aiohttp.ClientSession, url: str, body: bytes, n: int)
     return samples
 
 
-async def run(quick: bool) -> dict[str, Any]:
+async def run(quick: bool, pki: Path) -> dict[str, Any]:
+    """Filter latency over mutual TLS with the caller authorized, as the shipped wiring runs."""
     cluster = StaticCluster()
-    runner = web.AppRunner(make_app(ExtenderDeps(port=cluster, freeze_gc=True)), access_log=None)
+    serving_crt, serving_key, tls = extender_pki(pki)
+    server_tls = server_context(serving_crt, serving_key)
+    server_tls.load_verify_locations(cafile=str(tls.ca_file))
+    server_tls.verify_mode = ssl.CERT_REQUIRED
+    deps = ExtenderDeps(port=cluster, freeze_gc=True, allowed_clients=frozenset({TAS_SCHEDULER}),
+                        scheduler_name=TAS_SCHEDULER)
+    runner = web.AppRunner(make_app(deps), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_tls)
     await site.start()
     port = runner.addresses[0][1]
     pod = make_pod(1_000_000, None)
@@ -225,9 +234,9 @@ async def run(quick: bool) -> dict[str, Any]:
     counts = {"node_names": 100 if quick else 1000, "full_nodes": 10 if quick else 100}
     results: dict[str, Any] = {}
     try:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls.context())) as session:
             for mode, body in bodies.items():
-                samples = await measure(session, f"http://127.0.0.1:{port}/filter", body, counts[mode])
+                samples = await measure(session, f"https://127.0.0.1:{port}/filter", body, counts[mode])
                 results[mode] = {
                     "requests": len(samples),
                     "body_bytes": len(body),
@@ -250,7 +259,9 @@ CLEANUP_DEADLINE_S = 60.0
 CLUSTER_DEADLINE_S = 240.0
 DEFAULT_SCHEDULER = "default-scheduler"
 TAS_SCHEDULER = "pykueue-tas-scheduler"
-MODES = {"without": DEFAULT_SCHEDULER, "with": TAS_SCHEDULER}
+# The private cluster's own TAS scheduler serves the shipped profile; this run's has its own.
+BENCH_PROFILE = "pykueue-tas-scheduler-bench"
+MODES = {"without": DEFAULT_SCHEDULER, "with": BENCH_PROFILE}
 
 
 @contextlib.contextmanager
@@ -392,9 +403,10 @@ def run_throughput(quick: bool) -> dict[str, Any]:
     # neighbour on a shared machine.
     order = ["without", "with", "with", "without"] * (1 if quick else 2)
     with private_cluster() as kubeconfig, tempfile.TemporaryDirectory(prefix="pykueue-bench-") as work:
-        extender = start_extender(Path(work))
+        extender = start_extender(Path(work), profile=BENCH_PROFILE)
         try:
-            scheduler = start_tas_scheduler(Path(work), extender.url)
+            assert extender.tls is not None
+            scheduler = start_tas_scheduler(Path(work), extender.url, extender.tls, BENCH_PROFILE)
             try:
                 rounds = asyncio.run(sched_rounds(kubeconfig, count, order))
             finally:
@@ -412,7 +424,8 @@ def main() -> None:
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip the scheduler throughput part (needs the dev-cluster binaries)")
     args = parser.parse_args()
-    results = asyncio.run(run(args.quick))
+    with tempfile.TemporaryDirectory(prefix="pykueue-bench-pki-") as pki:
+        results = asyncio.run(run(args.quick, Path(pki)))
     for mode, figures in results.items():
         print(json.dumps({"mode": mode, **figures}))
     sched: dict[str, Any] | None = None

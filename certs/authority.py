@@ -157,6 +157,54 @@ def issue_serving(
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
+def issue_client(
+    ca_crt: bytes,
+    ca_key: bytes,
+    common_name: str,
+    now: datetime.datetime | None = None,
+    validity: datetime.timedelta = CERT_VALIDITY,
+) -> tuple[bytes, bytes]:
+    """(tls.crt, tls.key) of a client identity ``common_name`` (clientAuth only, so it can
+    never serve), signed by the CA; never outlives the CA."""
+    issued = now or now_utc()
+    ca = x509.load_pem_x509_certificate(ca_crt)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an ECDSA key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        _builder(_name(common_name), ca.subject, key, issued, min(issued + validity, ca.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
+        )
+        .sign(signer, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def client_renewal_reason(
+    ca_crt: bytes, tls_crt: bytes, common_name: str, now: datetime.datetime | None = None,
+    renew_before: datetime.timedelta = RENEW_BEFORE,
+) -> str | None:
+    """Why a client certificate must be reissued by this CA; None when it is fine."""
+    at = now or now_utc()
+    try:
+        ca = x509.load_pem_x509_certificate(ca_crt)
+        cert = x509.load_pem_x509_certificate(tls_crt)
+    except ValueError as exc:
+        return f"unreadable: {exc}"
+    if cert.issuer != ca.subject:
+        return "not issued by the current CA"
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if not names or names[0].value != common_name:
+        return f"not issued to {common_name}"
+    if cert.not_valid_after_utc - at < renew_before:
+        return "expires within the renewal window"
+    return None
+
+
 def self_signed_serving(
     common_name: str,
     dns_names: Sequence[str],

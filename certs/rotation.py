@@ -22,12 +22,20 @@ import base64
 import logging
 import os
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from certs.authority import TLS_CRT, TLS_KEY, CertBundle, ensure_bundle
+from certs.authority import (
+    CA_CRT,
+    TLS_CRT,
+    TLS_KEY,
+    CertBundle,
+    client_renewal_reason,
+    ensure_bundle,
+    issue_client,
+)
 from kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
@@ -79,6 +87,10 @@ class CertRotator:
     mutating: Sequence[str] = ()
     validating: Sequence[str] = ()
     crds: Sequence[str] = ()
+    # Mutual TLS: the server asks every caller for a certificate of this CA, and the
+    # rotator keeps one client pair per Secret named here (Secret name -> common name).
+    client_ca: bool = False
+    clients: Mapping[str, str] = field(default_factory=dict)
     check_period_s: float = 3600.0
     ready: bool = False
     bundle: CertBundle | None = None
@@ -96,7 +108,13 @@ class CertRotator:
         elif bundle != self.bundle:
             self.context.load_cert_chain(str(cert_file), str(key_file))
             log.info("serving certificate reloaded")
+        if self.client_ca and (self.bundle is None or bundle.ca_crt != self.bundle.ca_crt):
+            # Added to the trusted set: a CA rotated away stays trusted until a restart.
+            self.context.load_verify_locations(cadata=bundle.ca_crt.decode())
+            self.context.verify_mode = ssl.CERT_REQUIRED
         self.bundle = bundle
+        for secret_name, common_name in self.clients.items():
+            await self._sync_client_secret(secret_name, common_name, bundle)
         await self.inject(bundle.ca_crt)
         self.ready = True
         return bundle
@@ -133,6 +151,41 @@ class CertRotator:
                     raise
                 log.info("certificate Secret written concurrently: re-reading it")
         raise RuntimeError(f"Secret {self.namespace}/{self.secret_name} kept changing")
+
+    async def _sync_client_secret(self, name: str, common_name: str, bundle: CertBundle) -> None:
+        """Keep ``ca.crt tls.crt tls.key`` of a client identity issued by the current CA."""
+        path = f"/api/v1/namespaces/{self.namespace}/secrets/{name}"
+        for _ in range(MAX_CONFLICTS):
+            try:
+                secret: dict[str, Any] | None = await self.client.get(path)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+                secret = None
+            data = {k: base64.b64decode(v) for k, v in ((secret or {}).get("data") or {}).items()}
+            reason = "no certificate yet" if TLS_CRT not in data else (
+                "the CA changed" if data.get(CA_CRT) != bundle.ca_crt
+                else client_renewal_reason(bundle.ca_crt, data[TLS_CRT], common_name))
+            if reason is None:
+                return
+            log.info("client certificate %s/%s for %s issued: %s", self.namespace, name, common_name, reason)
+            tls_crt, tls_key = issue_client(bundle.ca_crt, bundle.ca_key, common_name)
+            body: dict[str, Any] = {
+                "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {**(secret or {}).get("metadata", {}), "name": name, "namespace": self.namespace},
+                "data": {k: base64.b64encode(v).decode()
+                         for k, v in ((CA_CRT, bundle.ca_crt), (TLS_CRT, tls_crt), (TLS_KEY, tls_key))},
+            }
+            try:
+                if secret is None:
+                    await self.client.create(f"/api/v1/namespaces/{self.namespace}/secrets", body)
+                else:
+                    await self.client.replace(path, body)
+                return
+            except ApiError as exc:
+                if not (exc.conflict or exc.already_exists):
+                    raise
+        raise RuntimeError(f"Secret {self.namespace}/{name} kept changing")
 
     async def inject(self, ca_crt: bytes) -> None:
         ca = base64.b64encode(ca_crt).decode()

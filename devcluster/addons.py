@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from devcluster import identity, ports, processes
+from devcluster import identity, ports, processes, tas_scheduler
 from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
 from devcluster.health import wait_for
@@ -78,10 +78,12 @@ class PykueueEndpoints:
     metrics: str | None = None
     webhook: str | None = None
     extender: str | None = None
+    tas_scheduler: str | None = None
 
     def lines(self) -> list[str]:
         return [f"{label}: {value or NOT_RUNNING}" for label, value in
-                (("metrics", self.metrics), ("webhook", self.webhook), ("extender", self.extender))]
+                (("metrics", self.metrics), ("webhook", self.webhook), ("extender", self.extender),
+                 ("tas-scheduler", self.tas_scheduler))]
 
 
 def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
@@ -128,12 +130,7 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
         register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
         register_visibility(client, visibility)
         record = processes.spawn(PYKUEUE, argv, layout.logs / "pykueue.log", cwd=REPO_ROOT)
-        if state is not None:
-            state["processes"] = [p for p in state["processes"] if p.get("name") != PYKUEUE]
-            state["processes"].append(record.to_json())
-            tmp = layout.state_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state, indent=2))
-            tmp.replace(layout.state_file)
+        _record_process(layout, state, record)
     addresses = _flag_values(record.argv)
     webhook_url = f"https://{addresses['--webhook-bind-address']}"
     ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
@@ -141,9 +138,54 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     # Only once pykueue is ready is its CA in the Secret: pykueue injects the caBundle into
     # the install-named configurations, this copies it into the dev-named ones.
     register_webhooks(client, webhook_url)
+    extender_url = f"https://{addresses['--extender-bind-address']}"
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
-                            webhook=webhook_url,
-                            extender=f"http://{addresses['--extender-bind-address']}")
+                            webhook=webhook_url, extender=extender_url,
+                            tas_scheduler=start_tas_scheduler(client, layout, extender_url))
+
+
+def _record_process(layout: Layout, state: dict[str, Any] | None, record: processes.ProcessRecord) -> None:
+    """Put the process in the state file (replacing one of the same name), so `dev down` stops it."""
+    if state is None:
+        return
+    state["processes"] = [p for p in state["processes"] if p.get("name") != record.name]
+    state["processes"].append(record.to_json())
+    tmp = layout.state_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(layout.state_file)
+
+
+def start_tas_scheduler(client: BlockingClient, layout: Layout, extender_url: str) -> str:
+    """Run the install's TAS scheduler (``manifests/09-tas-scheduler.yaml``) as one more
+    process: its configuration with loopback addresses, its ServiceAccount and RBAC, and the
+    client certificate pykueue keeps for it. Reused while it runs with the same configuration;
+    restarted when pykueue's extender moved (a new pykueue process). Returns its URL."""
+    root = layout.state_file.parent
+    state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
+    tls = tas_scheduler.write_client_secret(client, root / "tas-scheduler-client", PYKUEUE_NAMESPACE)
+    kubeconfig = root / "tas-scheduler.kubeconfig"
+    config_path = root / "tas-scheduler.yaml"
+    config = yaml.safe_dump(tas_scheduler.dev_config(extender_url, tls, kubeconfig), sort_keys=False)
+    record = next((processes.ProcessRecord.from_json(p) for p in (state or {}).get("processes") or ()
+                   if p.get("name") == tas_scheduler.TAS_SCHEDULER), None)
+    reuse = record is not None and processes.is_running(record) and config_path.exists() \
+        and config_path.read_text() == config
+    if not reuse:
+        if record is not None:
+            processes.stop(record)
+        identity.service_account_kubeconfig(client, kubeconfig, layout.pem("ca").read_bytes(),
+                                            tas_scheduler.TAS_SCHEDULER, (tas_scheduler.TAS_MANIFEST,))
+        config_path.write_text(config)
+        binary = Path(((state or {}).get("binaries") or {})["kube-scheduler"])
+        (port,) = ports.free_ports(1)
+        argv = tas_scheduler.dev_scheduler_argv(binary, config_path, kubeconfig, layout, port)
+        record = processes.spawn(tas_scheduler.TAS_SCHEDULER, argv, layout.logs / "tas-scheduler.log")
+        _record_process(layout, state, record)
+    assert record is not None
+    flags = dict(a.removeprefix("--").split("=", 1) for a in record.argv if a.startswith("--") and "=" in a)
+    url = f"https://{flags['bind-address']}:{flags['secure-port']}"
+    tas_scheduler.wait_healthy(record, url, layout)
+    return url
 
 
 WEBHOOK_SECRET = "pykueue-webhook-server-cert"

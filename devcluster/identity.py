@@ -50,25 +50,29 @@ def object_path(doc: dict[str, Any]) -> str:
 
 
 def install_rbac(client: BlockingClient, files: tuple[Path, ...] = RBAC_MANIFESTS) -> int:
-    """Server-side apply the namespace and RBAC manifests; returns how many objects."""
+    """Server-side apply the namespace, ServiceAccount and RBAC objects of these manifests
+    (others in the same files, such as a Deployment, are not for the dev cluster); returns
+    how many objects."""
     count = 0
     for path in files:
         for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict):
+            if isinstance(doc, dict) and (str(doc.get("apiVersion")), str(doc.get("kind"))) in _PATHS:
                 client.apply(object_path(doc), doc)
                 count += 1
     return count
 
 
-def request_token(client: BlockingClient, seconds: int = TOKEN_SECONDS) -> str:
-    path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token"
+def request_token(client: BlockingClient, seconds: int = TOKEN_SECONDS,
+                  service_account: str = SERVICE_ACCOUNT) -> str:
+    path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{service_account}/token"
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"expirationSeconds": seconds}}
     return str(client.request("POST", path, body)["status"]["token"])
 
 
-def write_token_kubeconfig(path: Path, server: str, ca_pem: bytes, token: str) -> None:
-    user = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
+def write_token_kubeconfig(path: Path, server: str, ca_pem: bytes, token: str,
+                           service_account: str = SERVICE_ACCOUNT) -> None:
+    user = f"system:serviceaccount:{NAMESPACE}:{service_account}"
     config = {
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": CLUSTER_NAME, "cluster": {
@@ -105,8 +109,12 @@ def grant_dev_webhook_injection(client: BlockingClient, mutating: str, validatin
         client.apply(object_path(doc), doc)
 
 
-def service_account_kubeconfig(client: BlockingClient, path: Path, ca_pem: bytes) -> Path:
-    """Install the RBAC, mint a token and write the kubeconfig pykueue runs with."""
-    install_rbac(client)
-    write_token_kubeconfig(path, client.server, ca_pem, request_token(client))
+def service_account_kubeconfig(client: BlockingClient, path: Path, ca_pem: bytes,
+                               service_account: str = SERVICE_ACCOUNT,
+                               files: tuple[Path, ...] = RBAC_MANIFESTS) -> Path:
+    """Install the RBAC, mint a token and write the kubeconfig a component runs with
+    (pykueue's by default)."""
+    install_rbac(client, files)
+    token = request_token(client, service_account=service_account)
+    write_token_kubeconfig(path, client.server, ca_pem, token, service_account)
     return path

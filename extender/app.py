@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from extender.node_cache import NodeCache
 from extender.port import ClusterPort, PortError
@@ -43,6 +44,11 @@ class ExtenderDeps:
     prefix: str = ""  # the path part of the scheduler's urlPrefix, e.g. "/tas"
     max_bind_attempts: int = 8
     freeze_gc: bool = False  # see NodeCache; on in the server process, off in tests
+    # Mutual TLS: the common names of client certificates allowed to call the verbs (the
+    # TLS layer already required a certificate of our CA). None: no check (plain in-process
+    # tests only; every server pykueue starts sets it).
+    allowed_clients: frozenset[str] | None = None
+    scheduler_name: str | None = None  # bind only pods of this scheduler (None: any)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -71,9 +77,34 @@ def _guarded(verb: str, handle: Handler) -> Handler:
     return run
 
 
+def client_name(request: web.Request) -> str | None:
+    """The common name of the caller's verified client certificate, if any."""
+    peer = request.transport.get_extra_info("peercert") if request.transport is not None else None
+    for rdn in (peer or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+def _authorizer(allowed: frozenset[str]) -> Middleware:
+    @web.middleware
+    async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
+        caller = client_name(request)
+        if caller is None:
+            return web.json_response({"Error": "a client certificate is required"}, status=401, dumps=_dumps)
+        if caller not in allowed:
+            log.warning("refused %s %s from client %r", request.method, request.path, caller)
+            return web.json_response({"Error": f"client {caller!r} may not call the extender"},
+                                     status=403, dumps=_dumps)
+        return await handler(request)
+    return authorize
+
+
 def make_app(deps: ExtenderDeps) -> web.Application:
     nodes = deps.node_cache or NodeCache(deps.port, freeze_gc=deps.freeze_gc)
-    extender = TasExtender(deps.port, nodes, max_bind_attempts=deps.max_bind_attempts)
+    extender = TasExtender(deps.port, nodes, max_bind_attempts=deps.max_bind_attempts,
+                           scheduler_name=deps.scheduler_name)
     prefix = deps.prefix.rstrip("/")
 
     async def filter_(request: web.Request) -> web.StreamResponse:
@@ -96,7 +127,9 @@ def make_app(deps: ExtenderDeps) -> web.Application:
     async def healthz(_: web.Request) -> web.StreamResponse:
         return web.Response(text="ok")
 
-    app = web.Application(client_max_size=64 * 1024 * 1024)  # full NodeLists of large clusters
+    middlewares = [] if deps.allowed_clients is None else [_authorizer(deps.allowed_clients)]
+    app = web.Application(client_max_size=64 * 1024 * 1024,  # full NodeLists of large clusters
+                          middlewares=middlewares)
     app.router.add_post(f"{prefix}/filter", _guarded("filter", filter_))
     app.router.add_post(f"{prefix}/prioritize", _guarded("prioritize", prioritize))
     app.router.add_post(f"{prefix}/bind", _guarded("bind", bind))

@@ -1,7 +1,10 @@
-"""``pykueue extender``: serve the TAS scheduler extender over HTTP.
+"""``pykueue extender``: serve the TAS scheduler extender alone, over mutual TLS.
 
 Reads cluster credentials from ``--kubeconfig`` (or the in-cluster service account when
 omitted, else ``$KUBECONFIG``), builds the app with ``make_app`` and serves until interrupted.
+Callers must present a client certificate of ``--client-ca-file`` issued to one of
+``--allowed-client`` (``pykueue run`` keeps such a pair for the TAS scheduler itself; this
+command takes files, e.g. for a scheduler outside the cluster).
 """
 
 from __future__ import annotations
@@ -10,13 +13,18 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import ssl
+from pathlib import Path
 
 from aiohttp import web
 
+from certs.rotation import server_context
 from extender.app import ExtenderDeps, make_app
 from extender.kube_port import KubeClusterPort
 from kube.client import connect
 from kube.event_loop import run_main
+
+TAS_SCHEDULER = "pykueue-tas-scheduler"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,22 +32,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default all)")
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config when omitted")
     parser.add_argument("--prefix", default="", help="path prefix of the verbs, e.g. /tas")
+    parser.add_argument("--tls-cert-file", required=True, help="serving certificate (PEM)")
+    parser.add_argument("--tls-private-key-file", required=True, help="its private key (PEM)")
+    parser.add_argument("--client-ca-file", required=True,
+                        help="CA that issued the callers' client certificates")
+    parser.add_argument("--allowed-client", action="append", default=None,
+                        help="common name a caller's certificate must carry (repeatable; "
+                             f"default {TAS_SCHEDULER!r})")
+    parser.add_argument("--scheduler-name", default=TAS_SCHEDULER,
+                        help="bind only pods of this scheduler profile")
     parser.add_argument("--log-level", default="INFO")
 
 
 async def _serve(args: argparse.Namespace) -> None:
     # Its own client and rate limit: kube-scheduler's binds go through here.
     async with await connect(args.kubeconfig) as kube:
-        app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True))
+        allowed = frozenset(args.allowed_client or (TAS_SCHEDULER,))
+        app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True,
+                                    allowed_clients=allowed, scheduler_name=args.scheduler_name))
         # One access-log line per filter/prioritize/bind call is a measurable share of the
         # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
         access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
         runner = web.AppRunner(app, access_log=access_log)
         await runner.setup()
-        site = web.TCPSite(runner, args.host, args.port)
+        context = server_context(Path(args.tls_cert_file), Path(args.tls_private_key_file))
+        context.load_verify_locations(cafile=args.client_ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+        site = web.TCPSite(runner, args.host, args.port, ssl_context=context)
         await site.start()
         log = logging.getLogger(__name__)
-        log.info("TAS extender listening on %s:%d%s", args.host, args.port, args.prefix)
+        log.info("TAS extender listening on https://%s:%d%s for %s", args.host, args.port, args.prefix,
+                 ", ".join(sorted(allowed)))
         try:
             await asyncio.Event().wait()
         finally:

@@ -90,12 +90,14 @@ def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext:
 
 
 async def start_site(app: web.Application, host: str, port: int, *, cert_file: str | None = None,
-                     key_file: str | None = None) -> tuple[web.AppRunner, int]:
-    """Serve ``app`` (HTTPS when a certificate is given); returns the runner and the bound port.
+                     key_file: str | None = None, ssl_context: ssl.SSLContext | None = None,
+                     ) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` (HTTPS when a certificate or a context is given); returns the runner and
+    the bound port.
 
     Stop with ``await runner.cleanup()``. Port 0 binds a free port (tests).
     """
-    context = server_ssl_context(cert_file, key_file or cert_file) if cert_file else None
+    context = ssl_context or (server_ssl_context(cert_file, key_file or cert_file) if cert_file else None)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=context)

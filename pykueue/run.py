@@ -52,25 +52,49 @@ def _webhook(args: argparse.Namespace, settings: manager_cli.Settings) -> manage
     return start
 
 
-def _extender(address: str) -> manager_cli.Extra | None:
+EXTENDER_SERVICE = "pykueue-extender-service"
+EXTENDER_SECRET = "pykueue-extender-server-cert"
+# The TAS scheduler's client identity, kept by the extender's rotator; the scheduler mounts it.
+TAS_SCHEDULER_CLIENT_SECRET = "pykueue-tas-scheduler-client-cert"
+TAS_SCHEDULER_CLIENT = "pykueue-tas-scheduler"
+
+
+def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.Extra | None:
     try:
         app_module = importlib.import_module("extender.app")
         port_module = importlib.import_module("extender.kube_port")
     except ImportError as exc:
         log.info("extender skipped: %s", exc)
         return None
+    from certs.authority import service_dns_names
+    from manager.jobs.admission import AdmissionPolicy
+
+    scheduler_name = AdmissionPolicy.from_config(settings.config).tas_scheduler
 
     async def start(client: Any) -> Callable[[], Awaitable[None]]:
+        # Mutual TLS: a serving pair and the scheduler's client pair from one CA of our own,
+        # kept in Secrets like the webhook's; only that client may call.
+        rotator = CertRotator(
+            client=client, namespace=settings.namespace, secret_name=EXTENDER_SECRET,
+            dns_names=("localhost", *service_dns_names(EXTENDER_SERVICE, settings.namespace)),
+            ip_addresses=("127.0.0.1", *args.webhook_ip),
+            cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-extender-")),
+            client_ca=True, clients={TAS_SCHEDULER_CLIENT_SECRET: TAS_SCHEDULER_CLIENT})
+        await rotator.reconcile()
+        rotator.start()
         # The manager's connection pool, but a rate limit of its own: kube-scheduler's
         # binds must not queue behind the manager's status writes.
         kube = client.sharing_pool()
         app: web.Application = app_module.make_app(app_module.ExtenderDeps(
-            port=port_module.KubeClusterPort(kube)))
-        host, port = manager_cli.split_address(address)
-        runner, bound = await start_site(app, host, port)
-        log.info("extender on %s:%d", host, bound)
+            port=port_module.KubeClusterPort(kube), allowed_clients=frozenset({TAS_SCHEDULER_CLIENT}),
+            scheduler_name=scheduler_name))
+        host, port = manager_cli.split_address(args.extender_bind_address)
+        runner, bound = await start_site(app, host, port, ssl_context=rotator.context)
+        log.info("extender on %s:%d (mutual TLS; client %s; binds pods of %s)", host, bound,
+                 TAS_SCHEDULER_CLIENT, scheduler_name)
 
         async def stop() -> None:
+            await rotator.stop()
             await runner.cleanup()  # the pool is the manager's: it closes it
         return stop
     return start
@@ -115,5 +139,5 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = manager_cli.settings_from(args)
-    extras = [e for e in (_webhook(args, settings), _extender(args.extender_bind_address)) if e is not None]
+    extras = [e for e in (_webhook(args, settings), _extender(args, settings)) if e is not None]
     return manager_cli.serve(settings, tuple(extras), (_visibility(args, settings),))

@@ -143,10 +143,12 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         health_host, health_port = split_address(settings.health_address)
         tls = metrics_tls_files(settings)
         if (host, port) == (health_host, health_port):
-            runner, _ = await start_site(build_app(metrics, health), host, port, **tls)
+            runner, _ = await start_site(build_app(metrics, health), host, port,
+                                         cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
             runners.append(runner)
         else:
-            runner, bound = await start_site(build_app(metrics), host, port, **tls)
+            runner, bound = await start_site(build_app(metrics), host, port, cert_file=tls.get("cert_file"),
+                                             key_file=tls.get("key_file"))
             runners.append(runner)
             log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)
             runner, bound = await start_site(build_app(health=health), health_host, health_port)

@@ -37,7 +37,9 @@ from .conftest import DevCluster, wait_until
 
 pytestmark = pytest.mark.e2e
 
-TAS_SCHEDULER = "pykueue-tas-scheduler"
+# This module's own scheduler profile and extender: the dev cluster's TAS scheduler serves
+# the shipped "pykueue-tas-scheduler" profile, and these tests stop their extender.
+TAS_SCHEDULER = "pykueue-tas-scheduler-e2e"
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"
 RACK_R1 = ("kwok-node-2", "kwok-node-3")  # rack r1 of the dev cluster (block b0)
@@ -60,15 +62,16 @@ class TasScheduling:
 
     def restart_extender(self) -> None:
         port = urlparse(self.extender.url).port
-        self.extender = start_extender(self.work_dir, port=port)
+        self.extender = start_extender(self.work_dir, port=port, profile=TAS_SCHEDULER)
 
 
 @pytest.fixture(scope="module")
 def tas(dev_cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TasScheduling]:
     work_dir = tmp_path_factory.mktemp("tas-scheduler")
-    extender = start_extender(work_dir)
+    extender = start_extender(work_dir, profile=TAS_SCHEDULER)
     try:
-        scheduler = start_tas_scheduler(work_dir, extender.url)
+        assert extender.tls is not None
+        scheduler = start_tas_scheduler(work_dir, extender.url, extender.tls, TAS_SCHEDULER)
     except BaseException:
         extender.stop()
         raise

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import yaml
+from devcluster.tas_scheduler import shipped_config
 
 from .conftest import Extender
 from .scenario import binding_args, load
 
-CONFIG = Path(__file__).resolve().parents[3] / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
 # Field names of k8s.io/kube-scheduler/config/v1 Extender (json tags).
 EXTENDER_FIELDS = {
     "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb", "enableHTTPS",
@@ -20,7 +18,7 @@ EXTENDER_FIELDS = {
 
 
 def extender_config() -> dict[str, Any]:
-    config = yaml.safe_load(CONFIG.read_text())
+    config = shipped_config()
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert config["kind"] == "KubeSchedulerConfiguration"
     (ext,) = config["extenders"]

@@ -32,9 +32,13 @@ def _of_kind(*kinds: str) -> Iterator[dict[str, Any]]:
     return (o for o in _install_objects() if o["kind"] in kinds)
 
 
-def _deployment() -> dict[str, Any]:
-    (deployment,) = _of_kind("Deployment")
+def _deployment(name: str = "pykueue-controller-manager") -> dict[str, Any]:
+    (deployment,) = (d for d in _of_kind("Deployment") if d["metadata"]["name"] == name)
     return deployment
+
+
+DEPLOYMENTS = {"pykueue-controller-manager": "pykueue-controller-manager",
+               "pykueue-tas-scheduler": "pykueue-tas-scheduler"}  # name -> ServiceAccount
 
 
 def test_install_files_are_in_dependency_order() -> None:
@@ -53,7 +57,7 @@ def test_namespaced_objects_live_in_pykueue_system() -> None:
     for obj in _install_objects():
         if obj["kind"] in cluster_scoped:
             assert "namespace" not in obj["metadata"], obj["metadata"]["name"]
-        elif obj["metadata"]["name"] != "pykueue-extension-apiserver-authentication-reader":
+        elif not obj["metadata"]["name"].endswith("extension-apiserver-authentication-reader"):
             assert obj["metadata"]["namespace"] == NAMESPACE, obj["metadata"]["name"]
 
 
@@ -92,12 +96,14 @@ def test_user_facing_roles_aggregate() -> None:
                    for r in names.values())
 
 
-def test_deployment_is_hardened() -> None:
-    pod = _deployment()["spec"]["template"]["spec"]
+@pytest.mark.parametrize("name", sorted(DEPLOYMENTS))
+def test_deployment_is_hardened(name: str) -> None:
+    assert {d["metadata"]["name"] for d in _of_kind("Deployment")} == set(DEPLOYMENTS)
+    pod = _deployment(name)["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
     assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-    assert pod["serviceAccountName"] == "pykueue-controller-manager"
+    assert pod["serviceAccountName"] == DEPLOYMENTS[name]
     for container in pod["containers"]:
         sc = container["securityContext"]
         assert sc["readOnlyRootFilesystem"] is True
@@ -109,8 +115,9 @@ def test_deployment_is_hardened() -> None:
         assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
 
-def test_only_emptydirs_are_writable() -> None:
-    pod = _deployment()["spec"]["template"]["spec"]
+@pytest.mark.parametrize("name", sorted(DEPLOYMENTS))
+def test_only_emptydirs_are_writable(name: str) -> None:
+    pod = _deployment(name)["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     for container in pod["containers"]:
         for mount in container["volumeMounts"]:
@@ -198,3 +205,36 @@ def test_the_manager_role_grants_what_every_registered_job_kind_needs() -> None:
                if (rule.api_group, resource, verb) not in granted]
     assert all(k.rbac for k in kinds), "every kind states the rights it needs"
     assert not missing, "manifests/02-rbac.yaml lacks: " + "; ".join(missing)
+
+
+def test_the_tas_scheduler_is_wired_to_the_extender_as_pykueue_serves_it() -> None:
+    from devcluster.tas_scheduler import shipped_config
+    from devcluster.versions import pinned_versions
+    from manager.jobs.admission import AdmissionPolicy
+    from pykueue import run
+
+    config = shipped_config()
+    (profile,) = config["profiles"]
+    assert profile["schedulerName"] == AdmissionPolicy().tas_scheduler  # what the pod webhook sets
+    (extender,) = config["extenders"]
+    url = extender["urlPrefix"]
+    (service,) = (s for s in _of_kind("Service") if s["metadata"]["name"] == run.EXTENDER_SERVICE)
+    (port,) = service["spec"]["ports"]
+    assert url == f"https://{run.EXTENDER_SERVICE}.{NAMESPACE}.svc:{port['port']}"
+    assert f"--extender-bind-address=:{port['targetPort']}" in _deployment()["spec"]["template"]["spec"][
+        "containers"][0]["args"]
+    assert extender["enableHTTPS"] is True and extender["ignorable"] is False
+    # The client pair pykueue keeps is what the scheduler mounts and names.
+    pod = _deployment("pykueue-tas-scheduler")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in pod["containers"][0]["volumeMounts"]}
+    for field in ("caFile", "certFile", "keyFile"):
+        directory = extender["tlsConfig"][field].rsplit("/", 1)[0]
+        assert mounts[directory]["secret"]["secretName"] == run.TAS_SCHEDULER_CLIENT_SECRET
+    # Its lease is the one its Role may renew; its image is the Kubernetes the dev cluster builds.
+    lease = config["leaderElection"]["resourceName"]
+    (role,) = (r for r in _of_kind("Role")
+               if r["metadata"]["name"] == "pykueue-tas-scheduler-leader-election")
+    assert any(lease in rule.get("resourceNames", ()) for rule in role["rules"])
+    assert role["metadata"]["namespace"] == config["leaderElection"]["resourceNamespace"]
+    assert pod["containers"][0]["image"] == f"registry.k8s.io/kube-scheduler:{pinned_versions()['k8s']}"

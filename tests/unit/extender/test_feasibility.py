@@ -16,13 +16,15 @@ def _pod(**spec: Any) -> dict[str, Any]:
 
 
 def _affinity(*terms: dict[str, Any]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+    required = {"nodeSelectorTerms": list(terms)}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
 
 def test_node_selector() -> None:
     pod = _pod(nodeSelector={"zone": "a"})
     assert rejection(pod, _node(labels={"zone": "a", "x": "y"})) is None
-    assert rejection(pod, _node(labels={"zone": "b"})) == "node n1 does not match the pod's nodeSelector zone=a"
+    assert rejection(pod, _node(labels={"zone": "b"})) == \
+        "node n1 does not match the pod's nodeSelector zone=a"
     assert rejection(pod, _node()) is not None
 
 
@@ -35,7 +37,8 @@ def test_required_node_affinity_terms_are_ored_and_expressions_anded() -> None:
     assert rejection(pod, _node(labels={"zone": "b", "gpu": "1"})) is not None
     assert rejection(pod, _node(labels={"zone": "c"})) is not None
     assert rejection(pod, _node("special", labels={"zone": "c"})) is None
-    numeric = _pod(affinity=_affinity({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}]}))
+    more_than_8 = {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}]}
+    numeric = _pod(affinity=_affinity(more_than_8))
     assert rejection(numeric, _node(labels={"cores": "16"})) is None
     assert rejection(numeric, _node(labels={"cores": "4"})) is not None
     assert rejection(numeric, _node(labels={"cores": "many"})) is not None
@@ -45,9 +48,11 @@ def test_required_node_affinity_terms_are_ored_and_expressions_anded() -> None:
 def test_taints_and_cordons() -> None:
     tainted = _node(taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"},
                             {"key": "soft", "effect": "PreferNoSchedule"}])
-    assert rejection(_pod(), tainted) == "node n1 has the taint gpu:NoSchedule that the pod does not tolerate"
-    assert rejection(_pod(tolerations=[{"key": "gpu", "operator": "Equal", "value": "true"}]), tainted) is None
-    assert rejection(_pod(tolerations=[{"key": "gpu", "operator": "Equal", "value": "no"}]), tainted) is not None
+    assert rejection(_pod(), tainted) == \
+        "node n1 has the taint gpu:NoSchedule that the pod does not tolerate"
+    equal = {"key": "gpu", "operator": "Equal", "value": "true"}
+    assert rejection(_pod(tolerations=[equal]), tainted) is None
+    assert rejection(_pod(tolerations=[{**equal, "value": "no"}]), tainted) is not None
     assert rejection(_pod(tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoExecute"}]),
                      tainted) is not None
     assert rejection(_pod(tolerations=[{"operator": "Exists"}]), tainted) is None
