@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +114,15 @@ def admitted_assignment(dev_cluster: DevCluster, namespace: str, job: str) -> di
     return result
 
 
+TAS_SCHEDULER = "pykueue-tas-scheduler"
+
+
+def bound_pods(dev_cluster: DevCluster, namespace: str, job: str, count: int) -> list[dict[str, Any]] | None:
+    pods = [p for p in dev_cluster.get_json("pods", "-n", namespace, "-l", f"job-name={job}")["items"]
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count else None
+
+
 def test_a_rack_job_gets_one_rack_busy_racks_are_avoided_and_too_big_waits(
         dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
     ns = tas_queue.namespace
@@ -130,6 +140,11 @@ def test_a_rack_job_gets_one_rack_busy_racks_are_avoided_and_too_big_waits(
     racks = {RACK_OF[n] for n in nodes}
     assert len(racks) == 1, f"one rack, got {nodes}"
     assert racks != {"r0"}, "rack r0 has only 2 CPUs free"
+    # The pods, created by the Job controller from the user's template, went to the TAS
+    # scheduler and landed exactly where the manager placed them.
+    placed = wait_until("the Job's 4 pods bound", lambda: bound_pods(dev_cluster, ns, "fits", 4), 60.0)
+    assert Counter(p["spec"]["nodeName"] for p in placed) == Counter(nodes)
+    assert {p["spec"]["schedulerName"] for p in placed} == {TAS_SCHEDULER}
 
     dev_cluster.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(rack_job("too-big", pods=10)))
 
