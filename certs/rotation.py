@@ -131,7 +131,7 @@ class CertRotator:
             bundle, reason = ensure_bundle(current, self.dns_names, self.ip_addresses)
             if reason is None:
                 return bundle
-            log.info("webhook certificates renewed: %s", reason)
+            log.info("certificates in Secret %s/%s renewed: %s", self.namespace, self.secret_name, reason)
             body: dict[str, Any] = {
                 "apiVersion": "v1",
                 "kind": "Secret",

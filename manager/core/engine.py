@@ -684,6 +684,26 @@ class QueueingCore:
             elif outcome == "Evict":
                 self._evict(rec, "NodeFailures", requeue_now=True)
 
+    def adopt_topology(self, obj: dict[str, Any]) -> bool:
+        """Another writer (the extender, replacing a failed node at bind time) rewrote the
+        topology assignment of a workload holding quota: take the stored assignment and
+        unhealthy nodes as they are, so the next status write keeps them. True if changed."""
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        rec = self.workloads.get(key)
+        if rec is None or not rec.holds_quota or rec.assignment is None or self.tas is None:
+            return False
+        status = obj.get("status") or {}
+        stored = {str(p.get("name") or "main"): p.get("topologyAssignment")
+                  for p in (status.get("admission") or {}).get("podSetAssignments") or ()}
+        ours = {p.name: p.topology_assignment for p in rec.assignment.podsets}
+        if set(stored) != set(ours) or any(not stored[n] for n in ours if ours[n]) or stored == ours:
+            return False  # unchanged, or not a rewrite of this admission
+        for psa in rec.assignment.podsets:
+            psa.topology_assignment = stored[psa.name]
+        self.tas.adopt(key, replace(rec.wl, source=obj), rec.assignment, self.flavors)
+        return True
+
     def evict(self, key: str, reason: str) -> bool:
         """Evict a workload holding quota and requeue it now (e.g. NodeFailures)."""
         rec = self.workloads.get(key)

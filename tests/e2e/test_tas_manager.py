@@ -182,3 +182,44 @@ def test_a_restarted_manager_keeps_what_it_placed_and_places_nothing_twice(
     assert after is not None
     assert after["status"]["admission"] == before["status"]["admission"], "the first placement is kept as is"
     assert condition(after, keys.WorkloadCondition.EVICTED).get("status") != "True"
+
+
+def test_a_lost_node_is_replaced_inside_the_rack_and_the_workload_keeps_running(
+        dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
+    """Nothing but the node deletion is done by hand: the manager marks and replaces the node
+    (or the extender swaps it at bind time), the Job recreates the lost pods and the TAS
+    scheduler places them inside the same rack."""
+    ns = tas_queue.namespace
+    job = rack_job("survives", pods=4)
+    # A pod lost with its node is replaced without counting as a failure.
+    job["spec"]["podFailurePolicy"] = {"rules": [{"action": "Ignore",
+                                                  "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    dev_cluster.kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(job))
+    first = admitted_assignment(dev_cluster, ns, "survives")
+    (rack,) = {RACK_OF[n] for n in first}
+    placed = wait_until("the Job's 4 pods bound", lambda: bound_pods(dev_cluster, ns, "survives", 4), 60.0)
+    failed = max(first, key=lambda n: first[n])  # a node holding pods of the Job
+    lost = {p["metadata"]["uid"] for p in placed if p["spec"]["nodeName"] == failed}
+    try:
+        dev_cluster.kubectl("delete", "node", failed)
+
+        def replaced() -> list[dict[str, Any]] | None:
+            # Pod GC removes the pods of the deleted node; the Job recreates them.
+            pods = bound_pods(dev_cluster, ns, "survives", 4)
+            fresh = [p for p in pods or () if p["metadata"]["uid"] not in lost]
+            return pods if pods and len(fresh) >= len(lost) else None
+
+        after = wait_until("the lost pods recreated and bound", replaced, 180.0)
+        nodes = {p["spec"]["nodeName"] for p in after}
+        assert failed not in nodes and {RACK_OF[n] for n in nodes} == {rack}, f"inside rack {rack}: {nodes}"
+        wl = workload_of(dev_cluster, ns, "survives")
+        assert wl is not None
+        now_assigned = assigned(wl)
+        assert now_assigned is not None and failed not in now_assigned
+        assert Counter(p["spec"]["nodeName"] for p in after) == Counter(now_assigned)
+        assert not wl["status"].get("unhealthyNodes")
+        assert condition(wl, keys.WorkloadCondition.EVICTED).get("status") != "True"
+        assert condition(wl, keys.WorkloadCondition.ADMITTED).get("status") == "True"
+    finally:
+        restored = dev_cluster.dev("up")  # recreates the deleted node
+        assert restored.returncode == 0, restored.stderr[-2000:]

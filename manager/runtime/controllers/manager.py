@@ -128,6 +128,9 @@ class QueueManager:
         # cache nor compares against it. And when each Workload status was last written.
         self._written: dict[str, tuple[str, JSON]] = {}
         self._written_at: dict[str, float] = {}
+        # Per Workload, the topology assignments last agreed with the API (written or read):
+        # a stored one that differs was rewritten by someone else (see _follow_topology).
+        self._agreed_topology: dict[str, dict[str, Any]] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
@@ -169,9 +172,21 @@ class QueueManager:
         except ObjectError as exc:
             log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
         if kind == "Workload":
+            if event != EventType.DELETED and object_key(obj) not in self._written:
+                self._follow_topology(obj)  # not a stale copy from before our own last write
             self._seen_workload(event, obj)
             self.jobs.on_workload(event, obj)
         self._poke()
+
+    def _follow_topology(self, obj: JSON) -> None:
+        """Adopt a topology assignment someone else rewrote (the extender replacing a failed
+        node at bind time): the stored one differs from the last one both sides agreed on
+        (what we wrote, or read). Our own later decisions are never undone by an older copy."""
+        key, stored = object_key(obj), _topology_of(obj)
+        agreed = self._agreed_topology.get(key)
+        self._agreed_topology[key] = stored
+        if agreed is not None and stored != agreed and self.core.adopt_topology(obj):
+            log.info("Workload %s: topology assignment rewritten by another writer; adopted", key)
 
     def _seen_workload(self, event: EventType, obj: JSON) -> None:
         key = object_key(obj)
@@ -179,6 +194,7 @@ class QueueManager:
         if event == EventType.DELETED:
             self._written.pop(key, None)
             self._written_at.pop(key, None)
+            self._agreed_topology.pop(key, None)
         elif written is not None and _rv(written[1]) == _rv(obj):
             del self._written[key]
 
@@ -368,6 +384,7 @@ class QueueManager:
                 if self._admitted_elsewhere(current):
                     self._core_handler(EventType.MODIFIED, current, None)
                     return None
+                self._follow_topology(current)  # a 409 may be the extender's rewrite
             if rec.holds_quota:
                 self._reserved_by_us.add(key)
             delayed, unhealthy = self.tas.status_fields(key)
@@ -405,6 +422,7 @@ class QueueManager:
                 continue
             self._written[key] = (_rv(current), written)
             self._written_at[key] = time.monotonic()
+            self._agreed_topology[key] = _topology_of(written)
             return None
         log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
         return None
@@ -550,6 +568,13 @@ def _pods_ready_condition(ready: bool, now: float) -> JSON:
                 "lastTransitionTime": _timestamp(now)}
     return {"type": keys.WorkloadCondition.PODS_READY, "status": "False", "reason": "WaitForStart",
             "message": "Not all pods are ready or succeeded", "lastTransitionTime": _timestamp(now)}
+
+
+def _topology_of(workload: JSON) -> dict[str, Any]:
+    """PodSet name -> stored topologyAssignment (None where there is none)."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return {str(p.get("name") or "main"): p.get("topologyAssignment")
+            for p in admission.get("podSetAssignments") or ()}
 
 
 def _finished_conditions(old: JSON, finished: Finished, now: float) -> list[JSON]:

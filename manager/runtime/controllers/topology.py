@@ -7,17 +7,23 @@ capacity; a pod that finishes leaves the selection and arrives as a deletion). T
 keeps the objects and rebuilds a flavor's snapshot only when one of them changed, so no
 cycle relists anything.
 
-A node that is deleted, or no longer Ready, stops counting as capacity for new placements;
-one that becomes Ready again counts again. Marking it in the ``status.unhealthyNodes`` of the
-workloads placed on it is not done here yet: the extender replaces a failed node at bind time
-and rewrites the assignment, and until the manager adopts such rewrites (it would otherwise
-write its own, older assignment back) the two must not both act on one failure.
+Node failure is Kueue's rule for TAS: a node that is deleted, or NotReady for
+``NODE_FAILURE_DELAY_S``, is lost to the workloads placed on it. The placer records it in
+their ``status.unhealthyNodes`` and its second pass rewrites the assignment with a
+replacement inside the required domain, or the workload is evicted (``NodeFailures``) when
+none fits. A NotReady node stops counting as capacity for new placements at once; one that
+becomes Ready again counts again. The extender may also swap the node at bind time when a
+replacement pod comes first; the manager then adopts that rewrite (``QueueManager``
+follows stored topology assignments), so there is one assignment, whoever wrote it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
+from datetime import datetime
 
 from api.wire import JSON
 from kube import resources as res
@@ -30,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # Bound and not terminated: the pods whose requests come off a node.
 BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+NODE_FAILURES = "NodeFailures"
+NODE_FAILURE_DELAY_S = 30.0  # Kueue's: how long a node may be NotReady before it counts as lost
 
 
 def node_ready(node: JSON) -> bool:
@@ -37,6 +45,18 @@ def node_ready(node: JSON) -> bool:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False
+
+
+def not_ready_for(node: JSON, now: float) -> float:
+    """Seconds since the node's Ready condition left True (0 when unknown)."""
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready" and cond.get("lastTransitionTime"):
+            try:
+                since = datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
+            except ValueError:
+                return 0.0
+            return max(0.0, now - since.timestamp())
+    return 0.0
 
 
 class TopologyFeed:
@@ -47,6 +67,9 @@ class TopologyFeed:
         self.tas, self.core, self._changed = tas, core, changed
         self.informers = (Informer(client, res.TOPOLOGIES), Informer(client, res.NODES),
                           Informer(client, res.PODS, field_selector=BOUND_PODS))
+        self._nodes = self.informers[1]
+        self._lost: set[str] = set()  # nodes already handed to the placer as failed
+        self._rechecks: dict[str, asyncio.TimerHandle] = {}
         for informer in self.informers:
             informer.add_handler(self._on_event)
 
@@ -59,6 +82,8 @@ class TopologyFeed:
             await informer.wait_synced(timeout_s)
 
     async def stop(self) -> None:
+        for handle in self._rechecks.values():
+            handle.cancel()
         for informer in self.informers:
             await informer.stop()
 
@@ -77,8 +102,39 @@ class TopologyFeed:
 
     def _on_node(self, event: EventType, node: JSON, name: str) -> None:
         if event != EventType.DELETED and node_ready(node):
+            self._lost.discard(name)
+            handle = self._rechecks.pop(name, None)
+            if handle is not None:
+                handle.cancel()
             self.tas.apply(node)
             self.core.requeue_inadmissible()
-        elif self.tas.delete("Node", None, name):
+            return
+        if self.tas.delete("Node", None, name):
             log.info("node %s is %s: no longer offered to new placements", name,
                      "gone" if event == EventType.DELETED else "not ready")
+        if event == EventType.DELETED:
+            self._fail(name, "deleted")
+            return
+        wait = NODE_FAILURE_DELAY_S - not_ready_for(node, time.time())
+        if wait <= 0:
+            self._fail(name, f"not ready for {NODE_FAILURE_DELAY_S:.0f}s")
+        elif name not in self._rechecks:
+            self._rechecks[name] = asyncio.get_running_loop().call_later(wait, self._recheck, name)
+
+    def _recheck(self, name: str) -> None:
+        """The NotReady delay has passed: lost unless it came back (or went) meanwhile."""
+        self._rechecks.pop(name, None)
+        node = self._nodes.get_by_name(name)
+        if node is not None and not node_ready(node):
+            self._on_node(EventType.MODIFIED, node, name)
+            self._changed()
+
+    def _fail(self, name: str, why: str) -> None:
+        if name in self._lost:
+            return
+        self._lost.add(name)
+        evict = self.tas.fail_node(name)
+        log.info("node %s is lost (%s): its TAS workloads get a replacement; %d have none", name, why,
+                 len(evict))
+        for key in evict:
+            self.core.evict(key, NODE_FAILURES)

@@ -6,7 +6,7 @@ from typing import Any
 
 from manager.core.engine import QueueingCore
 from manager.core.status import workload_status
-from manager.core.tas import NOT_SYNCED_REASON, TopologyAssignment
+from manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment
 from manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
 from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
 
@@ -196,3 +196,49 @@ def test_reservation_read_from_status_keeps_its_delayed_topology() -> None:
     core.run_until_idle()
     assert core.workloads["ns/r"].status == ADMITTED
     assert _hosts(core, "ns/r") == {"kwok-node-0": 4}
+
+
+def _stored(core: QueueingCore, key: str, hosts: dict[str, int], unhealthy: list[str]) -> dict[str, Any]:
+    """The Workload as the API shows it after another writer rewrote its assignment."""
+    rec = core.workloads[key]
+    assert rec.assignment is not None
+    ns, name = key.split("/")
+    ta = TopologyAssignment((HOST,), tuple(DomainAssignment((n,), c) for n, c in sorted(hosts.items())))
+    psas = [{"name": p.name, "flavors": dict(p.flavors), "count": p.count,
+             "topologyAssignment": ta.to_v1beta2()} for p in rec.assignment.podsets]
+    return {"kind": "Workload", "metadata": {"name": name, "namespace": ns}, "spec": rec.wl.source["spec"],
+            "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": psas},
+                       "unhealthyNodes": [{"name": n} for n in unhealthy]}}
+
+
+def test_a_topology_rewritten_by_another_writer_is_adopted_with_its_usage() -> None:
+    core, tas = _core()
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    assert _hosts(core, "ns/a") == {"kwok-node-0": 4}
+    tas.fail_node("kwok-node-0")
+    # The extender swapped the node at bind time before the second pass ran.
+    assert core.adopt_topology(_stored(core, "ns/a", {"kwok-node-1": 4}, []))
+    assert _hosts(core, "ns/a") == {"kwok-node-1": 4}
+    assert tas.status_fields("ns/a") == ({}, [])  # nothing left to replace
+    assert not core.adopt_topology(_stored(core, "ns/a", {"kwok-node-1": 4}, []))  # unchanged
+    core.run_until_idle()
+    assert _hosts(core, "ns/a") == {"kwok-node-1": 4} and core.workloads["ns/a"].evictions == []
+    # Its usage moved with it: kwok-node-1 is full, so the next rack job of 8 does not fit there.
+    _wl(core, "b", 8, level=HOST)
+    core.run_until_idle()
+    assert "kwok-node-1" not in _hosts(core, "ns/b")
+
+
+def test_an_assignment_of_another_shape_is_not_adopted() -> None:
+    core, _ = _core()
+    _wl(core, "a", 4)
+    core.run_until_idle()
+    stored = _stored(core, "ns/a", {"kwok-node-1": 4}, [])
+    stored["status"]["admission"]["podSetAssignments"][0]["name"] = "other"
+    assert not core.adopt_topology(stored)
+    assert _hosts(core, "ns/a") == {"kwok-node-0": 4}
+    _wl(core, "pending", 100)  # holds no quota: nothing to adopt into
+    core.run_until_idle()
+    assert not core.adopt_topology(_stored(core, "ns/a", {"kwok-node-2": 4}, []) | {
+        "metadata": {"name": "pending", "namespace": "ns"}})
