@@ -213,7 +213,12 @@ class QueueingCore:
         if old is not None:
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
-            if old.status == PENDING and not old.deactivated:
+            if not wl.active:
+                old.deactivation_unwritten = False  # it is stored now
+            flipped = old.deactivated != (not wl.active)
+            if flipped and old.status != FINISHED and not old.deactivation_unwritten:
+                self._set_active(old, wl.active)
+            elif old.status == PENDING and not old.deactivated:
                 self._route(old)
             return old
         # Rebuild a changed structure before the record exists: the rebuild routes every
@@ -522,6 +527,7 @@ class QueueingCore:
         rec.checks = {name: "Pending" for name in rec.checks}
         if deactivate:
             rec.deactivated = True
+            rec.deactivation_unwritten = reason != "InactiveWorkload"  # not the user's own doing
             rec.requeue_at = None
             rec.pending = PendingReason(Pending.DEACTIVATED, detail=reason)
             if rec.cluster_queue in self.queues:
@@ -537,6 +543,28 @@ class QueueingCore:
             return
         rec.requeue_at = None
         self._route(rec)
+
+    def _set_active(self, rec: WorkloadRecord, active: bool) -> None:
+        """``spec.active`` flipped (by a user, or by our own deactivation coming back):
+        Kueue evicts a deactivated workload holding quota and requeues a reactivated one."""
+        self.changed.add(rec.key)
+        if not active:
+            if rec.holds_quota:
+                self._evict(rec, "InactiveWorkload", deactivate=True)
+            else:
+                self._deactivate_pending(rec)
+            return
+        rec.deactivated = False
+        rec.pending = None
+        rec.requeue_count = 0
+        self._route(rec)
+
+    def _deactivate_pending(self, rec: WorkloadRecord) -> None:
+        rec.deactivated = True
+        rec.requeue_at = None
+        rec.pending = PendingReason(Pending.DEACTIVATED)
+        if rec.cluster_queue in self.queues:
+            self.queues[rec.cluster_queue].remove(rec.key)
 
     def _timer(self, when: float, kind: str, rec: WorkloadRecord) -> None:
         heapq.heappush(self._timers, (when, next(self._seq), kind, rec.key, rec.generation))

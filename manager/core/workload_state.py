@@ -34,6 +34,9 @@ class WorkloadRecord:
     requeue_count: int = 0
     requeue_at: float | None = None
     deactivated: bool = False
+    # Deactivated by this core (a rejected check, too many requeues): ``spec.active: false``
+    # is still to be written, so a copy read meanwhile saying active is not a reactivation.
+    deactivation_unwritten: bool = False
     reserved_at: float | None = None
     # Order of quota reservations in this core: Kueue's reservation times are distinct even
     # within one cycle, while our clock stands still during a pass; this breaks those ties.

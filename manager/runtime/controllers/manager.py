@@ -128,9 +128,9 @@ class QueueManager:
         # cache nor compares against it. And when each Workload status was last written.
         self._written: dict[str, tuple[str, JSON]] = {}
         self._written_at: dict[str, float] = {}
-        # Per Workload, the topology assignments last agreed with the API (written or read):
-        # a stored one that differs was rewritten by someone else (see _follow_topology).
-        self._agreed_topology: dict[str, dict[str, Any]] = {}
+        # Per Workload, the topology assignments and admission check states last agreed with
+        # the API (written or read): stored ones that differ are another writer's (_follow_others).
+        self._agreed: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
@@ -173,20 +173,27 @@ class QueueManager:
             log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
         if kind == "Workload":
             if event != EventType.DELETED and object_key(obj) not in self._written:
-                self._follow_topology(obj)  # not a stale copy from before our own last write
+                self._follow_others(obj)  # not a stale copy from before our own last write
             self._seen_workload(event, obj)
             self.jobs.on_workload(event, obj)
         self._poke()
 
-    def _follow_topology(self, obj: JSON) -> None:
-        """Adopt a topology assignment someone else rewrote (the extender replacing a failed
-        node at bind time): the stored one differs from the last one both sides agreed on
-        (what we wrote, or read). Our own later decisions are never undone by an older copy."""
-        key, stored = object_key(obj), _topology_of(obj)
-        agreed = self._agreed_topology.get(key)
-        self._agreed_topology[key] = stored
-        if agreed is not None and stored != agreed and self.core.adopt_topology(obj):
+    def _follow_others(self, obj: JSON) -> None:
+        """Take what other writers own in a Workload's status: admission check states (their
+        controllers') and a topology assignment rewritten by the extender at bind time. A
+        stored value counts as theirs when it differs from the last one both sides agreed on
+        (what we wrote, or read), so our own later decisions are never undone by an older copy."""
+        key = object_key(obj)
+        stored = (_topology_of(obj), _checks_of(obj))
+        agreed = self._agreed.get(key)
+        self._agreed[key] = stored
+        if agreed is None:
+            return
+        if stored[0] != agreed[0] and self.core.adopt_topology(obj):
             log.info("Workload %s: topology assignment rewritten by another writer; adopted", key)
+        for check, state in stored[1].items():
+            if state != agreed[1].get(check):
+                self.core.set_check_state(key, check, state)
 
     def _seen_workload(self, event: EventType, obj: JSON) -> None:
         key = object_key(obj)
@@ -194,7 +201,7 @@ class QueueManager:
         if event == EventType.DELETED:
             self._written.pop(key, None)
             self._written_at.pop(key, None)
-            self._agreed_topology.pop(key, None)
+            self._agreed.pop(key, None)
         elif written is not None and _rv(written[1]) == _rv(obj):
             del self._written[key]
 
@@ -384,9 +391,21 @@ class QueueManager:
                 if self._admitted_elsewhere(current):
                     self._core_handler(EventType.MODIFIED, current, None)
                     return None
-                self._follow_topology(current)  # a 409 may be the extender's rewrite
+                self._follow_others(current)  # a 409 may be a check controller's or the extender's
             if rec.holds_quota:
                 self._reserved_by_us.add(key)
+            if rec.deactivation_unwritten and (current.get("spec") or {}).get("active", True) is not False:
+                # Kueue deactivates by setting spec.active (a rejected check, too many
+                # requeues); written before the status that says why, so no copy read back
+                # shows the eviction without it.
+                try:
+                    current = await self.client.patch(res.WORKLOADS.object_path(name, namespace),
+                                                      {"spec": {"active": False}})
+                except ApiError as exc:
+                    if exc.not_found:
+                        return None
+                    raise
+                trusted = True  # fresh from the API
             delayed, unhealthy = self.tas.status_fields(key)
             status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy)
             if rec.status == FINISHED:
@@ -422,7 +441,7 @@ class QueueManager:
                 continue
             self._written[key] = (_rv(current), written)
             self._written_at[key] = time.monotonic()
-            self._agreed_topology[key] = _topology_of(written)
+            self._agreed[key] = (_topology_of(written), _checks_of(written))
             return None
         log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
         return None
@@ -575,6 +594,12 @@ def _topology_of(workload: JSON) -> dict[str, Any]:
     admission = (workload.get("status") or {}).get("admission") or {}
     return {str(p.get("name") or "main"): p.get("topologyAssignment")
             for p in admission.get("podSetAssignments") or ()}
+
+
+def _checks_of(workload: JSON) -> dict[str, str]:
+    """Admission check name -> state, as stored."""
+    return {str(c.get("name")): str(c.get("state") or "Pending")
+            for c in (workload.get("status") or {}).get("admissionChecks") or () if c.get("name")}
 
 
 def _finished_conditions(old: JSON, finished: Finished, now: float) -> list[JSON]:

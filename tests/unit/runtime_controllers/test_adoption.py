@@ -75,8 +75,8 @@ def test_only_a_topology_someone_else_rewrote_is_followed(monkeypatch: Any) -> N
     # Our own write is in flight: an older copy arriving meanwhile is not someone else's rewrite.
     ours = _with_topology(wl, "n3", "5")
     manager._written["ns/w0"] = ("3", ours)
-    manager._agreed_topology["ns/w0"] = {"main": ours["status"]["admission"]["podSetAssignments"][0][
-        "topologyAssignment"]}
+    manager._agreed["ns/w0"] = ({"main": ours["status"]["admission"]["podSetAssignments"][0][
+        "topologyAssignment"]}, {})
     manager._core_handler(EventType.MODIFIED, _with_topology(wl, "n2", "4"), None)
     manager._core_handler(EventType.MODIFIED, ours, None)  # the echo of our write
     assert adopted == ["n2"]
