@@ -78,6 +78,9 @@ MAX_CONFLICT_RETRIES = 5
 CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 16
 STATUS_MAX_RETRIES = 12
+# An admission waits at most this long for the writes of the releases it reuses (a write
+# that never comes must not hold the queue forever; see ReleaseOrder).
+RELEASE_WAIT_S = 10.0
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
 # Parked workloads of a cohort tree are requeued at most once per this period after quota
@@ -121,7 +124,8 @@ class QueueManager:
         self.status_writes: WorkQueue[str] = WorkQueue(self._write_workload_status, workers=STATUS_WRITERS,
                                                        name="workload-status", max_retries=STATUS_MAX_RETRIES)
         # Freed quota is written before the admissions that reuse it.
-        self.release_order = ReleaseOrder()
+        self.release_order = ReleaseOrder(max_wait_s=RELEASE_WAIT_S)
+        self._release_wait: asyncio.TimerHandle | None = None
         self.core.released = set()
         # Our last write of a Workload until the informer shows it: (resourceVersion written
         # over, the object the API returned), so the next write neither 409s on a lagging
@@ -212,6 +216,8 @@ class QueueManager:
         owed = key in self.core.changed
         if self.core.finish(key) and not owed:
             self.core.changed.discard(key)
+            if self.core.released is not None:
+                self.core.released.discard(key)  # stored already: nothing to wait for
 
     def _admitted_elsewhere(self, obj: JSON) -> bool:
         key = object_key(obj)
@@ -241,6 +247,8 @@ class QueueManager:
                              self.topology.wait_synced(timeout_s))
 
     async def stop(self) -> None:
+        if self._release_wait is not None:
+            self._release_wait.cancel()
         await self.status_writes.shutdown(drain=True, timeout_s=5.0)
         await self.jobs.stop()
         for informer in self.informers.values():
@@ -358,7 +366,11 @@ class QueueManager:
         deferred pending-message update), or None."""
         rec = self.core.workloads.get(key)
         if rec is not None and rec.holds_quota and not self.release_order.may_write(key):
-            return None  # held: written again once those releases are
+            # Held: written once those releases are; looked at again when the wait runs out.
+            if self._release_wait is None:
+                loop = asyncio.get_running_loop()
+                self._release_wait = loop.call_later(RELEASE_WAIT_S, self._retry_waiting)
+            return None
         token = self.release_order.token(key)
         try:
             again = await self._render_and_write(key)
@@ -374,6 +386,10 @@ class QueueManager:
     def _retry_held(self, keys: set[str]) -> None:
         for key in sorted(keys):
             self.status_writes.add(key, urgent=True)
+
+    def _retry_waiting(self) -> None:
+        self._release_wait = None
+        self._retry_held(self.release_order.take_blocked())
 
     async def _render_and_write(self, key: str) -> float | None:
         namespace, name = key.split("/", 1)

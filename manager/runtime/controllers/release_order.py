@@ -8,14 +8,24 @@ writes would leave it so. Kueue never shows that: its cache frees quota only onc
 Finished or evicted Workload has been stored.
 
 So an admission decided while releases were unwritten waits for those writes (only
-those: later releases do not hold it back). Pure bookkeeping; the manager calls it.
+those: later releases do not hold it back), but no longer than ``max_wait_s``: a release
+whose write never comes (a bug, an API that keeps failing) is then given up with a
+warning rather than holding admissions forever. Bookkeeping only; the manager calls it.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
 
 class ReleaseOrder:
-    def __init__(self) -> None:
+    def __init__(self, max_wait_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_wait_s, self._clock = max_wait_s, clock
+        self._since: dict[str, float] = {}  # released key -> when
         self._seq = 0
         self._unwritten: dict[str, int] = {}  # released key -> sequence number, oldest first
         self._needs: dict[str, int] = {}  # admitted key -> releases it must see written first
@@ -23,10 +33,12 @@ class ReleaseOrder:
 
     def released(self, keys: set[str]) -> None:
         """The core released these keys' quota; their status writes are owed."""
+        now = self._clock()
         for key in sorted(keys):
             self._seq += 1
             self._unwritten.pop(key, None)  # keep the dict ordered by sequence number
             self._unwritten[key] = self._seq
+            self._since[key] = now
 
     def admitted(self, keys: set[str]) -> None:
         """These keys hold quota now, possibly room that an unwritten release freed."""
@@ -45,12 +57,20 @@ class ReleaseOrder:
         need = self._needs.get(key)
         if need is None:
             return True
-        for other, seq in self._unwritten.items():
+        now = self._clock()
+        for other, seq in list(self._unwritten.items()):
             if seq > need:
                 break
-            if other != key:  # its own release is overtaken by this write
-                self._blocked.add(key)
-                return False
+            if other == key:  # its own release is overtaken by this write
+                continue
+            if now - self._since[other] > self.max_wait_s:
+                log.warning("the release of %s was not written within %.0fs; admissions go ahead", other,
+                            self.max_wait_s)
+                del self._unwritten[other]
+                del self._since[other]
+                continue
+            self._blocked.add(key)
+            return False
         del self._needs[key]
         self._blocked.discard(key)
         return True
@@ -62,10 +82,16 @@ class ReleaseOrder:
         if token is None or self._unwritten.get(key) != token:
             return set()
         del self._unwritten[key]
+        self._since.pop(key, None)
         if not self._blocked:
             return set()
         retry, self._blocked = self._blocked, set()
         return retry
+
+    def take_blocked(self) -> set[str]:
+        """Every held key, to try again (a release it waits for may have run out of time)."""
+        blocked, self._blocked = self._blocked, set()
+        return blocked
 
     @property
     def unwritten(self) -> int:

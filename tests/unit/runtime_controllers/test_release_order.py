@@ -60,3 +60,15 @@ def test_a_write_with_no_release_owed_confirms_nothing() -> None:
     order.admitted({"ns/b"})
     assert order.written("ns/x", None) == set()
     assert not order.may_write("ns/b")
+
+
+def test_a_release_never_written_holds_admissions_only_so_long() -> None:
+    now = [0.0]
+    order = ReleaseOrder(max_wait_s=10.0, clock=lambda: now[0])
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    now[0] = 9.0
+    assert not order.may_write("ns/b")
+    now[0] = 10.5
+    assert order.may_write("ns/b")
+    assert order.unwritten == 0

@@ -161,6 +161,28 @@ def test_freed_quota_is_written_before_the_admission_that_reuses_it() -> None:
     asyncio.run(go())
 
 
+def test_a_finish_stored_by_another_writer_does_not_hold_the_next_admission() -> None:
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        # Someone else (a job controller elsewhere) stores w0 as Finished; we only read it.
+        finished = copy.deepcopy(api.objects[WORKLOADS + "w0"])
+        finished["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded",
+                                                 "message": "done", "lastTransitionTime": "t"})
+        api.objects[WORKLOADS + "w0"] = api._store(WORKLOADS + "w0", finished)
+        manager._core_handler(EventType.MODIFIED, api.objects[WORKLOADS + "w0"], None)
+        manager.core.fire_timers(manager.core.now + 1.0)
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert _holds_quota(api.objects[WORKLOADS + "w2"]), "admitted at once, nothing to wait for"
+        assert api.puts.count("w0") == 1 and manager.release_order.unwritten == 0
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
 def test_only_a_pending_message_change_may_wait() -> None:
     def pending(message: str, reason: str = "Pending") -> dict[str, Any]:
         return {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": reason,
