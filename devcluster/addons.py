@@ -1,9 +1,10 @@
 """What ``dev up`` installs into the control plane once it is healthy.
 
 Two parts: CustomResourceDefinitions (pykueue's own from ``manifests/crds/`` as soon as
-that folder has YAML files, plus the minimal third-party CRDs from ``manifests/dev/crds/``
-that pykueue integrates with), and the hook that runs pykueue itself against the dev
-cluster. CRDs are applied server-side, so a second ``dev up`` updates them in place.
+that folder has YAML files, plus the CRDs of the operators pykueue integrates with from
+``manifests/dev/crds/``, as their pinned releases ship them; ``operators.py`` runs those
+operators), and the hook that runs pykueue itself against the dev cluster. CRDs are
+applied server-side, so a second ``dev up`` updates them in place.
 """
 
 from __future__ import annotations
