@@ -242,7 +242,7 @@ def _write_credentials(layout: Layout, operator: Operator, files: OperatorFiles,
              server=True).write(files.cert_dir / "tls.crt", files.cert_dir / "tls.key")
 
 
-def _read_ports(files: OperatorFiles) -> OperatorPorts | None:
+def read_ports(files: OperatorFiles) -> OperatorPorts | None:
     try:
         data = json.loads(files.ports.read_text())
         return OperatorPorts(int(data["metrics"]), int(data["health"]), int(data["webhook"]))
@@ -302,7 +302,7 @@ def start_operators(client: BlockingClient, layout: Layout, binaries: Mapping[st
     for operator in OPERATORS:
         files = files_of(layout, operator)
         record = records.get(operator.name)
-        ports = _read_ports(files)
+        ports = read_ports(files)
         if record is not None and ports is not None and processes.is_running(record):
             running.append((operator, record, ports))
             continue
