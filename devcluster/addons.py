@@ -62,7 +62,10 @@ def install_crds(client: BlockingClient, directories: tuple[Path, ...] = CRD_DIR
     def established() -> bool:
         for name in names:
             crd = client.get(f"{CRD_PATH}/{urllib.parse.quote(name)}")
-            conditions = crd.get("status", {}).get("conditions", [])
+            # A CRD just created has ``"conditions": null`` until the API server first
+            # looks at it (the field has no omitempty); the large operator CRDs stay there
+            # long enough to be seen.
+            conditions = (crd.get("status") or {}).get("conditions") or []
             if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return False
         return True
