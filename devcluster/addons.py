@@ -1,9 +1,10 @@
 """What ``dev up`` installs into the control plane once it is healthy.
 
 Two parts: CustomResourceDefinitions (pykueue's own from ``manifests/crds/`` as soon as
-that folder has YAML files, plus the minimal third-party CRDs from ``manifests/dev/crds/``
-that pykueue integrates with), and the hook that runs pykueue itself against the dev
-cluster. CRDs are applied server-side, so a second ``dev up`` updates them in place.
+that folder has YAML files, plus the CRDs of the operators pykueue integrates with from
+``manifests/dev/crds/``, as their pinned releases ship them; ``operators.py`` runs those
+operators), and the hook that runs pykueue itself against the dev cluster. CRDs are
+applied server-side, so a second ``dev up`` updates them in place.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def install_crds(client: BlockingClient, directories: tuple[Path, ...] = CRD_DIR
     def established() -> bool:
         for name in names:
             crd = client.get(f"{CRD_PATH}/{urllib.parse.quote(name)}")
-            conditions = crd.get("status", {}).get("conditions", [])
+            # A CRD just created has ``"conditions": null`` until the API server first
+            # looks at it (the field has no omitempty); the large operator CRDs stay there
+            # long enough to be seen.
+            conditions = (crd.get("status") or {}).get("conditions") or []
             if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return False
         return True

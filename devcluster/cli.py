@@ -71,6 +71,8 @@ def _up(args: argparse.Namespace) -> int:
     print(f"server: {result.server}")
     for line in result.endpoints.lines():
         print(line)
+    for operator in result.operators:
+        print(operator.line())
     print(f"kubeconfig: {result.kubeconfig}")
     return 0
 

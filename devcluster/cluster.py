@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons, nodes
+from devcluster import addons, nodes, operators
 from devcluster.build import binary_paths, build, missing_binaries
 from devcluster.components import (
     Component,
@@ -82,6 +82,7 @@ class UpResult:
     recreated_nodes: tuple[str, ...]
     endpoints: addons.PykueueEndpoints
     seconds: float
+    operators: tuple[operators.OperatorEndpoints, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,8 @@ def up(extender: Extender | None = None, report: Report = print) -> UpResult:
             if crds:
                 report(f"  CRDs installed: {len(crds)}")
             addons.wait_default_service_account(client)
+            operator_endpoints = operators.start_operators(client, lay, _operator_binaries(state, report),
+                                                           report)
             endpoints = addons.start_pykueue(client, lay)
         except BaseException:
             if not reused:
@@ -262,7 +265,20 @@ def up(extender: Extender | None = None, report: Report = print) -> UpResult:
         if recreated and reused:
             report(f"  restored nodes: {', '.join(recreated)}")
     return UpResult(lay.admin_kubeconfig, apiserver_url(state.ports), reused, tuple(restarted),
-                    tuple(recreated), endpoints, time.monotonic() - started)
+                    tuple(recreated), endpoints, time.monotonic() - started, tuple(operator_endpoints))
+
+
+def _operator_binaries(state: ClusterState, report: Report) -> dict[str, Path]:
+    """The operators' executables: the ones the cluster was started from, or, for a cluster
+    started before it ran operators, this checkout's (built now when missing)."""
+    recorded = state.binary_paths()
+    missing = [name for name in operators.BINARY_NAMES
+               if name not in recorded and name in missing_binaries()]
+    if missing:
+        report(f"building the operators once ({', '.join(missing)}); later runs reuse them")
+        build(only=tuple(missing), report=report)
+    current = binary_paths()
+    return {name: recorded.get(name, current[name]) for name in operators.BINARY_NAMES}
 
 
 def down(report: Report = print) -> list[str]:

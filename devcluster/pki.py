@@ -76,6 +76,18 @@ class Authority:
             .sign(self._key, hashes.SHA256())
         )
 
+    @classmethod
+    def load(cls, cert_path: Path, key_path: Path) -> Authority:
+        """The CA a running cluster was started with, read back from its files, so that
+        components added later (the operators) get certificates the cluster trusts."""
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{key_path} does not hold an EC private key")
+        authority = cls.__new__(cls)
+        authority._key = key
+        authority._cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        return authority
+
     @property
     def cert_pem(self) -> bytes:
         return self._cert.public_bytes(serialization.Encoding.PEM)

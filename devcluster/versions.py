@@ -33,6 +33,11 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("kube-apiserver", "kube", "./cmd/kube-apiserver"),
     GoBinary("kube-scheduler", "kube", "./cmd/kube-scheduler"),
     GoBinary("kube-controller-manager", "kube", "./cmd/kube-controller-manager"),
+    # The training operator's controllers and webhooks behind our own main (see its
+    # main.go for why); LWS's own command, declared with go.mod's ``tool`` directive so its
+    # dependencies stay in the module graph, built by its import path.
+    GoBinary("training-operator", "training-operator", "."),
+    GoBinary("lws-controller", "lws", "sigs.k8s.io/lws/cmd"),
 )
 
 # (label, module directory, required module path) for the human-readable part of the key.
@@ -40,6 +45,8 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("k8s", "kube", "k8s.io/kubernetes"),
     ("etcd", "etcd", "go.etcd.io/etcd/server/v3"),
     ("kwok", "kwok", "sigs.k8s.io/kwok"),
+    ("training-operator", "training-operator", "github.com/kubeflow/training-operator"),
+    ("lws", "lws", "sigs.k8s.io/lws"),
 )
 
 

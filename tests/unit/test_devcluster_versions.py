@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.versions import module_key
+from devcluster.operators import BINARY_NAMES, OPERATORS, webhook_configurations
+from devcluster.paths import DEV_MANIFESTS_DIR, GO_DIR
+from devcluster.versions import BINARIES, GoBinary, module_key, pinned_versions
 
 
 def _module(root: Path, name: str, require: str) -> Path:
@@ -28,3 +30,48 @@ def test_key_names_the_pin_and_changes_only_with_its_own_module(tmp_path: Path) 
     assert after["kwok"] == before["kwok"]
     assert after["kube"] != before["kube"]
     assert module_key("newcomer", tmp_path).startswith("newcomer_")
+
+
+def test_operators_are_pinned_and_built_with_the_others() -> None:
+    """The dev cluster runs the training operator and LWS at the versions pykueue targets;
+    ``dev build`` builds them with the control plane, each from its own module."""
+    pins = pinned_versions()
+    assert pins["training-operator"] == "v1.8.1"
+    assert pins["lws"] == "v0.7.0"
+    by_name = {b.name: b for b in BINARIES}
+    assert by_name["training-operator"].module == "training-operator"
+    assert by_name["lws-controller"] == GoBinary("lws-controller", "lws", "sigs.k8s.io/lws/cmd")
+    # LWS's own command is built by import path: go.mod must declare it as a tool.
+    lws_mod = (GO_DIR / "lws" / "go.mod").read_text()
+    assert "\ntool sigs.k8s.io/lws/cmd\n" in lws_mod
+    assert module_key("training-operator").startswith("training-operator-v1.8.1_")
+    assert module_key("lws").startswith("lws-v0.7.0_")
+
+
+def test_every_operator_the_dev_cluster_runs_has_a_binary() -> None:
+    assert set(BINARY_NAMES) <= {b.name for b in BINARIES}
+
+
+def test_operator_crds_are_the_pinned_releases() -> None:
+    """The vendored CRDs name the module version they were taken from, and it is the pin."""
+    pins = pinned_versions()
+    headers = {path.name: path.read_text()[:400] for path in (DEV_MANIFESTS_DIR / "crds").glob("*.yaml")}
+    assert f"github.com/kubeflow/training-operator {pins['training-operator']}" in \
+        headers["pytorchjobs.kubeflow.org.yaml"]
+    assert f"sigs.k8s.io/lws {pins['lws']}" in headers["leaderworkersets.leaderworkerset.x-k8s.io.yaml"]
+
+
+def test_operator_webhooks_point_at_loopback_with_the_cluster_ca() -> None:
+    lws = next(op for op in OPERATORS if op.name == "lws-controller")
+    docs = webhook_configurations(lws, "https://127.0.0.1:9443", b"CA")
+    assert [d["kind"] for d in docs] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    hooks = {h["name"]: h for d in docs for h in d["webhooks"]}
+    pod = hooks["mpod.kb.io"]
+    assert pod["clientConfig"] == {"url": "https://127.0.0.1:9443/mutate--v1-pod", "caBundle": "Q0E="}
+    # Only LWS's own pods go to LWS: every other pod in the cluster keeps being created
+    # when the LWS controller is down.
+    assert pod["objectSelector"]["matchExpressions"][0]["key"] == "leaderworkerset.sigs.k8s.io/name"
+    training = next(op for op in OPERATORS if op.name == "training-operator")
+    (validating,) = webhook_configurations(training, "https://127.0.0.1:1", b"CA")
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    assert validating["webhooks"][0]["rules"][0]["resources"] == ["pytorchjobs"]
