@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import shutil
-import ssl
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
 from api import keys
-from certs.rotation import server_context
+from certs.rotation import require_client_certificates, server_context
 from devcluster.paths import STATE_ENV
 from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
 from extender.app import ExtenderDeps, make_app
@@ -216,8 +215,7 @@ async def run(quick: bool, pki: Path) -> dict[str, Any]:
     cluster = StaticCluster()
     serving_crt, serving_key, tls = extender_pki(pki)
     server_tls = server_context(serving_crt, serving_key)
-    server_tls.load_verify_locations(cafile=str(tls.ca_file))
-    server_tls.verify_mode = ssl.CERT_REQUIRED
+    require_client_certificates(server_tls, tls.ca_file.read_bytes())
     deps = ExtenderDeps(port=cluster, freeze_gc=True, allowed_clients=frozenset({TAS_SCHEDULER}),
                         scheduler_name=TAS_SCHEDULER)
     runner = web.AppRunner(make_app(deps), access_log=None)

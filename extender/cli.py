@@ -13,18 +13,20 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import ssl
 from pathlib import Path
 
 from aiohttp import web
 
-from certs.rotation import server_context
+from certs.rotation import require_client_certificates, server_context
 from extender.app import ExtenderDeps, make_app
 from extender.kube_port import KubeClusterPort
 from kube.client import connect
 from kube.event_loop import run_main
 
 TAS_SCHEDULER = "pykueue-tas-scheduler"
+# kube-scheduler binds concurrently; a few kept-alive API connections serve that, where a
+# pool as wide as the burst would open (and TLS-handshake) one per concurrent bind.
+API_CONNECTIONS = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _serve(args: argparse.Namespace) -> None:
     # Its own client and rate limit: kube-scheduler's binds go through here.
-    async with await connect(args.kubeconfig) as kube:
+    async with await connect(args.kubeconfig, max_connections=API_CONNECTIONS) as kube:
         allowed = frozenset(args.allowed_client or (TAS_SCHEDULER,))
         app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True,
                                     allowed_clients=allowed, scheduler_name=args.scheduler_name))
@@ -56,8 +58,7 @@ async def _serve(args: argparse.Namespace) -> None:
         runner = web.AppRunner(app, access_log=access_log)
         await runner.setup()
         context = server_context(Path(args.tls_cert_file), Path(args.tls_private_key_file))
-        context.load_verify_locations(cafile=args.client_ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED
+        require_client_certificates(context, Path(args.client_ca_file).read_bytes())
         site = web.TCPSite(runner, args.host, args.port, ssl_context=context)
         await site.start()
         log = logging.getLogger(__name__)
