@@ -49,34 +49,6 @@ def _lws(namespace: str, name: str, queue: str | None) -> dict[str, Any]:
     }
 
 
-def group_pods(namespace: str, name: str, group: int) -> list[dict[str, Any]]:
-    """The leader and the worker of one group, as the LWS controller would create them, gated."""
-    pods = []
-    for worker in (0, 1):
-        pod_name = f"{name}-{group}" + (f"-{worker}" if worker else "")
-        annotations = dict(_template()["metadata"]["annotations"])
-        if worker:
-            annotations[keys.LWS_LEADER_NAME] = f"{name}-{group}"
-        pods.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": pod_name,
-                    "namespace": namespace,
-                    "annotations": annotations,
-                    "labels": {
-                        keys.LWS_NAME: name,
-                        keys.LWS_GROUP_INDEX: str(group),
-                        keys.LWS_WORKER_INDEX: str(worker),
-                    },
-                },
-                "spec": {**_template()["spec"], "schedulingGates": [{"name": keys.ADMISSION_GATE}]},
-            }
-        )
-    return pods
-
-
 def gated(pod: dict[str, Any]) -> bool:
     return any(g["name"] == keys.ADMISSION_GATE for g in pod["spec"].get("schedulingGates") or ())
 

@@ -26,7 +26,7 @@ from devcluster.ports import free_ports
 
 from .conftest import REPO, DevCluster, wait_until
 from .jobs_common import condition, queues, workloads_owned_by
-from .test_leaderworkerset import _lws, adopted, gated, group_pods, pods_of
+from .test_leaderworkerset import _lws, adopted, gated, pods_of
 from .test_queueing import _stop, _wait_ready
 
 pytestmark = pytest.mark.e2e
@@ -157,10 +157,7 @@ def test_queue_less_lws_gets_group_workloads_and_its_pods_stay_gated(
         60.0,
     )
     assert [w["spec"].get("queueName", "") for w in wls] == ["", ""]
-    for group in (0, 1):
-        for pod in group_pods(namespace, "srv", group):
-            dev_cluster.apply(pod)
-    for group in (0, 1):
+    for group in (0, 1):  # the LWS controller creates the group pods
         pods = wait_until(
             f"group {group}'s pods to be adopted",
             lambda g=group: p if adopted(p := pods_of(dev_cluster, namespace, "srv", g)) else None,

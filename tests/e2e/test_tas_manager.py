@@ -223,3 +223,84 @@ def test_a_lost_node_is_replaced_inside_the_rack_and_the_workload_keeps_running(
     finally:
         restored = dev_cluster.dev("up")  # recreates the deleted node
         assert restored.returncode == 0, restored.stderr[-2000:]
+
+
+def _placed_pods(dev_cluster: DevCluster, namespace: str, kind: str, name: str, count: int
+                 ) -> list[dict[str, Any]] | None:
+    def ours(pod: dict[str, Any]) -> bool:
+        refs = pod["metadata"].get("ownerReferences") or ()
+        return any(r["kind"] == kind and r["name"] == name for r in refs) or \
+            (pod["metadata"].get("labels") or {}).get(keys.LWS_NAME) == name
+
+    pods = [p for p in dev_cluster.get_json("pods", "-n", namespace)["items"]
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") and ours(p)]
+    return pods if len(pods) == count else None
+
+
+TOPOLOGY_AND_LONG_RUN = {keys.PODSET_REQUIRED_TOPOLOGY: RACK_LABEL, KWOK_COMPLETE_DELAY: "1h"}
+
+
+def _podset_assignments(wl: dict[str, Any]) -> dict[str, dict[str, int]]:
+    out = {}
+    for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ():
+        if psa.get("topologyAssignment"):
+            out[psa["name"]] = dict(decode_v1beta2(psa["topologyAssignment"]).leaf_values())
+    return out
+
+
+def _check_operator_job_placed(dev_cluster: DevCluster, ns: str, kind: str, name: str, pods: int) -> None:
+    def admitted() -> dict[str, Any] | None:
+        wls = [w for w in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-n", ns)["items"]
+               if condition(w, keys.WorkloadCondition.ADMITTED).get("status") == "True"]
+        return wls[0] if len(wls) == 1 else None
+
+    wl = wait_until(f"the {kind}'s Workload admitted", admitted, 90.0)
+    by_podset = _podset_assignments(wl)
+    assert len(by_podset) == 2, f"every PodSet has a topology assignment: {by_podset}"
+    for podset, nodes in by_podset.items():
+        assert len({RACK_OF[n] for n in nodes}) == 1, f"{podset} in one rack: {nodes}"
+    placed = wait_until(f"the operator's {pods} pods bound", lambda: _placed_pods(
+        dev_cluster, ns, kind, name, pods), 90.0)
+    assert {p["spec"]["schedulerName"] for p in placed} == {TAS_SCHEDULER}
+    assigned_total: Counter[str] = Counter()
+    for nodes in by_podset.values():
+        assigned_total.update(nodes)
+    assert Counter(p["spec"]["nodeName"] for p in placed) == assigned_total
+
+
+def test_a_pytorchjob_with_a_required_rack_runs_where_the_manager_placed_it(
+        dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
+    def replica(count: int) -> dict[str, Any]:
+        return {"replicas": count, "restartPolicy": "OnFailure", "template": {
+            "metadata": {"annotations": TOPOLOGY_AND_LONG_RUN},
+            "spec": {"containers": [{"name": "pytorch", "image": "pytorch",
+                                     "resources": {"requests": {"cpu": "2"}}}]}}}
+
+    ptj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "ranked", "labels": {keys.QUEUE_NAME: "lq"}},
+           "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(3)}}}
+    try:
+        dev_cluster.kubectl("apply", "-n", tas_queue.namespace, "-f", "-", stdin=json.dumps(ptj))
+        _check_operator_job_placed(dev_cluster, tas_queue.namespace, "PyTorchJob", "ranked", 4)
+    finally:
+        dev_cluster.kubectl("delete", "pytorchjobs.kubeflow.org", "ranked", "-n", tas_queue.namespace,
+                            "--wait=false", check=False)
+
+
+def test_a_leaderworkerset_group_with_a_required_rack_runs_where_the_manager_placed_it(
+        dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
+    def template() -> dict[str, Any]:
+        return {"metadata": {"annotations": TOPOLOGY_AND_LONG_RUN},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"requests": {"cpu": "2"}}}]}}
+
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "labels": {keys.QUEUE_NAME: "lq"}},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 3, "leaderTemplate": template(),
+                                                            "workerTemplate": template()}}}
+    try:
+        dev_cluster.kubectl("apply", "-n", tas_queue.namespace, "-f", "-", stdin=json.dumps(lws))
+        _check_operator_job_placed(dev_cluster, tas_queue.namespace, "LeaderWorkerSet", "serve", 3)
+    finally:
+        dev_cluster.kubectl("delete", "leaderworkersets.leaderworkerset.x-k8s.io", "serve", "-n",
+                            tas_queue.namespace, "--wait=false", check=False)
