@@ -60,13 +60,6 @@ def _live(group: Mapping[str, Any]) -> list[JSON]:
     return [p for p in pods(group) if not terminated(p) and not meta(p).get("deletionTimestamp")]
 
 
-def _topology_assigned(workload: Mapping[str, Any], podset: str) -> bool:
-    for psa in ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ():
-        if psa.get("name") == podset:
-            return bool(psa.get("topologyAssignment"))
-    return False
-
-
 class PodGroupLifecycle:
     integration: Integration = Integration("pod", "", "v1", "Pod", "pods")
     # Only LWS pods form groups here; selecting them keeps other pods out of memory.
@@ -128,10 +121,10 @@ class PodGroupLifecycle:
             started = copy.deepcopy(dict(pod))
             spec = started.setdefault("spec", {})
             merge_into_pod_parts(started.setdefault("metadata", {}), spec, info)
-            # The topology gate stays only for the TAS ungater, when topology was assigned.
-            drop = {keys.ADMISSION_GATE}
-            if not _topology_assigned(workload, role):
-                drop.add(keys.TOPOLOGY_GATE)
+            # Both gates go: Kueue keeps the topology gate for its TAS ungater, which pins
+            # each pod with a node selector; here the TAS scheduler and its extender place
+            # the pods of the assignment instead (their schedulerName was set at creation).
+            drop = {keys.ADMISSION_GATE, keys.TOPOLOGY_GATE}
             gates = [g for g in spec.get("schedulingGates") or () if g.get("name") not in drop]
             if gates:
                 spec["schedulingGates"] = gates

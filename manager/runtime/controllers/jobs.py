@@ -291,6 +291,15 @@ class JobReconciler:
 
     async def _create_workload(self, job: JSON, wl: JSON) -> None:
         wl["metadata"].pop("creationTimestamp", None)
+        spec = wl["spec"]
+        ref = spec.get("priorityClassRef") or {}
+        if ref.get("kind") == "WorkloadPriorityClass" and "priority" not in spec:
+            # The API requires the value with the reference, as Kueue's job reconciler sets it.
+            wpc = self.informers["WorkloadPriorityClass"].get_by_name(str(ref.get("name")))
+            if wpc is None:
+                raise LookupError(f"WorkloadPriorityClass {ref.get('name')!r} of {job.get('kind')} "
+                                  f"{object_key(job)} not found")  # retried with backoff
+            spec["priority"] = int(wpc.get("value") or 0)
         for ref in wl["metadata"].get("ownerReferences") or ():
             ref["blockOwnerDeletion"] = True
         try:

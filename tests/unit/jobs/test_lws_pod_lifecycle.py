@@ -130,11 +130,26 @@ def test_gated_group_starts_with_node_selector_and_loses_its_gates() -> None:
     assert len(actions) == 2 and all(isinstance(a, Replace) for a in actions)
     for action, role in zip(actions, ("leader", "worker"), strict=True):
         pod = action.obj
-        assert "schedulingGates" not in pod["spec"], "admission and (no TAS) topology gates removed"
+        assert "schedulingGates" not in pod["spec"], "admission and topology gates removed"
         assert pod["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
         assert pod["metadata"]["labels"][keys.PODSET] == role
     started = POD.assemble("ns", "g", [a.obj for a in actions])
     assert not POD.is_suspended(started) and POD.is_active(started)
+
+
+def test_a_topology_assigned_group_loses_both_gates_and_is_marked_for_the_tas_scheduler() -> None:
+    group = _group(_pod(0, 0), _pod(0, 1))
+    [wl] = LWS.workloads(_lws())[:1]
+    wl = admitted(wl, ["leader", "worker"])
+    for psa in wl["status"]["admission"]["podSetAssignments"]:
+        psa["topologyAssignment"] = {"levels": ["kubernetes.io/hostname"], "slices": [
+            {"domainCount": 1, "podCounts": {"universal": 1}, "valuesPerLevel": [{"universal": "n1"}]}]}
+    for action in POD.start(group, wl, podset_infos(wl, FLAVORS)):
+        pod = action.obj
+        # No topology ungater here: the TAS scheduler's extender places the pods.
+        assert "schedulingGates" not in pod["spec"]
+        assert pod["metadata"]["labels"][keys.TAS_LABEL] == "true"
+        assert pod["metadata"]["annotations"][keys.WORKLOAD_ANNOTATION] == wl["metadata"]["name"]
 
 
 def test_a_pod_whose_role_is_not_admitted_cannot_start() -> None:
