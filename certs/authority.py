@@ -125,6 +125,37 @@ def new_ca(
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
+def _issue_leaf(
+    ca_crt: bytes,
+    ca_key: bytes,
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    alt_names: x509.SubjectAlternativeName | None,
+    now: datetime.datetime | None,
+    validity: datetime.timedelta,
+) -> tuple[bytes, bytes]:
+    """A fresh key and its certificate for one extended key usage, signed by the CA; never
+    outlives the CA."""
+    issued = now or now_utc()
+    ca = x509.load_pem_x509_certificate(ca_crt)
+    signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key is not an ECDSA key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = _builder(subject, ca.subject, key, issued, min(issued + validity, ca.not_valid_after_utc))
+    if alt_names is not None:
+        builder = builder.add_extension(alt_names, critical=False)
+    cert = (
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
+        )
+        .sign(signer, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
 def issue_serving(
     ca_crt: bytes,
     ca_key: bytes,
@@ -136,25 +167,9 @@ def issue_serving(
     """(tls.crt, tls.key) for the given names, signed by the CA; never outlives the CA."""
     if not dns_names and not ip_addresses:
         raise ValueError("a serving certificate needs at least one DNS name or IP address")
-    issued = now or now_utc()
-    ca = x509.load_pem_x509_certificate(ca_crt)
-    signer = serialization.load_pem_private_key(ca_key, password=None)
-    if not isinstance(signer, ec.EllipticCurvePrivateKey):
-        raise ValueError("the CA key is not an ECDSA key")
-    key = ec.generate_private_key(ec.SECP256R1())
-    not_after = min(issued + validity, ca.not_valid_after_utc)
     subject = _name(dns_names[0] if dns_names else ip_addresses[0])
-    cert = (
-        _builder(subject, ca.subject, key, issued, not_after)
-        .add_extension(_alt_names(dns_names, ip_addresses), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
-        )
-        .sign(signer, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return _issue_leaf(ca_crt, ca_key, subject, ExtendedKeyUsageOID.SERVER_AUTH,
+                       _alt_names(dns_names, ip_addresses), now, validity)
 
 
 def issue_client(
@@ -166,22 +181,8 @@ def issue_client(
 ) -> tuple[bytes, bytes]:
     """(tls.crt, tls.key) of a client identity ``common_name`` (clientAuth only, so it can
     never serve), signed by the CA; never outlives the CA."""
-    issued = now or now_utc()
-    ca = x509.load_pem_x509_certificate(ca_crt)
-    signer = serialization.load_pem_private_key(ca_key, password=None)
-    if not isinstance(signer, ec.EllipticCurvePrivateKey):
-        raise ValueError("the CA key is not an ECDSA key")
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        _builder(_name(common_name), ca.subject, key, issued, min(issued + validity, ca.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
-        )
-        .sign(signer, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return _issue_leaf(ca_crt, ca_key, _name(common_name), ExtendedKeyUsageOID.CLIENT_AUTH, None,
+                       now, validity)
 
 
 def client_renewal_reason(
