@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -196,7 +197,7 @@ def client_renewal_reason(
         cert = x509.load_pem_x509_certificate(tls_crt)
     except ValueError as exc:
         return f"unreadable: {exc}"
-    if cert.issuer != ca.subject:
+    if not _issued_by(cert, ca):
         return "not issued by the current CA"
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     if not names or names[0].value != common_name:
@@ -243,6 +244,16 @@ def _sans(cert: x509.Certificate) -> tuple[set[str], set[str]]:
     }
 
 
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    """Signed by this CA's key. Names alone do not tell: two CAs made within the same second
+    share a subject."""
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
 def renewal_reason(
     bundle: CertBundle,
     dns_names: Sequence[str],
@@ -264,7 +275,7 @@ def renewal_reason(
         return "ca", f"unreadable: {exc}"
     if ca.not_valid_after_utc - at < renew_before:
         return "ca", "the CA expires within the renewal window"
-    if cert.issuer != ca.subject:
+    if not _issued_by(cert, ca):
         return "cert", "the serving certificate was not issued by the CA"
     if cert.public_key().public_numbers() != tls_key.public_key().public_numbers():  # type: ignore[union-attr]
         return "cert", "the serving key does not match the certificate"

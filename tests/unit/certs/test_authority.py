@@ -110,3 +110,20 @@ def test_cli_generate_without_names_exits_2(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2 and "--dns" in done.stderr
+
+
+def test_a_client_certificate_is_for_clients_only_and_checked_against_its_ca_and_name() -> None:
+    from cryptography import x509 as _x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from certs.authority import client_renewal_reason, issue_client, new_ca
+
+    ca_crt, ca_key = new_ca()
+    crt, _ = issue_client(ca_crt, ca_key, "pykueue-tas-scheduler")
+    cert = _x509.load_pem_x509_certificate(crt)
+    usage = cert.extensions.get_extension_for_class(_x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    assert client_renewal_reason(ca_crt, crt, "pykueue-tas-scheduler") is None
+    assert client_renewal_reason(ca_crt, crt, "someone-else") == "not issued to someone-else"
+    other_crt, _ = new_ca()
+    assert client_renewal_reason(other_crt, crt, "pykueue-tas-scheduler") == "not issued by the current CA"
