@@ -182,7 +182,7 @@ def start_tas_scheduler(client: BlockingClient, layout: Layout, extender_url: st
         config_path.write_text(config)
         binary = Path(((state or {}).get("binaries") or {})["kube-scheduler"])
         (port,) = ports.free_ports(1)
-        argv = tas_scheduler.dev_scheduler_argv(binary, config_path, kubeconfig, layout, port)
+        argv = tas_scheduler.scheduler_argv(binary, config_path, kubeconfig, layout, port)
         record = processes.spawn(tas_scheduler.TAS_SCHEDULER, argv, layout.logs / "tas-scheduler.log")
         _record_process(layout, state, record)
     assert record is not None

@@ -134,6 +134,15 @@ def start_extender(work_dir: Path, *, port: int | None = None, kubeconfig: Path 
     return Started(record, url, tls)
 
 
+def _wired_to(config: dict[str, Any], extender_url: str, tls: ClientTLS) -> dict[str, Any]:
+    """The configuration's extender at ``extender_url``, called with the client pair ``tls``."""
+    for extender in config.get("extenders") or []:
+        extender["urlPrefix"] = extender_url
+        extender["tlsConfig"] = {"caFile": str(tls.ca_file), "certFile": str(tls.cert_file),
+                                 "keyFile": str(tls.key_file)}
+    return config
+
+
 def tas_scheduler_config(lay: Layout, extender_url: str, tls: ClientTLS,
                          profile: str = TAS_SCHEDULER) -> dict[str, Any]:
     """The shipped configuration with the dev cluster's connection settings filled in.
@@ -149,11 +158,7 @@ def tas_scheduler_config(lay: Layout, extender_url: str, tls: ClientTLS,
     config["clientConnection"] = {"kubeconfig": str(lay.component_kubeconfig("kube-scheduler")),
                                   "qps": 200, "burst": 400}
     config["leaderElection"] = {"leaderElect": False}
-    for extender in config.get("extenders") or []:
-        extender["urlPrefix"] = extender_url
-        extender["tlsConfig"] = {"caFile": str(tls.ca_file), "certFile": str(tls.cert_file),
-                                 "keyFile": str(tls.key_file)}
-    return config
+    return _wired_to(config, extender_url, tls)
 
 
 def start_tas_scheduler(work_dir: Path, extender_url: str, tls: ClientTLS, profile: str) -> Started:
@@ -165,22 +170,11 @@ def start_tas_scheduler(work_dir: Path, extender_url: str, tls: ClientTLS, profi
     config = tas_scheduler_config(lay, extender_url, tls, profile)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     (port,) = free_ports(1)
-    kubeconfig = str(lay.component_kubeconfig("kube-scheduler"))
-    argv = [
-        str(kube_scheduler),
-        f"--config={config_path}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--bind-address={LOOPBACK}", f"--secure-port={port}",
-        f"--tls-cert-file={lay.pem('kube-scheduler-serving')}",
-        f"--tls-private-key-file={lay.key('kube-scheduler-serving')}",
-    ]
+    argv = scheduler_argv(kube_scheduler, config_path, lay.component_kubeconfig("kube-scheduler"), lay, port)
     record = spawn("pykueue-tas-scheduler", argv, work_dir / "pykueue-tas-scheduler.log")
     url = f"https://{LOOPBACK}:{port}"
-    context = ssl.create_default_context(cafile=str(lay.pem("ca")))
     try:
-        wait_for("the TAS kube-scheduler's /healthz", lambda: http_ok(f"{url}/healthz", context),
-                 START_DEADLINE_S, record)
+        wait_healthy(record, url, lay)
     except BaseException:
         stop(record)
         raise
@@ -198,11 +192,7 @@ def dev_config(extender_url: str, tls: ClientTLS, kubeconfig: Path) -> dict[str,
     Leader election, lease and everything else stay as shipped."""
     config = shipped_config()
     config["clientConnection"] = {**(config.get("clientConnection") or {}), "kubeconfig": str(kubeconfig)}
-    for extender in config.get("extenders") or []:
-        extender["urlPrefix"] = extender_url
-        extender["tlsConfig"] = {"caFile": str(tls.ca_file), "certFile": str(tls.cert_file),
-                                 "keyFile": str(tls.key_file)}
-    return config
+    return _wired_to(config, extender_url, tls)
 
 
 def write_client_secret(client: BlockingClient, directory: Path, namespace: str) -> ClientTLS:
@@ -215,8 +205,9 @@ def write_client_secret(client: BlockingClient, directory: Path, namespace: str)
     return tls
 
 
-def dev_scheduler_argv(kube_scheduler: Path, config_path: Path, kubeconfig: Path, lay: Layout,
+def scheduler_argv(kube_scheduler: Path, config_path: Path, kubeconfig: Path, lay: Layout,
                        port: int) -> list[str]:
+    """kube-scheduler serving on loopback with the dev cluster's scheduler certificate."""
     return [
         str(kube_scheduler),
         f"--config={config_path}",
