@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from manager.core.matching import expression_matches, tolerates
+
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -19,39 +21,8 @@ def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
     return (node.get("metadata") or {}).get("labels") or {}
 
 
-def _tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
-    for t in tolerations:
-        effect = t.get("effect") or ""
-        if effect and effect != taint.get("effect"):
-            continue
-        key = t.get("key") or ""
-        if t.get("operator") == "Exists":
-            if not key or key == taint.get("key"):
-                return True
-        elif key == taint.get("key") and (t.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
-
-
-def _expression_holds(expr: Mapping[str, Any], values_of: Mapping[str, str]) -> bool:
-    key, op = str(expr.get("key") or ""), expr.get("operator")
-    values = [str(v) for v in expr.get("values") or ()]
-    present = key in values_of
-    if op == "In":
-        return present and values_of[key] in values
-    if op == "NotIn":
-        return not present or values_of[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and len(values) == 1:
-        try:
-            have, bound = int(values_of[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if op == "Gt" else have < bound
-    return False
+def _tolerated(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    return any(tolerates(t, taint) for t in tolerations)
 
 
 def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -60,8 +31,8 @@ def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     if not expressions and not fields:
         return False  # an empty term matches no node
     name = {"metadata.name": str((node.get("metadata") or {}).get("name") or "")}
-    return all(_expression_holds(e, _labels(node)) for e in expressions) and all(
-        _expression_holds(f, name) for f in fields)
+    return all(expression_matches(e, _labels(node)) for e in expressions) and all(
+        expression_matches(f, name) for f in fields)
 
 
 def rejection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
@@ -79,10 +50,10 @@ def rejection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
         return f"node {node_name} does not match the pod's required node affinity"
     tolerations = spec.get("tolerations") or ()
     node_spec = node.get("spec") or {}
-    if node_spec.get("unschedulable") and not _tolerates(tolerations, UNSCHEDULABLE_TAINT):
+    if node_spec.get("unschedulable") and not _tolerated(tolerations, UNSCHEDULABLE_TAINT):
         return f"node {node_name} is cordoned"
     for taint in node_spec.get("taints") or ():
-        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerates(tolerations, taint):
+        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerated(tolerations, taint):
             return (f"node {node_name} has the taint {taint.get('key')}:{taint.get('effect')}"
                     " that the pod does not tolerate")
     return None

@@ -12,7 +12,8 @@ from typing import Any
 from .objects import Flavor, PodSet
 
 
-def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement / LabelSelectorRequirement against labels."""
     key, op = expr.get("key", ""), expr.get("operator", "In")
     values = [str(v) for v in expr.get("values") or ()]
     present = key in labels
@@ -42,12 +43,13 @@ def selector_matches(podset: PodSet, flavor: Flavor, keys: frozenset[str]) -> bo
     for term in podset.affinity_terms:
         exprs = [e for e in term if e.get("key") in keys]
         # A term that loses all its expressions matches anything.
-        if all(_expression_matches(e, flavor.node_labels) for e in exprs):
+        if all(expression_matches(e, flavor.node_labels) for e in exprs):
             return True
     return False
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+def tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Does one toleration tolerate the taint (kube-scheduler's rule)?"""
     if tol.get("effect") and tol.get("effect") != taint.get("effect"):
         return False
     op = tol.get("operator", "Equal")
@@ -63,7 +65,7 @@ def untolerated_taint(podset: PodSet, flavor: Flavor) -> Mapping[str, Any] | Non
     for taint in flavor.node_taints:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(_tolerates(t, taint) for t in tolerations):
+        if not any(tolerates(t, taint) for t in tolerations):
             return taint
     return None
 
@@ -75,4 +77,4 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
     for k, v in (selector.get("matchLabels") or {}).items():
         if labels.get(k) != str(v):
             return False
-    return all(_expression_matches(e, labels) for e in selector.get("matchExpressions") or ())
+    return all(expression_matches(e, labels) for e in selector.get("matchExpressions") or ())
