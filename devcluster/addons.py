@@ -24,7 +24,7 @@ import yaml
 from devcluster import identity, ports, processes, tas_scheduler
 from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
-from devcluster.health import wait_for
+from devcluster.health import http_ok, wait_for
 from devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
 from kube.blocking import BlockingClient
 
@@ -138,7 +138,7 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     addresses = _flag_values(record.argv)
     webhook_url = f"https://{addresses['--webhook-bind-address']}"
     ready = f"http://{addresses['--health-probe-bind-address']}/readyz"
-    wait_for("pykueue readiness", lambda: _http_ok(ready), PYKUEUE_DEADLINE_S, record)
+    wait_for("pykueue readiness", lambda: http_ok(ready), PYKUEUE_DEADLINE_S, record)
     # Only once pykueue is ready is its CA in the Secret: pykueue injects the caBundle into
     # the install-named configurations, this copies it into the dev-named ones.
     register_webhooks(client, webhook_url)
@@ -275,14 +275,6 @@ def _pykueue_record(state: dict[str, Any] | None) -> processes.ProcessRecord | N
 
 def _flag_values(argv: tuple[str, ...]) -> dict[str, str]:
     return {flag: value for flag, value in itertools.pairwise(argv) if flag.startswith("--")}
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
 
 
 def wait_default_service_account(client: BlockingClient, deadline_s: float = 60.0) -> None:

@@ -9,27 +9,19 @@ operator marks the job Succeeded, which finishes its Workload.
 
 from __future__ import annotations
 
-import urllib.request
 from typing import Any
 
 import pytest
 
 from api import keys
 from devcluster import cluster, operators
+from devcluster.health import http_ok
 from devcluster.processes import is_running
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import NODE_LABELS, condition, queues, workloads_owned_by
 
 pytestmark = pytest.mark.e2e
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
 
 
 def test_both_operators_run_and_are_ready(dev_cluster: DevCluster) -> None:
@@ -42,7 +34,7 @@ def test_both_operators_run_and_are_ready(dev_cluster: DevCluster) -> None:
         assert is_running(record), f"{operator.name} is not running; log {record.log}"
         ports = operators.read_ports(operators.files_of(layout, operator))
         assert ports is not None
-        assert _ready(operators.endpoints_of(operator, ports).health)
+        assert http_ok(operators.endpoints_of(operator, ports).health)
 
 
 def _crd_schema(dev_cluster: DevCluster, name: str) -> dict[str, Any]:
