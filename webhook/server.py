@@ -56,6 +56,7 @@ FACT_KINDS = (
     res.WORKLOAD_PRIORITY_CLASSES,
     res.CLUSTER_QUEUES,
     res.ADMISSION_CHECKS,
+    res.RESOURCE_FLAVORS,  # a pod's implied topology (ClusterQueue of TAS flavors only)
 )
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 
