@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster.paths import GO_DIR, bin_root
-from devcluster.versions import BINARIES, GoBinary, module_key
+from devcluster.versions import BINARIES, GoBinary, link_flags, module_key
 
 Report = Callable[[str], None]
 
@@ -47,14 +47,14 @@ def binary_path(binary: GoBinary) -> Path:
 
 def binary_paths() -> dict[str, Path]:
     """Where each dev-cluster binary of this checkout's pins is (or will be) cached."""
-    return {b.name: binary_path(b) for b in BINARIES}
+    return {b.name: binary_path(b) for b in BINARIES if b.dev_cluster}
 
 
 def missing_binaries() -> list[str]:
     return [name for name, path in binary_paths().items() if not path.is_file()]
 
 
-def _go_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
     env = dict(os.environ)
     flags = env.get("GOFLAGS", "").split()
     # The modules live inside a git checkout; stamping VCS data would make every commit
@@ -65,13 +65,15 @@ def _go_env() -> dict[str, str]:
     return env
 
 
-def _run_go_build(go: str, binary: GoBinary, target: Path, log_path: Path, report: Report) -> None:
+def _run_go_build(go: str, binary: GoBinary, target: Path, log_path: Path, report: Report,
+                  module_dir: Path) -> None:
     tmp = target.with_name(f".{binary.name}.partial-{os.getpid()}")
-    argv = [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp), binary.package]
+    ldflags = " ".join(("-s", "-w", *link_flags(binary.module)))
+    argv = [go, "build", "-trimpath", f"-ldflags={ldflags}", "-o", str(tmp), binary.package]
     started = time.monotonic()
     with log_path.open("w") as log:
         # Own process group: on Ctrl-C or failure we stop go and every compiler it forked.
-        proc = subprocess.Popen(argv, cwd=GO_DIR / binary.module, env=_go_env(), stdout=log,
+        proc = subprocess.Popen(argv, cwd=module_dir, env=go_env(), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         try:
@@ -103,9 +105,29 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = print) -> BuildResult:
+def go_tool() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError("the Go toolchain (go >= 1.26) is not on PATH; it is needed once "
+                         "to build the dev-cluster binaries")
+    return go
+
+
+def build_one(binary: GoBinary, target: Path, *, module_dir: Path | None = None,
+              force: bool = False, report: Report = print) -> bool:
+    """Build one binary of a Go module (by default its directory under ``go/``) into
+    ``target``, unless it is already there; True if it was built now."""
+    if target.is_file() and not force:
+        return False
     logs = bin_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _run_go_build(go_tool(), binary, target, logs / f"{binary.name}.log", report,
+                  module_dir if module_dir is not None else GO_DIR / binary.module)
+    return True
+
+
+def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = print) -> BuildResult:
     wanted = [b for b in BINARIES if not only or b.name in only]
     unknown = set(only) - {b.name for b in BINARIES}
     if unknown:
@@ -114,7 +136,6 @@ def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = p
     started = time.monotonic()
     built: list[str] = []
     reused: list[str] = []
-    go: str | None = None
     for index, binary in enumerate(wanted, 1):
         target = binary_path(binary)
         prefix = f"[{index}/{len(wanted)}] {binary.name}"
@@ -122,15 +143,9 @@ def build(*, force: bool = False, only: tuple[str, ...] = (), report: Report = p
             report(f"{prefix}: already built")
             reused.append(binary.name)
             continue
-        if go is None:
-            go = shutil.which("go")
-            if go is None:
-                raise BuildError("the Go toolchain (go >= 1.26) is not on PATH; it is needed once "
-                                 "to build the dev-cluster binaries")
         report(f"{prefix}: building (module go/{binary.module}, package {binary.package}) ...")
-        target.parent.mkdir(parents=True, exist_ok=True)
         one_started = time.monotonic()
-        _run_go_build(go, binary, target, logs / f"{binary.name}.log", report)
+        build_one(binary, target, force=True, report=report)
         report(f"{prefix}: built in {time.monotonic() - one_started:.0f}s")
         built.append(binary.name)
     seconds = time.monotonic() - started

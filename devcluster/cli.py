@@ -13,6 +13,7 @@ import sys
 
 from devcluster import cluster, sample
 from devcluster.build import BuildError, build
+from devcluster.conformance import harness as conformance_harness
 from devcluster.components import Extender
 from devcluster.health import StartupError
 from kube.client import ApiError
@@ -23,7 +24,8 @@ def _progress(message: str) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="dev_command", metavar="{up,down,status,build,sample}", required=True)
+    sub = parser.add_subparsers(dest="dev_command", metavar="{up,down,status,build,sample,conformance}",
+                                required=True)
     up = sub.add_parser("up", help="start the dev cluster, or reuse and repair a running one")
     up.add_argument("--extender-url", metavar="URL",
                     help="wire this scheduler extender (filter/prioritize/bind) into kube-scheduler")
@@ -34,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "Jobs through it, showing admission, queueing and completion")
     sample_parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                                help="give up when the Jobs have not all completed after this long")
+    conformance = sub.add_parser("conformance", help="run real Kueue and pykueue's core on the same "
+                                 "scenario files and report where they differ")
+    conformance.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files, one scenario each")
+    conformance.add_argument("--kueue-version", metavar="V",
+                             help="Kueue release to build and run (default: the pinned one in go/kueue)")
+    conformance.add_argument("--json", action="store_true", help="one JSON object per scenario line")
     b = sub.add_parser("build", help="build the control-plane binaries (once per pinned version)")
     b.add_argument("--force", action="store_true", help="rebuild binaries that already exist")
     b.add_argument("--only", nargs="+", default=(), metavar="NAME",
@@ -55,6 +63,8 @@ def main(args: argparse.Namespace) -> int:
             return _status()
         if args.dev_command == "sample":
             return _sample(args.timeout)
+        if args.dev_command == "conformance":
+            return conformance_harness.main(list(args.files), args.kueue_version, args.json)
     except (BuildError, StartupError, ApiError, OSError, TimeoutError) as exc:
         print(f"pykueue dev {args.dev_command}: {exc}", file=sys.stderr)
         return 1

@@ -143,7 +143,7 @@ def admin_client(lay: Layout, ports: Ports) -> BlockingClient:
                                            field_manager=FIELD_MANAGER)
 
 
-def _healthy(component: Component, lay: Layout) -> Callable[[], bool]:
+def health_check(component: Component, lay: Layout) -> Callable[[], bool]:
     if not component.health_url.startswith("https://"):
         return lambda: http_ok(component.health_url)
     if component.health_needs_client_cert:
@@ -165,7 +165,7 @@ def _start_all(comps: list[Component], lay: Layout, state: ClusterState, report:
         record = _start(by_name[name], lay)
         state.processes.append(record)
         _save(lay, state)
-        took = wait_for(f"{name} health", _healthy(by_name[name], lay), COMPONENT_DEADLINE_S, record)
+        took = wait_for(f"{name} health", health_check(by_name[name], lay), COMPONENT_DEADLINE_S, record)
         report(f"  {name} ready in {took:.1f}s (pid {record.pid})")
     rest = [c for c in comps if c.name not in ("etcd", "kube-apiserver")]
     records = []
@@ -175,7 +175,7 @@ def _start_all(comps: list[Component], lay: Layout, state: ClusterState, report:
         records.append(record)
     _save(lay, state)
     for component, record in zip(rest, records, strict=True):
-        took = wait_for(f"{component.name} health", _healthy(component, lay), COMPONENT_DEADLINE_S, record)
+        took = wait_for(f"{component.name} health", health_check(component, lay), COMPONENT_DEADLINE_S, record)
         report(f"  {component.name} ready in {took:.1f}s (pid {record.pid})")
 
 
@@ -199,7 +199,7 @@ def _restart_dead(state: ClusterState, lay: Layout, report: Report) -> list[str]
         record = _start(component, lay)
         state.processes = [p for p in state.processes if p.name != component.name] + [record]
         _save(lay, state)
-        wait_for(f"{component.name} health", _healthy(component, lay), COMPONENT_DEADLINE_S, record)
+        wait_for(f"{component.name} health", health_check(component, lay), COMPONENT_DEADLINE_S, record)
         restarted.append(component.name)
     return restarted
 

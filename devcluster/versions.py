@@ -24,6 +24,9 @@ class GoBinary:
     name: str
     module: str
     package: str
+    # False for binaries that only tools need (the conformance harness's Kueue): ``dev build``
+    # builds them, ``dev up`` neither needs nor builds them.
+    dev_cluster: bool = True
 
 
 # Build order: the small ones first, so a broken toolchain shows up in seconds.
@@ -38,6 +41,8 @@ BINARIES: tuple[GoBinary, ...] = (
     # dependencies stay in the module graph, built by its import path.
     GoBinary("training-operator", "training-operator", "."),
     GoBinary("lws-controller", "lws", "sigs.k8s.io/lws/cmd"),
+    # Real Kueue, the oracle of ``dev conformance``; declared as a tool like LWS.
+    GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False),
 )
 
 # (label, module directory, required module path) for the human-readable part of the key.
@@ -47,6 +52,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("kwok", "kwok", "sigs.k8s.io/kwok"),
     ("training-operator", "training-operator", "github.com/kubeflow/training-operator"),
     ("lws", "lws", "sigs.k8s.io/lws"),
+    ("kueue", "kueue", "sigs.k8s.io/kueue"),
 )
 
 
@@ -74,10 +80,30 @@ def source_digest(module_dir: Path) -> str:
     return digest.hexdigest()
 
 
+# Version stamps the Kubernetes release scripts pass to the linker. Without them the binaries
+# report v0.0.0-master, which clients that parse the server version (Kueue does) reject.
+_STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+
+
+def link_flags(module_dir: str, go_dir: Path = GO_DIR) -> tuple[str, ...]:
+    """``-X`` linker flags of a module's binaries (only the Kubernetes module has any)."""
+    if module_dir != "kube":
+        return ()
+    version = pinned_version("kube", "k8s.io/kubernetes", go_dir)
+    major, minor = version.lstrip("v").split(".")[:2]
+    values = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    return tuple(f"-X {package}.{name}={value}" for package in _STAMPED_PACKAGES
+                 for name, value in values.items())
+
+
 def module_key(module_dir: str, go_dir: Path = GO_DIR) -> str:
     """E.g. ``k8s-v1.36.3_1a2b3c4d5e6f`` for ``kube``; a module without a pin entry is
     named after its directory."""
     pin = next(((label, path) for label, module, path in _PINS if module == module_dir), None)
     label = pin[0] if pin else module_dir
     version = f"-{pinned_version(module_dir, pin[1], go_dir)}" if pin else ""
-    return f"{label}{version}_{source_digest(go_dir / module_dir)[:12]}"
+    digest = source_digest(go_dir / module_dir)
+    flags = link_flags(module_dir, go_dir)
+    if flags:
+        digest = hashlib.sha256((digest + "\0" + " ".join(flags)).encode()).hexdigest()
+    return f"{label}{version}_{digest[:12]}"

@@ -1,0 +1,344 @@
+"""Playing one scenario against the API server with real Kueue running.
+
+Kueue must see the scenario's initial objects all at once, as ``simulate`` applies them
+before its first scheduling cycle; but creating them needs Kueue up (its webhooks default
+and validate, and its job controller turns Jobs into Workloads). So the set-up runs with
+every ClusterQueue on ``stopPolicy: Hold`` (nothing is admitted), then Kueue is stopped,
+the queues get their own stop policy back, and Kueue starts again over the finished
+set-up. Steps then run against the live Kueue, each followed by a wait until it is idle.
+
+A scenario is checked for what the harness cannot express before anything is created, so
+a skipped scenario costs no cluster time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from devcluster.conformance import objects
+from devcluster.conformance.idle import wait_idle
+from devcluster.conformance.kueue_config import scenario_sections
+from devcluster.conformance.kueue_process import KueueProcess
+from devcluster.conformance.objects import KINDS, Request, Unsupported
+from kube import resources
+from kube.blocking import BlockingClient
+from kube.client import ApiError
+from manager.core.config import ConfigError, parse_duration
+from manager.scenario.loader import Scenario
+
+MERGE_PATCH = "application/merge-patch+json"
+PODS_READY_AFTER = "pykueue.dev/pods-ready-after"
+# Longest ``advance`` the harness waits out in real time.
+MAX_ADVANCE_S = 30.0
+JOB_WORKLOAD_DEADLINE_S = 30.0
+
+
+@dataclass
+class Outcome:
+    skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _duration(value: Any) -> float | None:
+    try:
+        return parse_duration(value)
+    except (ConfigError, ValueError, TypeError):
+        return None
+
+
+def _step_objects(step: dict[str, Any]) -> list[dict[str, Any]]:
+    arg = step.get("apply")
+    return list(arg) if isinstance(arg, list) else [arg] if isinstance(arg, dict) else []
+
+
+def unsupported(scenario: Scenario, served: dict[str, str], max_advance_s: float) -> list[str]:
+    """Why the harness cannot run ``scenario`` faithfully (empty: it can)."""
+    reasons = list(scenario_sections(scenario.config)[1])
+    everything = list(scenario.objects) + [o for s in scenario.steps for o in _step_objects(s)]
+    for obj in everything:
+        try:
+            objects.request(obj, served)
+        except Unsupported as exc:
+            reasons.append(str(exc))
+    total_advance = 0.0
+    for step in scenario.steps:
+        if "advance" in step:
+            seconds = _duration(step["advance"])
+            if seconds is None or seconds > max_advance_s:
+                reasons.append(f"advance {step['advance']} (longer than {max_advance_s:.0f}s of real waiting)")
+            else:
+                total_advance += seconds
+    if "waitForPodsReady" in scenario_sections(scenario.config)[0]:
+        for obj in everything:
+            after = ((obj.get("metadata") or {}).get("annotations") or {}).get(PODS_READY_AFTER)
+            if obj.get("kind") != "Workload":
+                if obj.get("kind") in objects.QUEUED_KINDS:
+                    reasons.append(f"pods readiness of a {obj.get('kind')} under waitForPodsReady")
+                continue
+            if after is None or str(after) == "never":
+                continue
+            seconds = _duration(after)
+            # Ready only after the scenario's simulated time is over is the same as never.
+            if seconds is None or 0 < seconds <= total_advance:
+                reasons.append(f"{PODS_READY_AFTER}: {after} (pods getting ready mid-scenario)")
+    return sorted(set(reasons))
+
+
+class ScenarioRun:
+    def __init__(self, client: BlockingClient, kueue: KueueProcess, served: dict[str, str],
+                 max_advance_s: float = MAX_ADVANCE_S) -> None:
+        self.client = client
+        self.kueue = kueue
+        self.served = served
+        self.max_advance_s = max_advance_s
+        self.outcome = Outcome()
+        self._never_ready: set[str] = set()
+        self._pods_ready = False
+        self._last_queued_second = 0.0
+
+    # -- the whole run ---------------------------------------------------------------------
+
+    def run(self, scenario: Scenario) -> Outcome:
+        self.outcome.skipped = unsupported(scenario, self.served, self.max_advance_s)
+        if self.outcome.skipped:
+            return self.outcome
+        sections = scenario_sections(scenario.config)[0]
+        self._pods_ready = "waitForPodsReady" in sections
+        self.kueue.start(scenario.config)
+        held = self._set_up(scenario.objects)
+        self.kueue.stop()
+        for name, policy in held.items():
+            self._patch(resources.CLUSTER_QUEUES.object_path(name), {"spec": {"stopPolicy": policy}})
+        self.kueue.start(scenario.config)
+        self._settle("after set-up")
+        for step in scenario.steps:
+            self._step(step)
+        self.outcome.workloads = self._list(resources.WORKLOADS)
+        return self.outcome
+
+    def _set_up(self, objs: list[dict[str, Any]]) -> dict[str, str]:
+        """Create the initial objects with every queue held; returns queue -> stop policy."""
+        self._ensure_namespaces(objs)
+        held: dict[str, str] = {}
+        for obj, queued in objects.creation_order(objs):
+            req = objects.request(obj, self.served)
+            if req.kind == "ClusterQueue":
+                policy = str(req.body.get("spec", {}).get("stopPolicy") or "None")
+                if policy == "None":
+                    req.body.setdefault("spec", {})["stopPolicy"] = "Hold"
+                    held[req.name] = policy
+            self._create(req, queued)
+        self._wait_job_workloads()
+        return held
+
+    # -- creating ----------------------------------------------------------------------------
+
+    def _ensure_namespaces(self, objs: list[dict[str, Any]]) -> None:
+        for ns in objects.namespaces_of(objs):
+            path = resources.NAMESPACES.object_path(ns)
+            if self.client.get_or_none(path) is None:
+                self.client.request("POST", resources.NAMESPACES.collection_path(),
+                                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            sa = objects.SERVICE_ACCOUNTS.object_path("default", ns)
+            if self.client.get_or_none(sa) is None:
+                # Pods need it, and no controller manager runs to create it.
+                self.client.request("POST", objects.SERVICE_ACCOUNTS.collection_path(ns),
+                                    {"apiVersion": "v1", "kind": "ServiceAccount",
+                                     "metadata": {"name": "default", "namespace": ns}})
+
+    def _create(self, req: Request, queued: bool) -> None:
+        if queued:
+            # Kueue orders equal creation seconds by UID: give each queued object its own second.
+            while time.time() < self._last_queued_second + 1.0:
+                time.sleep(0.02)
+        if req.kind == "Namespace":
+            if self.client.get_or_none(req.ref.object_path(req.name)) is not None:
+                return
+        created = self.client.request("POST", req.ref.collection_path(req.namespace), req.body)
+        if queued:
+            self._last_queued_second = float(int(time.time()))
+        if req.kind == "Workload":
+            after = ((req.body["metadata"].get("annotations") or {}).get(PODS_READY_AFTER))
+            if after is not None and str(after) != "0s":
+                self._never_ready.add(f"{req.namespace}/{req.name}")
+        if req.status is not None:
+            created["status"] = {**(created.get("status") or {}), **copy.deepcopy(req.status)}
+            self.client.request("PUT", req.ref.object_path(req.name, req.namespace, "status"), created)
+
+    def _wait_job_workloads(self) -> None:
+        """Kueue's job controller makes one Workload per Job; wait for all of them."""
+        deadline = time.monotonic() + JOB_WORKLOAD_DEADLINE_S
+        while True:
+            jobs = {j["metadata"]["uid"] for j in self._list(resources.JOBS)}
+            owners = {ref.get("uid") for w in self._list(resources.WORKLOADS)
+                      for ref in (w["metadata"].get("ownerReferences") or ())}
+            if jobs <= owners:
+                return
+            if time.monotonic() > deadline:
+                self.outcome.notes.append(f"{len(jobs - owners)} Job(s) got no Workload from Kueue")
+                return
+            time.sleep(0.1)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _step(self, step: dict[str, Any]) -> None:
+        (kind, arg), = step.items()
+        if kind == "apply":
+            objs = _step_objects(step)
+            self._ensure_namespaces(objs)
+            for obj, queued in objects.creation_order(objs):
+                self._create(objects.request(obj, self.served), queued)
+        elif kind == "advance":
+            seconds = _duration(arg) or 0.0
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                self._emulate()
+                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+        elif kind == "finish":
+            for wl in self._workloads_of(str(arg)):
+                self._set_condition(wl, {"type": "Finished", "status": "True", "reason": "Succeeded",
+                                         "message": "finished by the scenario"})
+        elif kind == "delete":
+            self._delete(arg)
+        elif kind == "failNode":
+            self._fail_node(str(arg))
+        elif kind == "checkState":
+            self._check_state(arg)
+        self._settle(f"after {kind}")
+
+    def _workloads_of(self, ref: str) -> list[dict[str, Any]]:
+        ns, _, name = ref.rpartition("/")
+        ns = ns or "default"
+        wl = self.client.get_or_none(resources.WORKLOADS.object_path(name, ns))
+        if wl is not None:
+            return [wl]
+        job = self.client.get_or_none(resources.JOBS.object_path(name, ns))
+        if job is None:
+            self.outcome.notes.append(f"no workload or job {ref}")
+            return []
+        return [w for w in self._list(resources.WORKLOADS, ns)
+                if any(r.get("uid") == job["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or ())]
+
+    def _delete(self, arg: dict[str, Any]) -> None:
+        kind, name, ns = str(arg.get("kind")), str(arg.get("name")), arg.get("namespace")
+        ref = KINDS[kind]
+        namespace = (ns or "default") if ref.namespaced else None
+        owned = []
+        if kind == "Job":
+            job = self.client.get_or_none(ref.object_path(name, namespace))
+            if job is not None:
+                owned = [w for w in self._list(resources.WORKLOADS, namespace)
+                         if any(r.get("uid") == job["metadata"]["uid"]
+                                for r in w["metadata"].get("ownerReferences") or ())]
+        self.client.request("DELETE", ref.object_path(name, namespace),
+                            {"propagationPolicy": "Background", "gracePeriodSeconds": 0})
+        # No garbage collector runs here: remove what it would remove.
+        for wl in owned:
+            self._delete_quietly(resources.WORKLOADS.object_path(wl["metadata"]["name"], namespace))
+
+    def _fail_node(self, name: str) -> None:
+        """The node is lost as if deleted, with the pods bound to it."""
+        for pod in self._list(resources.PODS):
+            if (pod.get("spec") or {}).get("nodeName") == name:
+                meta = pod["metadata"]
+                self._delete_quietly(resources.PODS.object_path(meta["name"], meta["namespace"]))
+        self._delete_quietly(resources.NODES.object_path(name))
+
+    def _check_state(self, arg: dict[str, Any]) -> None:
+        for wl in self._workloads_of(str(arg["workload"])):
+            path = resources.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"], "status")
+            for _ in range(10):
+                checks = (wl.get("status") or {}).get("admissionChecks") or []
+                entry = next((c for c in checks if c.get("name") == arg["check"]), None)
+                if entry is None:
+                    self.outcome.notes.append(f"checkState: {wl['metadata']['name']} has no check {arg['check']}")
+                    return
+                entry["state"] = str(arg["state"])
+                entry["message"] = "set by the scenario"
+                entry["lastTransitionTime"] = _now()
+                try:
+                    self.client.request("PUT", path, wl)
+                    return
+                except ApiError as exc:
+                    if not exc.conflict:
+                        raise
+                    wl = self.client.get(path)
+
+    # -- Kueue's surroundings ---------------------------------------------------------------
+
+    def _settle(self, when: str) -> None:
+        if not wait_idle(self.client, self._emulate):
+            self.outcome.notes.append(f"Kueue was still busy {when}")
+
+    def _emulate(self) -> bool:
+        """What kubelets would report: pods of admitted workloads become ready."""
+        if not self._pods_ready:
+            return False
+        wrote = False
+        for wl in self._list(resources.WORKLOADS):
+            key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
+            conditions = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or ()}
+            admitted = conditions.get("Admitted", {}).get("status") == "True"
+            ready = conditions.get("PodsReady", {}).get("status") == "True"
+            if admitted and not ready and key not in self._never_ready:
+                wrote |= self._set_condition(wl, {"type": "PodsReady", "status": "True", "reason": "PodsReady",
+                                                  "message": "pods ready (scenario)"})
+        return wrote
+
+    def _set_condition(self, wl: dict[str, Any], condition: dict[str, Any]) -> bool:
+        meta = wl["metadata"]
+        path = resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status")
+        for _ in range(10):
+            status = wl.setdefault("status", {})
+            kept = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
+            status["conditions"] = [*kept, {**condition, "lastTransitionTime": _now()}]
+            try:
+                self.client.request("PUT", path, wl)
+                return True
+            except ApiError as exc:
+                if exc.not_found:
+                    return False
+                if not exc.conflict:
+                    raise
+                wl = self.client.get(path)
+        return False
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _list(self, ref: resources.ResourceRef, namespace: str | None = None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.client.get(ref.collection_path(namespace)).get("items") or []
+        return items
+
+    def _patch(self, path: str, body: dict[str, Any]) -> None:
+        self.client.request("PATCH", path, body, content_type=MERGE_PATCH)
+
+    def _delete_quietly(self, path: str) -> None:
+        try:
+            self.client.request("DELETE", path, {"propagationPolicy": "Background", "gracePeriodSeconds": 0})
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def reset(client: BlockingClient) -> None:
+    """Delete every scenario object (Kueue stopped: finalizers are lifted by hand)."""
+    for kind in objects.RESET_ORDER:
+        ref = KINDS[kind]
+        for item in client.get(ref.collection_path()).get("items") or ():
+            meta = item["metadata"]
+            path = ref.object_path(meta["name"], meta.get("namespace"))
+            try:
+                if meta.get("finalizers"):
+                    client.request("PATCH", path, {"metadata": {"finalizers": None}}, content_type=MERGE_PATCH)
+                client.request("DELETE", path, {"propagationPolicy": "Background", "gracePeriodSeconds": 0})
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise

@@ -1,0 +1,140 @@
+"""``pykueue dev conformance``: each scenario file through real Kueue and through ``simulate``.
+
+One private control plane and one Kueue binary serve the whole run; between scenarios
+Kueue is stopped and every scenario object deleted, which takes well under a second where
+a fresh etcd and API server take several. Output: one line per scenario (agree, differ
+with each difference, or skipped with why) and, last, one JSON line with the totals.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devcluster import kueue_build
+from devcluster.build import binary_paths, build, missing_binaries
+from devcluster.conformance import compare, kueue_install
+from devcluster.conformance.control_plane import ControlPlane
+from devcluster.conformance.driver import MAX_ADVANCE_S, ScenarioRun, reset
+from devcluster.conformance.kueue_process import KueueProcess
+from manager.scenario.loader import Scenario, ScenarioError, load
+from manager.simulate import simulate
+
+Report = Callable[[str], None]
+_NEEDED = ("etcd", "kube-apiserver")
+
+
+@dataclass
+class Verdict:
+    path: str
+    result: str  # agree | differ | skipped
+    details: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        text = f"{self.path}: {self.result}"
+        if self.details:
+            text += ": " + "; ".join(self.details)
+        if self.notes:
+            text += f" (notes: {'; '.join(self.notes)})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.path, "result": self.result, "details": self.details, "notes": self.notes,
+                "seconds": round(self.seconds, 1)}
+
+
+def load_inputs(paths: list[str]) -> list[tuple[str, Scenario, dict[str, Any]]]:
+    """Every file parsed and simulated up front, so bad input fails before any start-up."""
+    out = []
+    for path in paths:
+        scenario = load([path])
+        out.append((path, scenario, simulate([path])))
+    return out
+
+
+def summary(verdicts: list[Verdict], version: str) -> dict[str, Any]:
+    return {"scenarios": len(verdicts), "agree": sum(v.result == "agree" for v in verdicts),
+            "kueue_version": version,
+            "differences": {v.path: v.details for v in verdicts if v.result == "differ"},
+            "skipped": {v.path: v.details for v in verdicts if v.result == "skipped"}}
+
+
+def judge(path: str, outcome_workloads: list[dict[str, Any]], ours: dict[str, Any]) -> Verdict:
+    theirs = compare.kueue_views(outcome_workloads, ours.get("workloads") or {})
+    diffs = compare.differences(theirs, ours.get("workloads") or {})
+    return Verdict(path, "differ" if diffs else "agree", diffs)
+
+
+def run(paths: list[str], version: str | None, *, as_json: bool = False, max_advance_s: float = MAX_ADVANCE_S,
+        report: Report = print) -> dict[str, Any]:
+    inputs = load_inputs(paths)
+    version = kueue_build.check_version(version) if version else kueue_build.pinned()
+    kueue_binary = kueue_build.binary(kueue_build.MANAGER, version, report=report)
+    source = kueue_build.source_dir(version, report=report)
+    missing = [name for name in _NEEDED if name in missing_binaries()]
+    if missing:
+        build(only=tuple(missing), report=report)
+    verdicts: list[Verdict] = []
+    with tempfile.TemporaryDirectory(prefix="pykueue-conformance-") as tmp:
+        plane = ControlPlane(binary_paths(), Path(tmp) / "control-plane")
+        started = time.monotonic()
+        kueue: KueueProcess | None = None
+        try:
+            plane.start()
+            kueue = KueueProcess(kueue_binary, plane.kubeconfig, Path(tmp) / "kueue", plane.client)
+            kueue_install.install(plane.client, source, kueue.listeners.webhook_port)
+            served = kueue_install.served_versions(plane.client)
+            report(f"control plane and Kueue {version} CRDs ready in {time.monotonic() - started:.1f}s")
+            for path, scenario, ours in inputs:
+                verdict = _one(plane, kueue, served, path, scenario, ours, max_advance_s)
+                verdicts.append(verdict)
+                print(json.dumps(verdict.to_json()) if as_json else verdict.line(), flush=True)
+        finally:
+            if kueue is not None:
+                kueue.stop()
+            plane.stop()
+    return summary(verdicts, version)
+
+
+def _one(plane: ControlPlane, kueue: KueueProcess, served: dict[str, str], path: str, scenario: Scenario,
+         ours: dict[str, Any], max_advance_s: float) -> Verdict:
+    started = time.monotonic()
+    kueue.stop()
+    reset(plane.client)
+    runner = ScenarioRun(plane.client, kueue, served, max_advance_s)
+    try:
+        outcome = runner.run(scenario)
+    except Exception as exc:  # noqa: BLE001 - one broken scenario must not end the run
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        verdict = Verdict(path, "differ", [f"harness error: {first}"])
+    else:
+        if outcome.skipped:
+            verdict = Verdict(path, "skipped", outcome.skipped)
+        else:
+            verdict = judge(path, outcome.workloads, ours)
+        verdict.notes = outcome.notes
+    finally:
+        kueue.stop()
+    verdict.seconds = time.monotonic() - started
+    return verdict
+
+
+def main(paths: list[str], version: str | None, as_json: bool) -> int:
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        result = run(paths, version, as_json=as_json, report=progress)
+    except ScenarioError as exc:
+        print(f"pykueue dev conformance: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0

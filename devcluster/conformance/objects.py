@@ -1,0 +1,175 @@
+"""Scenario objects as API requests: which resource, what to create, what to write as status.
+
+Pure: no I/O. The API server ignores a client's creationTimestamp, status on create and
+metadata it owns, so an object is split into the body to create and the status to write
+afterwards through the status subresource. Creation timestamps have one-second precision
+and equal ones are ordered by UID (random) in Kueue's queues, so the harness creates the
+objects that queue (Workloads and jobs) in the order of their effective timestamps (the
+file's value, or file order as ``simulate`` assumes) one second apart.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from api import keys
+from api.conversion import ConversionError, convert
+from kube import resources
+from kube.resources import ResourceRef
+
+SCENARIO_START = datetime.fromisoformat("2026-01-01T00:00:00+00:00").timestamp()
+# Kinds that enter queues: their relative creation times decide FIFO order.
+QUEUED_KINDS = ("Workload", "Job")
+_SERVER_OWNED = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation",
+                 "selfLink", "deletionTimestamp")
+
+SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", True, "ServiceAccount")
+KINDS: dict[str, ResourceRef] = {ref.kind: ref for ref in (
+    resources.WORKLOADS, resources.LOCAL_QUEUES, resources.CLUSTER_QUEUES, resources.RESOURCE_FLAVORS,
+    resources.COHORTS, resources.ADMISSION_CHECKS, resources.TOPOLOGIES,
+    resources.WORKLOAD_PRIORITY_CLASSES, resources.NODES, resources.PODS, resources.NAMESPACES,
+    resources.JOBS)}
+# Deleted in this order between scenarios: dependants before what they depend on.
+RESET_ORDER = ("Job", "Workload", "Pod", "LocalQueue", "ClusterQueue", "Cohort", "AdmissionCheck",
+               "ResourceFlavor", "Topology", "WorkloadPriorityClass", "Node")
+
+
+class Unsupported(ValueError):
+    """An object the harness cannot create faithfully through the API."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One object to create: where, the body, and the status to write after it."""
+
+    ref: ResourceRef
+    body: dict[str, Any]
+    status: dict[str, Any] | None
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str | None:
+        return str(self.body["metadata"]["namespace"]) if self.ref.namespaced else None
+
+    @property
+    def kind(self) -> str:
+        return self.ref.kind
+
+
+def _version_for(obj: dict[str, Any], served: dict[str, str]) -> dict[str, Any]:
+    """The object in the version the cluster serves for its kind (Kueue kinds only)."""
+    api_version = str(obj.get("apiVersion") or "")
+    if not api_version.startswith(f"{keys.GROUP}/"):
+        return obj
+    want = served.get(str(obj.get("kind")), api_version.split("/", 1)[1])
+    if api_version == f"{keys.GROUP}/{want}":
+        return obj
+    try:
+        return convert(obj, f"{keys.GROUP}/{want}")
+    except ConversionError as exc:
+        raise Unsupported(str(exc)) from exc
+
+
+def _ref(kind: str, version: str) -> ResourceRef:
+    base = KINDS[kind]
+    return ResourceRef(base.group, version, base.plural, base.namespaced, base.kind)
+
+
+def _node_status(status: dict[str, Any] | None) -> dict[str, Any]:
+    """A node is schedulable for Kueue's TAS when Ready; capacity stands in for allocatable."""
+    out = copy.deepcopy(status or {})
+    if "allocatable" not in out and "capacity" in out:
+        out["allocatable"] = copy.deepcopy(out["capacity"])
+    if "capacity" not in out and "allocatable" in out:
+        out["capacity"] = copy.deepcopy(out["allocatable"])
+    conditions = out.setdefault("conditions", [])
+    if not any(c.get("type") == "Ready" for c in conditions):
+        conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                           "message": "ready (scenario)"})
+    return out
+
+
+def _admission_check_status(status: dict[str, Any] | None) -> dict[str, Any]:
+    """Without a status the check's controller is taken to run: Active, as ``simulate`` does."""
+    out = copy.deepcopy(status or {})
+    conditions = out.setdefault("conditions", [])
+    if not any(c.get("type") == "Active" for c in conditions):
+        conditions.append({"type": "Active", "status": "True", "reason": "Active",
+                           "message": "active (scenario)"})
+    return out
+
+
+def _has_transition_times(status: dict[str, Any]) -> dict[str, Any]:
+    """Conditions need a lastTransitionTime and a reason for the API server's validation."""
+    for condition in status.get("conditions") or ():
+        condition.setdefault("lastTransitionTime", "2026-01-01T00:00:00Z")
+        condition.setdefault("reason", condition.get("type", "Scenario"))
+        condition.setdefault("message", "")
+    return status
+
+
+def request(obj: dict[str, Any], served: dict[str, str]) -> Request:
+    """The create request for a scenario object; raises Unsupported for kinds it cannot do."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        raise Unsupported("an object without metadata")
+    kind = str(obj.get("kind"))
+    if kind not in KINDS:
+        raise Unsupported(f"{obj.get('apiVersion')} {kind} (no controller for it in the harness)")
+    meta = obj["metadata"]
+    if not meta.get("name"):
+        raise Unsupported(f"{kind} without a fixed name (generateName)")
+    obj = _version_for(obj, served)
+    body = {k: copy.deepcopy(v) for k, v in obj.items() if k != "status"}
+    body["metadata"] = {k: v for k, v in body["metadata"].items() if k not in _SERVER_OWNED}
+    ref = _ref(kind, str(obj["apiVersion"]).rsplit("/", 1)[-1])
+    if ref.namespaced:
+        body["metadata"]["namespace"] = meta.get("namespace") or "default"
+    status = obj.get("status")
+    out_status: dict[str, Any] | None
+    if kind == "Node":
+        out_status = _node_status(status)
+    elif kind == "AdmissionCheck":
+        out_status = _has_transition_times(_admission_check_status(status))
+    elif kind in ("Workload", "Pod") and status:
+        out_status = _has_transition_times(copy.deepcopy(status))
+    else:
+        out_status = None
+    return Request(ref, body, out_status)
+
+
+def creation_order(objects: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool]]:
+    """Objects in the order to create them, each with whether it must get a later creation
+    second than the queued object before it: everything else in file order first, then the
+    queued kinds by effective timestamp (ties keep file order)."""
+    others = [o for o in objects if o.get("kind") not in QUEUED_KINDS]
+    queued = [o for o in objects if o.get("kind") in QUEUED_KINDS]
+
+    def effective(indexed: tuple[int, dict[str, Any]]) -> tuple[float, int]:
+        index, obj = indexed
+        stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+        if stamp:
+            return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp(), index
+        return SCENARIO_START + (index + 1) * 1e-6, index
+
+    ordered = [o for _, o in sorted(enumerate(queued), key=effective)]
+    return [(o, False) for o in others] + [(o, True) for o in ordered]
+
+
+def namespaces_of(objects: list[dict[str, Any]]) -> list[str]:
+    """Namespaces the objects live in, in first-use order."""
+    seen: list[str] = []
+    for obj in objects:
+        kind = str(obj.get("kind"))
+        ref = KINDS.get(kind)
+        if ref is None or not ref.namespaced:
+            continue
+        ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+        if ns not in seen:
+            seen.append(ns)
+    return seen
