@@ -68,6 +68,10 @@ class CoreConfig:
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.
     equivalence_hashing: bool = True
+    # Kueue frees an evicted workload's quota only once its job reports no active pods
+    # (the job reconciler calls ``QueueingCore.job_stopped``); until then it still counts.
+    # The manager runtime sets this; simulate has no pods, so its jobs stop at once.
+    hold_quota_until_stopped: bool = False
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:

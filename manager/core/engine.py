@@ -3,7 +3,8 @@
 :class:`QueueingCore` is what the runtime (and ``pykueue simulate``) drives:
 
 * object events: :meth:`apply` (create or update from a plain object dict), :meth:`delete`;
-* workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`;
+* workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`,
+  :meth:`job_stopped` (an evicted workload's job has no active pods left);
 * time: :meth:`next_deadline` and :meth:`fire_timers` (backoff expiries, PodsReady timeouts);
 * scheduling: :meth:`next_cycle` pops the heads and returns a :class:`CycleResult` of
   decision values computed on a snapshot; :meth:`apply_cycle` applies them (reserving
@@ -53,7 +54,7 @@ from .quota import QuotaNode, Usage, compute_subtree
 from .reasons import ROUTING, Pending, PendingReason, Preemption
 from .resources import transform_requests
 from .snapshot import Snapshot
-from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
 _BACKOFF = "backoff"
 _PODS_READY = "podsReady"
@@ -98,6 +99,8 @@ class QueueingCore:
         # Workloads whose quota was released since the last take_released; None: untracked
         # (only a caller that orders its writes by it, the manager, asks for them).
         self.released: set[str] | None = None
+        # Workloads that started stopping (evicted, quota held) since the last take_stopping.
+        self.stopping: set[str] = set()
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
@@ -213,6 +216,9 @@ class QueueingCore:
         if old is not None:
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
+            if old.stopping is not None:
+                self._follow_active_while_stopping(old, wl.active)
+                return old
             if not wl.active:
                 old.deactivation_unwritten = False  # it is stored now
             flipped = old.deactivated != (not wl.active)
@@ -245,14 +251,18 @@ class QueueingCore:
         admission = status.get("admission")
         if admission and (true("QuotaReserved") or true("Admitted")):
             self._ensure()
+            evicted = str((conds.get("Evicted") or {}).get("reason") or "Evicted") \
+                if true("Evicted") else None
             self._take_admitted(rec, admission, status, admitted=true("Admitted"),
-                                pods_ready=true("PodsReady"))
+                                pods_ready=true("PodsReady"), evicted=evicted)
             return rec
         self._route(rec)
         return rec
 
     def _take_admitted(self, rec: WorkloadRecord, admission: dict[str, Any], status: dict[str, Any],
-                       admitted: bool, pods_ready: bool) -> None:
+                       admitted: bool, pods_ready: bool, evicted: str | None = None) -> None:
+        """``evicted``: the reason of an Evicted condition still True beside the reservation
+        (read mid-eviction: its job has not stopped yet)."""
         cq_name = admission.get("clusterQueue") or ""
         by_name = {ps.name: ps for ps in rec.wl.podsets}
         podsets: list[PodSetAssignment] = []
@@ -303,6 +313,9 @@ class QueueingCore:
             self.usage.add_all(node, total)
         if self.tas is not None:
             self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
+        if evicted is not None:
+            self._evict(rec, evicted, requeue_now=True)
+            return
         # Kueue drains a stopped queue also of what was admitted before it was read.
         self._drain_if_stopped(rec)
 
@@ -485,6 +498,7 @@ class QueueingCore:
 
     def _release(self, rec: WorkloadRecord) -> None:
         self.changed.add(rec.key)
+        rec.stopping = None
         if self.released is not None:
             self.released.add(rec.key)
         if self.tas is not None:
@@ -521,23 +535,66 @@ class QueueingCore:
 
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
                backoff: float | None = None, deactivate: bool = False) -> None:
-        self._release(rec)
+        """Evict a workload holding quota. With ``hold_quota_until_stopped`` it keeps its
+        quota (Evicted while QuotaReserved) until :meth:`job_stopped`; a second eviction
+        meanwhile changes nothing but may turn it into a deactivation."""
+        if rec.stopping is not None:
+            if deactivate:
+                rec.stopping = replace(rec.stopping, deactivated_by=reason)
+            return
+        self.changed.add(rec.key)
         rec.generation += 1
         rec.evictions.append(reason)
+        # A backoff runs from the eviction, however long the job takes to stop.
+        backoff_until = None if backoff is None or backoff <= 0 or requeue_now else self.now + backoff
+        stop = Stopping(reason, backoff_until, reason if deactivate else None)
+        if self.config.hold_quota_until_stopped:
+            rec.stopping = stop
+            self.stopping.add(rec.key)
+            return
+        self._complete_eviction(rec, stop)
+
+    def job_stopped(self, key: str) -> bool:
+        """The job of an evicted workload has no active pods left: release its quota and
+        requeue (or deactivate) it. False if it was not waiting for that."""
+        rec = self.workloads.get(key)
+        if rec is None or rec.stopping is None:
+            return False
+        self._complete_eviction(rec, rec.stopping)
+        return True
+
+    def take_stopping(self) -> set[str]:
+        """Keys of workloads that started waiting for their job to stop since the last call."""
+        out, self.stopping = self.stopping, set()
+        return {k for k in out if (r := self.workloads.get(k)) is not None and r.stopping is not None}
+
+    def _follow_active_while_stopping(self, rec: WorkloadRecord, active: bool) -> None:
+        """``spec.active`` flipped by the user while the job stops: end the eviction
+        deactivated or not, as the last word says (a deactivation of our own stands)."""
+        assert rec.stopping is not None
+        by = rec.stopping.deactivated_by
+        if by is None or by == "InactiveWorkload":
+            rec.stopping = replace(rec.stopping, deactivated_by=None if active else "InactiveWorkload")
+
+    def _complete_eviction(self, rec: WorkloadRecord, stop: Stopping) -> None:
+        self._release(rec)
+        rec.generation += 1
         rec.checks = {name: "Pending" for name in rec.checks}
-        if deactivate:
+        reason = stop.reason
+        if stop.deactivated_by is not None:
             rec.deactivated = True
-            rec.deactivation_unwritten = reason != "InactiveWorkload"  # not the user's own doing
+            # not the user's own doing: spec.active is still to be written
+            rec.deactivation_unwritten = stop.deactivated_by != "InactiveWorkload"
             rec.requeue_at = None
-            rec.pending = PendingReason(Pending.DEACTIVATED, detail=reason)
+            rec.pending = PendingReason(Pending.DEACTIVATED, detail=stop.deactivated_by)
             if rec.cluster_queue in self.queues:
                 self.queues[rec.cluster_queue].remove(rec.key)
             return
         if reason in ("PodsReadyTimeout", "AdmissionCheck") and \
                 self.config.requeuing.timestamp == "Eviction":
             rec.queue_ts = self.now
-        if backoff is not None and backoff > 0 and not requeue_now:
-            rec.requeue_at = self.now + backoff
+        if stop.backoff_until is not None and stop.backoff_until > self.now:
+            rec.requeue_at = stop.backoff_until
             rec.pending = PendingReason(Pending.REQUEUE_BACKOFF, detail=reason)
             self._timer(rec.requeue_at, _BACKOFF, rec)
             return
@@ -578,7 +635,7 @@ class QueueingCore:
         cq = self.cq_defs.get(rec.cluster_queue or "")
         if cq is None or all(r.name != check for r in cq.checks):
             return False
-        if not rec.holds_quota or check not in rec.checks:
+        if not rec.holds_quota or rec.stopping is not None or check not in rec.checks:
             return True  # check controllers only act on workloads holding quota
         rec.checks[check] = state
         self.changed.add(key)
@@ -704,6 +761,8 @@ class QueueingCore:
             if rec is None:
                 self.tas.release(key)
                 continue
+            if rec.stopping is not None:
+                continue  # its pods are going: nothing to place or replace
             outcome, _ = self.tas.second_pass(rec, self.cq_defs, self.flavors)
             if outcome:
                 self.changed.add(key)
@@ -735,7 +794,7 @@ class QueueingCore:
     def evict(self, key: str, reason: str) -> bool:
         """Evict a workload holding quota and requeue it now (e.g. NodeFailures)."""
         rec = self.workloads.get(key)
-        if rec is None or not rec.holds_quota:
+        if rec is None or not rec.holds_quota or rec.stopping is not None:
             return False
         self._evict(rec, reason, requeue_now=True)
         return True
@@ -765,7 +824,9 @@ class QueueingCore:
                 rec.preempting = True
                 for target in d.targets:
                     victim = self.workloads.get(target)
-                    if victim is not None and victim.holds_quota:
+                    # A victim already stopping counts as preempted, as Kueue's does: the
+                    # preemptor waits for its quota and nothing is evicted twice.
+                    if victim is not None and victim.holds_quota and victim.stopping is None:
                         reason = d.target_reasons.get(target, "InClusterQueue")
                         self.preempted_reasons[target] = reason
                         victim.preemption_reasons.append(reason)

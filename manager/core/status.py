@@ -39,6 +39,11 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     else:  # adopted from the API without its preemptor
         message = f"Preempted to accommodate a workload due to {PREEMPTION_WORDING.get(why, why)}"
     out: list[dict[str, Any]] = []
+    if rec.stopping is not None:  # its job is stopping: quota still held, not requeued yet
+        out.append(_condition(WorkloadCondition.EVICTED, True, last, message, now))
+        if preempted:
+            out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
+        return out
     if rec.holds_quota:
         out.append(_condition(WorkloadCondition.EVICTED, False, Reason.QUOTA_RESERVED,
                               f"Previously: {message}", now))

@@ -100,13 +100,15 @@ def policy_args(policy: str, priority: int, timestamp: float) -> PolicyArgs:
     return ()
 
 
-VictimOrder = tuple[bool, int, float, int, str]
+VictimOrder = tuple[bool, bool, int, float, int, str]
 
 
 def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> VictimOrder:
-    """Kueue's candidate order: other ClusterQueues first, lower priority, most recent
-    reservation, uid (shared with fair-sharing preemption)."""
-    return (cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0), -rec.reserved_seq, rec.wl.uid)
+    """Kueue's candidate order: already evicted (still stopping) first, then other
+    ClusterQueues, lower priority, most recent reservation, uid (shared with fair-sharing
+    preemption)."""
+    return (rec.stopping is None, cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0),
+            -rec.reserved_seq, rec.wl.uid)
 
 
 def _policy(cq: ClusterQueueDef, name: str) -> str:

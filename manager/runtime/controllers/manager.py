@@ -106,7 +106,8 @@ class QueueManager:
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
-        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S),
+        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
+                                         hold_quota_until_stopped=True),
                                  now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
@@ -302,7 +303,7 @@ class QueueManager:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
             changed = self.core.take_changes()
             self.release_order.released(self.core.take_released())
-            self.release_order.admitted({k for k in changed if self.core.workloads[k].holds_quota})
+            self.release_order.admitted({k for k in changed if self._takes_quota(k)})
             changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
             if changed:
                 self._queues_dirty.set()
@@ -312,6 +313,12 @@ class QueueManager:
             if idle:
                 return
             await asyncio.sleep(0)
+
+    def _takes_quota(self, key: str) -> bool:
+        """Holds quota it did not hold before its last write might have (an eviction in
+        progress still holds what it had)."""
+        rec = self.core.workloads[key]
+        return rec.holds_quota and rec.stopping is None
 
     def _request_budget_low(self) -> bool:
         """Optional writes (pending notices, queue counts) wait while this holds."""
@@ -335,6 +342,7 @@ class QueueManager:
             started = time.perf_counter()
             result = self.core.next_cycle()
             progress = self.core.apply_cycle(result)
+            self.jobs.stop_evicted()
             if result.decisions:
                 admitted = any(d.outcome == Outcome.ADMIT for d in result.decisions)
                 self.metrics.admission_attempt(admitted, time.perf_counter() - started)
@@ -365,7 +373,7 @@ class QueueManager:
         it may take (see ``ReleaseOrder``); returns seconds after which to look again (a
         deferred pending-message update), or None."""
         rec = self.core.workloads.get(key)
-        if rec is not None and rec.holds_quota and not self.release_order.may_write(key):
+        if rec is not None and self._takes_quota(key) and not self.release_order.may_write(key):
             # Held: written once those releases are; looked at again when the wait runs out.
             if self._release_wait is None:
                 loop = asyncio.get_running_loop()

@@ -86,18 +86,26 @@ def _manager_run(scenario: Scenario) -> QueueManager:
                     entry["state"] = state
             manager._core_handler(EventType.MODIFIED, changed, written)
 
+    def settle() -> None:
+        """Cycle until idle; the jobs of evicted workloads stop at once (no pods here)."""
+        manager.core.run_until_idle()
+        while stopping := manager.core.take_stopping():
+            for key in sorted(stopping):
+                manager.core.job_stopped(key)
+            manager.core.run_until_idle()
+
     for obj in scenario.objects:
         feed(obj)
     manager.tas.mark_synced()  # lead(): informers synced
     manager.core.requeue_inadmissible()
-    manager.core.run_until_idle()
+    settle()
     for step in scenario.steps:
         (kind, arg), = step.items()
         if kind == "failNode":
             feed(nodes[str(arg)], EventType.DELETED)
         elif kind == "checkState":
             check_controller(str(arg["workload"]), str(arg["check"]), str(arg["state"]))
-        manager.core.run_until_idle()
+        settle()
     return manager
 
 
