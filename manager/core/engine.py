@@ -423,14 +423,24 @@ class QueueingCore:
             self._drain_if_stopped(rec)
 
     def _drain_if_stopped(self, rec: WorkloadRecord) -> None:
-        """Evict a quota holder of a stopped queue: HoldAndDrain always, Hold before admission."""
+        """A quota holder of a stopped queue, as Kueue's workload controller treats it (the
+        LocalQueue first): an admitted workload is evicted under HoldAndDrain and keeps
+        running under Hold; one still waiting for its checks loses the reservation under
+        either, without an eviction (Kueue unsets it: nothing ran, nothing to stop)."""
         if not rec.holds_quota:
             return
         cq = self.cq_defs.get(rec.cluster_queue or "")
         lq = self.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
-        for policy, reason in ((cq.stop_policy if cq else "None", "ClusterQueueStopped"),
-                               (lq.stop_policy if lq else "None", "LocalQueueStopped")):
-            if policy == "HoldAndDrain" or (policy == "Hold" and rec.status == QUOTA_RESERVED):
+        for policy, reason in ((lq.stop_policy if lq else "None", keys.Reason.LOCAL_QUEUE_STOPPED),
+                               (cq.stop_policy if cq else "None", keys.Reason.CLUSTER_QUEUE_STOPPED)):
+            if policy == "None":
+                continue
+            if rec.status == QUOTA_RESERVED:
+                self._release(rec)
+                rec.generation += 1
+                self._route(rec)
+                return
+            if policy == "HoldAndDrain":
                 self._evict(rec, reason, requeue_now=True)
                 return
 

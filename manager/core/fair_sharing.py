@@ -11,7 +11,10 @@ such nodes the unweighted ratio decides: :class:`Share` encodes that as a sortab
   next head is picked again, because admitting changes the shares. In each cohort the
   winners of the child cohorts and the heads of the child ClusterQueues meet, and the
   one whose share *after admission* at that level (the share of the cohort's child on
-  its path) is lowest wins, then higher priority, then earlier queue order.
+  its path) is lowest wins; before the share, a child that with its candidate admitted
+  does not borrow on any flavor-resource the candidate requests goes first (Kueue's
+  FairSharingPrioritizeNonBorrowing, on by default); after it, higher priority, then
+  earlier queue order.
 * Preemption (:class:`FairSharingPreemption`): candidates are the preemptor's own queue
   (``withinClusterQueue``) and every borrowing queue of the tree (``reclaimWithinCohort``);
   the preemptor's request is counted in the shares while searching. The target queue is
@@ -182,7 +185,7 @@ def tournament(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterat
         yield entries[winner]
 
 
-_Key = tuple[bool, Share, int, float, str]
+_Key = tuple[bool, bool, Share, int, float, str]
 _Slot = tuple[_Key, int, int, int]  # key, version, id(child), entry index
 
 
@@ -250,11 +253,13 @@ class _Tree:
         self.versions[id(child)] = version
         index = self._candidate(child)
         if index is not None:
-            key = _key(self.entries[index], self._value(index, parent))
+            borrows, share = self._value(index, parent)
+            key = _key(self.entries[index], borrows, share)
             heapq.heappush(self.heaps[id(parent)], (key, version, id(child), index))
 
-    def _value(self, index: int, cohort: QuotaNode) -> Share:
-        """The share, with the entry admitted, of the child of ``cohort`` on the entry's path."""
+    def _value(self, index: int, cohort: QuotaNode) -> tuple[bool, Share]:
+        """For the child of ``cohort`` on the entry's path, with the entry admitted: whether
+        it borrows on a flavor-resource the entry requests, and its share."""
         cq = self.cq_of[index]
         a = self.entries[index].assignment
         assert a is not None
@@ -264,7 +269,7 @@ class _Tree:
         while n.parent is not cohort:
             assert n.parent is not None
             n = n.parent
-        return self.shares.share(n, view)
+        return borrows_on(n, view, a.usage), self.shares.share(n, view)
 
     def pop_winner(self) -> int:
         if self.dirty is not None:
@@ -281,9 +286,20 @@ class _Tree:
         return winner
 
 
-def _key(e: Entry, value: Share) -> _Key:
-    """Order at one cohort: a preemptor waiting for its victims, lower share, higher priority, queue order."""
-    return (not e.preempting, value, -e.priority, e.timestamp, e.workload.key)
+def borrows_on(node: QuotaNode, usage: Usage, requested: Mapping[FR, int]) -> bool:
+    """Whether ``node`` uses more than its subtree quota of a flavor-resource in ``requested``.
+
+    Borrowing on a flavor the entry does not ask for does not count: a subtree that borrows
+    spot should not lose its turn for an on-demand request it covers itself."""
+    return any(amount > 0 and fr in node.subtree and usage.get(node, fr) > node.subtree[fr]
+               for fr, amount in requested.items())
+
+
+def _key(e: Entry, borrows: bool, share: Share) -> _Key:
+    """Order at one cohort: a preemptor waiting for its victims, not borrowing on what it
+    requests, lower share, higher priority, queue order; the workload key only breaks exact
+    ties (Kueue leaves those to map order)."""
+    return (not e.preempting, borrows, share, -e.priority, e.timestamp, e.workload.key)
 
 
 # -- preemption ----------------------------------------------------------------------------

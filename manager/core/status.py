@@ -14,7 +14,7 @@ from api.keys import Reason, WorkloadCondition
 from api.quantity import resource_quantity
 
 from .objects import format_time
-from .reasons import PREEMPTION_WORDING
+from .reasons import PREEMPTION_WORDING, Pending
 from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
 
 
@@ -23,16 +23,40 @@ def _condition(kind: str, status: bool, reason: str, message: str, now: float) -
             "message": message, "lastTransitionTime": format_time(now)}
 
 
-def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
-    """Evicted (and, after a preemption, Preempted and Requeued) for the latest eviction.
+# Kueue's messages for the evictions of a stopped queue, and whether the workload, pending
+# since, still waits for that queue to run again (its Requeued condition False until then).
+_STOPPED = {
+    Reason.CLUSTER_QUEUE_STOPPED: ("The ClusterQueue is stopped", Reason.CLUSTER_QUEUE_RESTARTED,
+                                   "The ClusterQueue was restarted after being stopped"),
+    Reason.LOCAL_QUEUE_STOPPED: ("The LocalQueue is stopped", Reason.LOCAL_QUEUE_RESTARTED,
+                                 "The LocalQueue was restarted after being stopped"),
+}
 
-    While the workload waits they are True; once it reserves quota again Kueue flips them
+
+def _still_stopped(rec: WorkloadRecord, reason: str) -> bool:
+    p = rec.pending
+    if p is None:
+        return False
+    if reason == Reason.LOCAL_QUEUE_STOPPED:
+        return p.kind is Pending.LOCAL_QUEUE_STOPPED
+    return p.kind is Pending.CLUSTER_QUEUE_INACTIVE and p.detail == "Stopped"
+
+
+def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
+    """Evicted (and, after a preemption, Preempted and Requeued; after a stopped queue's
+    drain, Requeued) for the latest eviction.
+
+    While the workload waits they are True (a drained workload's Requeued is False until
+    its queue runs again); once it reserves quota again Kueue flips Evicted and Preempted
     to False with reason QuotaReserved and the old message after "Previously: ".
     """
     last = rec.evictions[-1]
     preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
     why = rec.preemption_reasons[-1] if preempted else ""
-    if not preempted:
+    stopped = _STOPPED.get(last)
+    if stopped is not None:
+        message = stopped[0]
+    elif not preempted:
         message = f"Evicted: {last}"
     elif rec.preemption is not None:
         message = rec.preemption.message()
@@ -54,6 +78,11 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     if rec.status != PENDING:
         return out
     out.append(_condition(WorkloadCondition.EVICTED, True, last, message, now))
+    if stopped is not None:
+        if _still_stopped(rec, last):
+            out.append(_condition(WorkloadCondition.REQUEUED, False, last, message, now))
+        else:
+            out.append(_condition(WorkloadCondition.REQUEUED, True, stopped[1], stopped[2], now))
     if preempted:
         out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
         out.append(_condition(WorkloadCondition.REQUEUED, True, Reason.PREEMPTED, message, now))
