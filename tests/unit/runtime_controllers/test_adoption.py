@@ -108,6 +108,9 @@ def test_a_queue_stopped_before_start_drains_what_it_had_admitted_in_any_informe
             manager._core_handler(EventType.ADDED, obj, None)
         manager.core.run_until_idle()
         rec = manager.core.workloads["ns/w0"]
+        assert rec.stopping is not None and rec.holds_quota  # evicted, quota held until stopped
+        manager.jobs.stop_evicted()  # no job runs this Workload: nothing to wait for
+        manager.core.run_until_idle()
         assert (rec.status, rec.evictions) == ("Pending", ["ClusterQueueStopped"])
         assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
         assert "ns/w0" in manager.core.changed  # to be written
