@@ -37,6 +37,7 @@ from kube import resources as res
 from kube.backoff import Backoff
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
 from kube.informer import EventType, Informer
+from kube.merge_patch import merge_patch
 from kube.resources import ResourceRef, object_key
 from kube.workqueue import WorkQueue
 from manager.core.assignment import Outcome
@@ -455,7 +456,10 @@ class QueueManager:
                 # (admitted meanwhile) by the time budget is back.
                 return PENDING_NOTICE_RETRY_S
             try:
-                written = await self.client.replace(path, {**current, "status": new_status})
+                # Only what changed, on the copy it was computed from (409 if that is stale).
+                written = await self.client.patch(path, {
+                    "metadata": {"resourceVersion": _rv(current)},
+                    "status": merge_patch(old_status, new_status)})
             except ApiError as exc:
                 if exc.not_found:
                     return None
