@@ -11,7 +11,7 @@ wait (``explain``, tiers) read the fields instead of the text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from api.quantity import resource_quantity
@@ -39,7 +39,9 @@ class FlavorVerdict:
     For quota verdicts ``requested`` and ``available`` are amounts in the resource's
     integer unit (milli-units for CPU): the request, and the queue's maximum capacity
     (``OVER_CAPACITY``) or its quota free now (``INSUFFICIENT_QUOTA``). ``detail`` holds the
-    untolerated taint, or a topology explanation."""
+    untolerated taint, or a topology explanation. ``group`` is the index of the ClusterQueue's
+    resource group the flavor was tried for, and ``blocking`` False when the flavor still fits
+    by preempting: both only rank the verdict into a tier (see ``tiers``)."""
 
     kind: Miss
     flavor: str = ""
@@ -47,6 +49,8 @@ class FlavorVerdict:
     requested: int = 0
     available: int = 0
     detail: str = ""
+    group: int = field(default=0, compare=False)
+    blocking: bool = field(default=True, compare=False)
 
     def message(self) -> str:
         f, r = self.flavor, self.resource
@@ -82,10 +86,12 @@ class FlavorVerdict:
 
 @dataclass(frozen=True)
 class PodSetMiss:
-    """A pod set that got no flavor, with every rejection met on the way."""
+    """A pod set that got no flavor (or only one needing preemption: ``no_fit`` False), with
+    every rejection met on the way."""
 
     podset: str
     verdicts: tuple[FlavorVerdict, ...]
+    no_fit: bool = field(default=True, compare=False)
 
     def message(self) -> str:
         verdicts = ", ".join(v.message() for v in self.verdicts)
@@ -191,8 +197,8 @@ class PendingReason:
         if not explanation:
             return self
         podsets = tuple(
-            PodSetMiss(p.podset, tuple(FlavorVerdict(Miss.TOPOLOGY, v.flavor, detail=explanation)
-                                       if v.kind is Miss.TOPOLOGY else v for v in p.verdicts))
+            PodSetMiss(p.podset, tuple(replace(v, detail=explanation) if v.kind is Miss.TOPOLOGY else v
+                                       for v in p.verdicts), p.no_fit)
             for p in self.podsets)
         return PendingReason(self.kind, self.queue, self.detail, podsets)
 

@@ -432,7 +432,8 @@ class QueueManager:
                     raise
                 trusted = True  # fresh from the API
             delayed, unhealthy = self.tas.status_fields(key)
-            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy)
+            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy,
+                                     tiered=self.core.config.tiered_reasons)
             if rec.status == FINISHED:
                 finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
