@@ -15,7 +15,6 @@ from api.quantity import Quantity, QuantityError
 from .admission_fair_sharing import AfsConfig, config_from_dict
 from .resources import Transformation
 
-
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 
 

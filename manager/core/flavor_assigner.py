@@ -97,7 +97,8 @@ class FlavorAssigner:
                     wanted = [r for r in group.covered if r in requests]
                     if not wanted:
                         continue
-                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority, psa, gi)
+                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority,
+                                          psa, gi)
                     if chosen is None:
                         psa.mode = Mode.NO_FIT
                         break

@@ -134,7 +134,8 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
             conditions.append(_not_admitted(admitted_reason(rec, waits) or AdmittedReason.UNSATISFIED_CHECKS,
                                             now))
     elif rec.status == PENDING and tiered:
-        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, record_tier(rec), rec.reason, now))
+        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, record_tier(rec), rec.reason,
+                                     now))
         conditions.append(_not_admitted(AdmittedReason.NO_RESERVATION, now))
     elif rec.status == PENDING:
         inadmissible = rec.pending is not None and rec.pending.queue_problem
