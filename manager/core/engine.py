@@ -748,19 +748,38 @@ class QueueingCore:
         self._ensure()
         self._second_pass()
         if self._blocked():
+            self._hold_for_pods_ready()
             return CycleResult([])
+        heads = self._heads(take=True)
+        if not heads:
+            return CycleResult([])
+        return self.scheduler.schedule(heads, self.snapshot())
+
+    def _heads(self, take: bool) -> list[Entry]:
         heads: list[Entry] = []
         for name, q in self.queues.items():
             if not q.active_count or name in self.inactive:
                 continue
-            key = q.pop()
+            key = q.pop() if take else q.peek()
             if key is None:
                 continue
             rec = self.workloads[key]
             heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting))
-        if not heads:
-            return CycleResult([])
-        return self.scheduler.schedule(heads, self.snapshot())
+        return heads
+
+    def _hold_for_pods_ready(self) -> None:
+        """Kueue's scheduler, held by waitForPodsReady.blockAdmission, stops at the first head
+        it would admit and tells that one why (tier WaitingForPodsReady); nothing is popped."""
+        heads = self._heads(take=False)
+        decisions = self.scheduler.schedule(heads, self.snapshot()).decisions if heads else []
+        for d in decisions:
+            if d.outcome == Outcome.ADMIT:
+                rec = self.workloads[d.key]
+                held = PendingReason(Pending.WAITING_FOR_PODS_READY, d.cluster_queue)
+                if rec.pending != held:
+                    rec.pending = held
+                    self.changed.add(rec.key)
+                return
 
     def _second_pass(self) -> None:
         """Workloads holding quota that wait for a topology (delayed request, failed node)."""

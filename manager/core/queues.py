@@ -111,6 +111,17 @@ class PendingQueue:
                 return key
         return None
 
+    def peek(self) -> str | None:
+        """The key ``pop`` would return, left queued."""
+        heap, tickets = self._heap, self._tickets
+        while heap:
+            _, ticket, key = heap[0]
+            live = tickets.get(key)
+            if live is not None and live[0] == ticket:
+                return key
+            heapq.heappop(heap)  # stale, as pop would skip it
+        return None
+
     def requeue_parked(self) -> int:
         self._no_fit.clear()
         moved = self.parked

@@ -121,6 +121,7 @@ class Pending(Enum):
     NO_LONGER_FITS = "NoLongerFits"  # another admission of the same cycle took the room
     PREEMPTING = "WaitingForPreemptedWorkloads"
     TOPOLOGY_RESERVATION = "TopologyReservationFailed"  # quota fitted, the TAS hook could not place it
+    WAITING_FOR_PODS_READY = "WaitingForPodsReady"  # it fits, admissions wait for admitted pods ready
 
 
 # The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
@@ -179,6 +180,8 @@ class PendingReason:
                 return "Pending the preemption of workloads"
             case Pending.TOPOLOGY_RESERVATION:
                 return d
+            case Pending.WAITING_FOR_PODS_READY:
+                return "waiting for all admitted workloads to be in PodsReady condition"
 
     def _podset_messages(self) -> str:
         return "; ".join(p.message() for p in self.podsets)

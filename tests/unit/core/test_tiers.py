@@ -41,6 +41,7 @@ def test_every_pending_kind_has_exactly_the_tier_kueue_writes_for_it() -> None:
         Pending.NO_LONGER_FITS: Tier.WAITING_FOR_QUOTA,
         Pending.PREEMPTING: Tier.WAITING_FOR_PREEMPTED_WORKLOADS,
         Pending.TOPOLOGY_RESERVATION: Tier.TOPOLOGY_PLACEMENT_FAILED,
+        Pending.WAITING_FOR_PODS_READY: Tier.WAITING_FOR_PODS_READY,
     }
     assert set(expected) == set(Pending)
     assert {kind: tier_of(PendingReason(kind, "q")) for kind in Pending} == expected
@@ -242,3 +243,24 @@ def test_the_feature_gate_defaults_on(gates: dict[str, bool] | None, tiered: boo
     assert config_from(config).tiered_reasons is tiered
     config["waitForPodsReady"] = {"timeout": "5m"}
     assert config_from(config).tiered_reasons is tiered
+
+
+def test_blocked_admission_tells_the_next_workload_it_waits_for_pods_ready() -> None:
+    core = _core(config_from({"waitForPodsReady": {"timeout": "5m", "blockAdmission": True}}))
+    first = _wl(core, "first", 1)
+    core.run_until_idle()
+    assert core.workloads[first].status == "Admitted"
+    core.take_changes()
+    second, third = _wl(core, "second", 1), _wl(core, "third", 1)
+    core.run_until_idle()
+    # Only the head Kueue's scheduler would admit next is told; it stays queued.
+    assert _tier(core, second) is Tier.WAITING_FOR_PODS_READY
+    assert core.workloads[second].reason == "waiting for all admitted workloads to be in PodsReady condition"
+    assert _tier(core, third) is Tier.PENDING_EVALUATION
+    assert second in core.take_changes()
+    core.run_until_idle()
+    assert second not in core.take_changes()  # unchanged: nothing to write again
+    core.set_pods_ready(first)
+    core.run_until_idle()
+    assert core.workloads[second].status == "Admitted"
+    assert _tier(core, third) is Tier.WAITING_FOR_PODS_READY
