@@ -77,6 +77,9 @@ class CoreConfig:
     # Kueue's UnadmittedWorkloadsObservability gate (beta, on by default at Kueue's HEAD):
     # tiered QuotaReserved=False reasons and the unadmitted-workloads metrics.
     tiered_reasons: bool = True
+    # Kueue's AdmissionGatedBy gate (beta, on by default): the admission-gated-by annotation
+    # keeps a workload out of its queue.
+    admission_gated_by: bool = True
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
@@ -117,11 +120,15 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     gates = obj.get("featureGates") or {}
-    tiered = not isinstance(gates, dict) or gates.get(TIERED_REASONS_GATE, True) is not False
+    if not isinstance(gates, dict):
+        gates = {}
+    tiered = gates.get(TIERED_REASONS_GATE, True) is not False
+    gated_by = gates.get("AdmissionGatedBy", True) is not False
     wfpr = obj.get("waitForPodsReady")
     if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
         return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
-                          admission_fair_sharing=afs, tiered_reasons=tiered)
+                          admission_fair_sharing=afs, tiered_reasons=tiered,
+                          admission_gated_by=gated_by)
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -144,4 +151,5 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         fair_sharing=fair,
         admission_fair_sharing=afs,
         tiered_reasons=tiered,
+        admission_gated_by=gated_by,
     )

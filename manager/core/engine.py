@@ -460,8 +460,12 @@ class QueueingCore:
             rec.pending = PendingReason(Pending.CLUSTER_QUEUE_NOT_FOUND, lq.cluster_queue)
         else:
             target = lq.cluster_queue
+            gated = self._admission_gate(rec)
             if target in self.inactive:
                 rec.pending = self.inactive[target]
+            elif gated:  # Kueue does not queue it until the annotation is cleared
+                rec.pending = PendingReason(Pending.ADMISSION_GATED, target, gated)
+                target = None
             elif rec.pending is None or rec.pending.kind in ROUTING:
                 # A reason routing wrote is stale now that the queue is usable.
                 rec.pending = PendingReason(Pending.WAITING_FOR_TURN, target)
@@ -475,6 +479,13 @@ class QueueingCore:
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))
+
+    def _admission_gate(self, rec: WorkloadRecord) -> str:
+        """Who gates the workload's admission (Kueue's AdmissionGatedBy), empty when nobody."""
+        if not self.config.admission_gated_by:
+            return ""
+        annotations = (rec.wl.source.get("metadata") or {}).get("annotations") or {}
+        return str(annotations.get(keys.ADMISSION_GATED_BY) or "")
 
     def _shape(self, rec: WorkloadRecord, cq_name: str) -> int | None:
         """The workload's shape where equivalent workloads share verdicts, else None."""

@@ -122,6 +122,7 @@ class Pending(Enum):
     PREEMPTING = "WaitingForPreemptedWorkloads"
     TOPOLOGY_RESERVATION = "TopologyReservationFailed"  # quota fitted, the TAS hook could not place it
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"  # it fits, admissions wait for admitted pods ready
+    ADMISSION_GATED = "AdmissionGated"  # kueue.x-k8s.io/admission-gated-by keeps it out of the queue
 
 
 # The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
@@ -129,7 +130,7 @@ class Pending(Enum):
 QUEUE_PROBLEMS = frozenset({Pending.LOCAL_QUEUE_NOT_FOUND, Pending.LOCAL_QUEUE_STOPPED,
                             Pending.CLUSTER_QUEUE_NOT_FOUND, Pending.CLUSTER_QUEUE_INACTIVE,
                             Pending.CLUSTER_QUEUE_GONE})
-ROUTING = QUEUE_PROBLEMS | {Pending.NO_QUEUE_NAME, Pending.REQUEUE_BACKOFF}
+ROUTING = QUEUE_PROBLEMS | {Pending.NO_QUEUE_NAME, Pending.REQUEUE_BACKOFF, Pending.ADMISSION_GATED}
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,8 @@ class PendingReason:
                 return d
             case Pending.WAITING_FOR_PODS_READY:
                 return "waiting for all admitted workloads to be in PodsReady condition"
+            case Pending.ADMISSION_GATED:
+                return f"Admission is gated by: {d}"
 
     def _podset_messages(self) -> str:
         return "; ".join(p.message() for p in self.podsets)

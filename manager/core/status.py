@@ -139,7 +139,8 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         conditions.append(_not_admitted(AdmittedReason.NO_RESERVATION, now))
     elif rec.status == PENDING:
         inadmissible = rec.pending is not None and rec.pending.queue_problem
-        reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
+        gated = rec.pending is not None and rec.pending.kind is Pending.ADMISSION_GATED
+        reason = Reason.INADMISSIBLE if inadmissible else "AdmissionGated" if gated else Reason.PENDING
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
         conditions.extend(_eviction_conditions(rec, now))

@@ -42,6 +42,7 @@ def test_every_pending_kind_has_exactly_the_tier_kueue_writes_for_it() -> None:
         Pending.PREEMPTING: Tier.WAITING_FOR_PREEMPTED_WORKLOADS,
         Pending.TOPOLOGY_RESERVATION: Tier.TOPOLOGY_PLACEMENT_FAILED,
         Pending.WAITING_FOR_PODS_READY: Tier.WAITING_FOR_PODS_READY,
+        Pending.ADMISSION_GATED: Tier.ADMISSION_GATED,
     }
     assert set(expected) == set(Pending)
     assert {kind: tier_of(PendingReason(kind, "q")) for kind in Pending} == expected
@@ -264,3 +265,34 @@ def test_blocked_admission_tells_the_next_workload_it_waits_for_pods_ready() -> 
     core.run_until_idle()
     assert core.workloads[second].status == "Admitted"
     assert _tier(core, third) is Tier.WAITING_FOR_PODS_READY
+
+
+def _gated(core: QueueingCore, gate: str) -> str:
+    core.apply({"kind": "Workload", "metadata": {"name": "gated", "namespace": "ns", "annotations": {
+        "kueue.x-k8s.io/admission-gated-by": gate}}, "spec": {"queueName": "lq", "podSets": [{
+            "name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+    return "ns/gated"
+
+
+def test_an_admission_gate_keeps_the_workload_out_of_its_queue_until_cleared() -> None:
+    core = _core()
+    key = _gated(core, "example.com/budget")
+    core.run_until_idle()
+    rec = core.workloads[key]
+    assert (rec.status, _tier(core, key)) == ("Pending", Tier.ADMISSION_GATED)
+    assert rec.reason == "Admission is gated by: example.com/budget"
+    assert rec.cluster_queue is None  # not queued: not in the visibility API either
+    assert _conditions(workload_status(rec, core.now, tiered=False))["QuotaReserved"][1] == "AdmissionGated"
+    _gated(core, "")  # the gate is cleared
+    core.run_until_idle()
+    assert core.workloads[key].status == "Admitted"
+    # A stopped queue outranks the gate.
+    core = _core(stopPolicy="Hold")
+    key = _gated(core, "example.com/budget")
+    assert _tier(core, key) is Tier.SUSPENDED
+    # With Kueue's AdmissionGatedBy gate off the annotation means nothing.
+    core = _core(config_from({"featureGates": {"AdmissionGatedBy": False}}))
+    key = _gated(core, "example.com/budget")
+    core.run_until_idle()
+    assert core.workloads[key].status == "Admitted"
