@@ -54,6 +54,7 @@ from .quota import QuotaNode, Usage, compute_subtree
 from .reasons import ROUTING, Pending, PendingReason, Preemption
 from .resources import transform_requests
 from .snapshot import Snapshot
+from .tiers import tier_of
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
 _BACKOFF = "backoff"
@@ -78,6 +79,8 @@ class QueueingCore:
         self.fair_weights: dict[str, float] = {}  # "ClusterQueue/<name>" or "Cohort/<name>" -> weight
         # Victim key -> the reason of its latest preemption (condition Preempted's reason).
         self.preempted_reasons: dict[str, str] = {}
+        # (ClusterQueue, shape) -> tier of the latest NoFit that parked the shape.
+        self.no_fit_tiers: dict[tuple[str, int], str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
         self.flavors: dict[str, Flavor] = {}
@@ -468,7 +471,10 @@ class QueueingCore:
                 target = None
             elif rec.pending is None or rec.pending.kind in ROUTING:
                 # A reason routing wrote is stale now that the queue is usable.
+                stale = rec.pending is not None
                 rec.pending = PendingReason(Pending.WAITING_FOR_TURN, target)
+                if stale:
+                    rec.pending = self._behind_equivalent(rec, target) or rec.pending
         if rec.cluster_queue != target and rec.cluster_queue in self.queues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
@@ -479,6 +485,18 @@ class QueueingCore:
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))
+
+    def _behind_equivalent(self, rec: WorkloadRecord, target: str) -> PendingReason | None:
+        """Kueue's workload controller: a workload back in its queue behind an equivalent one
+        that did not fit is parked unevaluated and takes that verdict's tier (a new one keeps
+        none: Kueue's UnadmittedWorkloadsExplicitStatus is off by default)."""
+        q = self.queues.get(target)
+        shape = self._shape(rec, target)
+        if not self.config.tiered_reasons or q is None or shape is None or rec.key in q \
+                or not q.shape_failed(shape):
+            return None
+        return PendingReason(Pending.EQUIVALENT_NO_FIT, target,
+                             self.no_fit_tiers.get((target, shape), "WaitingForQuota"))
 
     def _admission_gate(self, rec: WorkloadRecord) -> str:
         """Who gates the workload's admission (Kueue's AdmissionGatedBy), empty when nobody."""
@@ -903,6 +921,8 @@ class QueueingCore:
         q.park(rec.key, skey, shape)
         if d.no_fit and shape is not None:
             q.park_shape(shape)
+            if d.pending is not None:
+                self.no_fit_tiers[(d.cluster_queue, shape)] = tier_of(d.pending).value
         return True
 
     def _path(self, cq: str | None) -> str:

@@ -85,6 +85,10 @@ class PendingQueue:
         else:
             self.push(key, skey, shape)
 
+    def shape_failed(self, shape: int | None) -> bool:
+        """An equivalent workload did not fit since the last requeue (``offer`` parks it)."""
+        return shape is not None and shape in self._no_fit
+
     def park_shape(self, shape: int) -> int:
         """One workload of ``shape`` did not fit: park every queued one of that shape."""
         self._no_fit.add(shape)

@@ -123,6 +123,9 @@ class Pending(Enum):
     TOPOLOGY_RESERVATION = "TopologyReservationFailed"  # quota fitted, the TAS hook could not place it
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"  # it fits, admissions wait for admitted pods ready
     ADMISSION_GATED = "AdmissionGated"  # kueue.x-k8s.io/admission-gated-by keeps it out of the queue
+    # Requeued behind an equivalent workload's NoFit without an evaluation of its own;
+    # ``detail`` is that verdict's tier.
+    EQUIVALENT_NO_FIT = "EquivalentNoFit"
 
 
 # The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
@@ -185,6 +188,8 @@ class PendingReason:
                 return "waiting for all admitted workloads to be in PodsReady condition"
             case Pending.ADMISSION_GATED:
                 return f"Admission is gated by: {d}"
+            case Pending.EQUIVALENT_NO_FIT:
+                return "Bypassed scheduling evaluation because an equivalent workload recently failed"
 
     def _podset_messages(self) -> str:
         return "; ".join(p.message() for p in self.podsets)

@@ -132,6 +132,8 @@ def tier_of(reason: PendingReason | None) -> Tier:
         return Tier.PENDING_EVALUATION
     if reason.kind is Pending.NO_FIT:
         return no_fit_tier(reason.podsets)
+    if reason.kind is Pending.EQUIVALENT_NO_FIT:
+        return Tier(reason.detail or Tier.WAITING_FOR_QUOTA)
     if reason.kind is Pending.NO_CANDIDATES and reason.topology_failed:
         # Quota fits but no domain takes the pod set: Kueue's TopologyPlacementFailed.
         return Tier.TOPOLOGY_PLACEMENT_FAILED

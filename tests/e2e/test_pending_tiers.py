@@ -2,7 +2,8 @@
 
 A ClusterQueue of 1 CPU runs one Job; a second Job waits (WaitingForQuota); a Workload with
 ``spec.active: false`` is Deactivated; one naming a missing LocalQueue is Misconfigured; one
-in a stopped ClusterQueue is Suspended. The API's QuotaReserved conditions, the manager's
+in a stopped ClusterQueue is Suspended; one with an admission gate is AdmissionGated until the
+gate is cleared, then waits for quota. The API's QuotaReserved conditions, the manager's
 unadmitted-workloads metrics and the visibility API must all say so.
 """
 
@@ -22,9 +23,10 @@ from .test_quota_end_to_end import VISIBILITY, Samples, _metric, _metrics_url, _
 pytestmark = pytest.mark.e2e
 
 
-def _workload(namespace: str, name: str, queue: str, active: bool = True) -> dict[str, Any]:
+def _workload(namespace: str, name: str, queue: str, active: bool = True,
+              annotations: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": keys.API_VERSION, "kind": "Workload",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
             "spec": {"queueName": queue, "active": active, "podSets": [{
                 "name": "main", "count": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
                     {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
@@ -72,6 +74,8 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
     for name, queue, active in (("parked", "lq", False), ("lost", "missing", True),
                                 ("held", "lq-stopped", True)):
         dev_cluster.apply(_workload(namespace, name, queue, active))
+    gate = {keys.ADMISSION_GATED_BY: "example.com/gate"}
+    dev_cluster.apply(_workload(namespace, "gated", "lq", annotations=gate))
 
     waits = wait_until("the second Job's Workload",
                        lambda: _workload_of(dev_cluster, namespace, "waits"), 60.0)
@@ -87,9 +91,15 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
                    lambda w=wl, t=tier: _reason_is(dev_cluster, namespace, w, t), 60.0)
     assert _reason_is(dev_cluster, namespace, "lost", "Misconfigured") == (
         "False", "Misconfigured", "LocalQueue missing doesn't exist")
+    assert wait_until("AdmissionGated on Workload gated",
+                      lambda: _reason_is(dev_cluster, namespace, "gated", "AdmissionGated"), 60.0)[2] == (
+        "Admission is gated by: example.com/gate")
+    dev_cluster.apply(_workload(namespace, "gated", "lq"))  # the gate is cleared: it queues for quota
+    wait_until("WaitingForQuota on Workload gated",
+               lambda: _reason_is(dev_cluster, namespace, "gated", "WaitingForQuota"), 60.0)
 
     # The metrics, per ClusterQueue and per LocalQueue.
-    wanted = {(cq, "WaitingForQuota"): 1.0, (cq, "Deactivated"): 1.0, (stopped, "Suspended"): 1.0}
+    wanted = {(cq, "WaitingForQuota"): 2.0, (cq, "Deactivated"): 1.0, (stopped, "Suspended"): 1.0}
 
     def scraped() -> Samples | None:
         samples = _scrape(url)
@@ -99,8 +109,9 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
 
     samples = wait_until("the unadmitted-workloads metrics", scraped, 30.0)
     lq = {"name": "lq", "namespace": namespace, "cluster_queue": cq, "reason": "NoReservation"}
-    for cause in ("WaitingForQuota", "Deactivated"):
-        assert _metric(samples, "kueue_local_queue_unadmitted_workloads", underlying_cause=cause, **lq) == 1
+    for cause, count in (("WaitingForQuota", 2), ("Deactivated", 1)):
+        assert _metric(samples, "kueue_local_queue_unadmitted_workloads", underlying_cause=cause,
+                       **lq) == count
     # The missing LocalQueue names no ClusterQueue: Kueue counts its workload in neither family.
     assert not [labels for (metric, labels) in samples if "unadmitted" in metric
                 and ("underlying_cause", "Misconfigured") in labels]
@@ -108,5 +119,6 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
     # The visibility API's entry says why it waits.
     summary = json.loads(dev_cluster.kubectl(
         "get", "--raw", f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads").stdout)
-    (item,) = summary["items"]
-    assert (item["metadata"]["name"], item["reason"], item["message"]) == (name, reason, message)
+    items = {i["metadata"]["name"]: i for i in summary["items"]}
+    assert set(items) == {name, "gated"}
+    assert (items[name]["reason"], items[name]["message"]) == (reason, message)

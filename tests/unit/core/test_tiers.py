@@ -43,10 +43,12 @@ def test_every_pending_kind_has_exactly_the_tier_kueue_writes_for_it() -> None:
         Pending.TOPOLOGY_RESERVATION: Tier.TOPOLOGY_PLACEMENT_FAILED,
         Pending.WAITING_FOR_PODS_READY: Tier.WAITING_FOR_PODS_READY,
         Pending.ADMISSION_GATED: Tier.ADMISSION_GATED,
+        Pending.EQUIVALENT_NO_FIT: Tier.WAITING_FOR_QUOTA,  # the equivalent's tier, in ``detail``
     }
     assert set(expected) == set(Pending)
     assert {kind: tier_of(PendingReason(kind, "q")) for kind in Pending} == expected
     assert tier_of(None) is Tier.PENDING_EVALUATION
+    assert tier_of(PendingReason(Pending.EQUIVALENT_NO_FIT, "q", "ExceedsMaxQuota")) is Tier.EXCEEDS_MAX_QUOTA
 
 
 def test_precedence_is_the_keps_workload_wide_then_nominated_then_pending_evaluation() -> None:
@@ -296,3 +298,30 @@ def test_an_admission_gate_keeps_the_workload_out_of_its_queue_until_cleared() -
     key = _gated(core, "example.com/budget")
     core.run_until_idle()
     assert core.workloads[key].status == "Admitted"
+
+
+def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> None:
+    # Kueue's scheduling equivalence: a workload requeued behind an equivalent one that did not
+    # fit is not evaluated; its controller gives it that verdict's tier. A new one keeps none.
+    core = _core(cpu=1)
+    _wl(core, "runs", 1)
+    core.run_until_idle()
+    _wl(core, "waits", 1)
+    core.run_until_idle()
+    new = _wl(core, "new", 1)
+    key = _gated(core, "example.com/budget")
+    core.run_until_idle()
+    assert (_tier(core, new), _tier(core, key)) == (Tier.PENDING_EVALUATION, Tier.ADMISSION_GATED)
+    _gated(core, "")
+    core.run_until_idle()
+    assert _tier(core, key) is Tier.WAITING_FOR_QUOTA
+    assert core.workloads[key].reason == (
+        "Bypassed scheduling evaluation because an equivalent workload recently failed")
+    assert _tier(core, new) is Tier.PENDING_EVALUATION
+    core.finish("ns/runs")
+    core.run_until_idle()
+    assert core.workloads["ns/waits"].status == "Admitted"
+    # "new" (earlier) is evaluated now and parks its equivalents again: "gated" keeps its reason.
+    assert _tier(core, new) is Tier.WAITING_FOR_QUOTA
+    assert "insufficient unused quota" in core.workloads[new].reason
+    assert core.workloads[key].reason.startswith("Bypassed")
