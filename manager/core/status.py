@@ -91,6 +91,10 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     return out
 
 
+# QuotaReserved=False reasons Kueue writes without the tiers, besides Pending and Inadmissible.
+_LEGACY: dict[Pending | None, str] = {Pending.ADMISSION_GATED: "AdmissionGated",
+                                      Pending.WAITING_FOR_PODS_READY: Reason.WAITING}
+
 # Admitted=False messages, as Kueue writes them.
 _ADMITTED_FALSE = {
     AdmittedReason.NO_RESERVATION: "The workload has no reservation",
@@ -138,9 +142,9 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
                                      now))
         conditions.append(_not_admitted(AdmittedReason.NO_RESERVATION, now))
     elif rec.status == PENDING:
+        kind = rec.pending.kind if rec.pending is not None else None
         inadmissible = rec.pending is not None and rec.pending.queue_problem
-        gated = rec.pending is not None and rec.pending.kind is Pending.ADMISSION_GATED
-        reason = Reason.INADMISSIBLE if inadmissible else "AdmissionGated" if gated else Reason.PENDING
+        reason = Reason.INADMISSIBLE if inadmissible else _LEGACY.get(kind, Reason.PENDING)
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
         conditions.extend(_eviction_conditions(rec, now))

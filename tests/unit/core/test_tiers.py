@@ -260,6 +260,8 @@ def test_blocked_admission_tells_the_next_workload_it_waits_for_pods_ready() -> 
     assert _tier(core, second) is Tier.WAITING_FOR_PODS_READY
     assert core.workloads[second].reason == "waiting for all admitted workloads to be in PodsReady condition"
     assert _tier(core, third) is Tier.PENDING_EVALUATION
+    legacy = _conditions(workload_status(core.workloads[second], core.now, tiered=False))
+    assert legacy["QuotaReserved"][:2] == ("False", "Waiting")  # Kueue's reason without the tiers
     assert second in core.take_changes()
     core.run_until_idle()
     assert second not in core.take_changes()  # unchanged: nothing to write again
