@@ -30,7 +30,7 @@ from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome,
 from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
-from .hooks import PreemptionHook, TopologyHook, TopologyTracker
+from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -830,6 +830,16 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
+            if d.outcome == Outcome.PREEMPT and d.assignment is not None \
+                    and isinstance(self.tas, TopologyPreemption):
+                # Hold where it goes once its targets are gone, so that entries applied
+                # after it cannot take that node capacity in this cycle (Kueue adds the
+                # preemptor's TAS usage to the cycle's snapshot).
+                why = self.tas.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                                    d.assignment, d.targets)
+                if why:
+                    d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
+                                pending=PendingReason(Pending.NO_LONGER_FITS))
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
@@ -856,6 +866,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
+        if isinstance(self.tas, TopologyPreemption):
+            self.tas.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:
