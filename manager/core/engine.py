@@ -735,8 +735,10 @@ class QueueingCore:
 
     def snapshot(self) -> Snapshot:
         self._ensure()
+        levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
-                        self.usage.overlay(), self.holding, self.fair_weights)
+                        self.usage.overlay(), self.holding, self.fair_weights,
+                        levels() if callable(levels) else {})
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready

@@ -207,6 +207,14 @@ class TasPlacer:
 
     # -- snapshots -------------------------------------------------------------------------
 
+    def topology_levels(self) -> dict[str, tuple[str, ...]]:
+        """Each known Topology's level node labels, top first."""
+        out = {}
+        for name, t in self.topologies.items():
+            levels = (t.get("spec") or {}).get("levels") or ()
+            out[name] = tuple(str(lv.get("nodeLabel") or "") for lv in levels)
+        return out
+
     def snapshot_for(self, flavor: Flavor) -> TopologySnapshot | str:
         """The flavor's current TopologySnapshot, or why there is none."""
         topo_name = flavor.topology_name or ""
