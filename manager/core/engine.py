@@ -105,6 +105,8 @@ class QueueingCore:
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
+        self._freed_roots: dict[str, QuotaNode] | None = None
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -528,7 +530,11 @@ class QueueingCore:
         """Freed quota may let parked workloads of the whole cohort tree in: requeue them
         now, or, batching, once the period that the first request started has passed."""
         root = node.root()
-        if self.config.requeue_batch_s <= 0:
+        if self._freed_roots is not None:
+            # A victim evicted while the cycle is applied: workloads parked later in the same
+            # cycle must see the freed capacity too (Kueue releases it after the cycle).
+            self._freed_roots[root.name] = root
+        elif self.config.requeue_batch_s <= 0:
             self._requeue_subtree(root)
         else:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
@@ -818,6 +824,17 @@ class QueueingCore:
 
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
+        progress = False
+        self._freed_roots = {}
+        try:
+            progress = self._apply_decisions(result)
+        finally:
+            freed, self._freed_roots = self._freed_roots, None
+        for root in freed.values():
+            self._requeue_tree(root)
+        return progress
+
+    def _apply_decisions(self, result: CycleResult) -> bool:
         progress = False
         for d in result.decisions:
             rec = self.workloads.get(d.key)
