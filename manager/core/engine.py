@@ -30,7 +30,7 @@ from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome,
 from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
-from .hooks import PreemptionHook, TopologyHook, TopologyTracker
+from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -108,6 +108,8 @@ class QueueingCore:
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
+        self._freed_roots: dict[str, QuotaNode] | None = None
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -557,7 +559,11 @@ class QueueingCore:
         """Freed quota may let parked workloads of the whole cohort tree in: requeue them
         now, or, batching, once the period that the first request started has passed."""
         root = node.root()
-        if self.config.requeue_batch_s <= 0:
+        if self._freed_roots is not None:
+            # A victim evicted while the cycle is applied: workloads parked later in the same
+            # cycle must see the freed capacity too (Kueue releases it after the cycle).
+            self._freed_roots[root.name] = root
+        elif self.config.requeue_batch_s <= 0:
             self._requeue_subtree(root)
         else:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
@@ -764,8 +770,10 @@ class QueueingCore:
 
     def snapshot(self) -> Snapshot:
         self._ensure()
+        levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
-                        self.usage.overlay(), self.holding, self.fair_weights)
+                        self.usage.overlay(), self.holding, self.fair_weights,
+                        levels() if callable(levels) else {})
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready
@@ -865,6 +873,17 @@ class QueueingCore:
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
+        self._freed_roots = {}
+        try:
+            progress = self._apply_decisions(result)
+        finally:
+            freed, self._freed_roots = self._freed_roots, None
+        for root in freed.values():
+            self._requeue_tree(root)
+        return progress
+
+    def _apply_decisions(self, result: CycleResult) -> bool:
+        progress = False
         for d in result.decisions:
             rec = self.workloads.get(d.key)
             if rec is None or rec.status != PENDING or rec.deactivated:
@@ -878,6 +897,16 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
+            if d.outcome == Outcome.PREEMPT and d.assignment is not None \
+                    and isinstance(self.tas, TopologyPreemption):
+                # Hold where it goes once its targets are gone, so that entries applied
+                # after it cannot take that node capacity in this cycle (Kueue adds the
+                # preemptor's TAS usage to the cycle's snapshot).
+                why = self.tas.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                                    d.assignment, d.targets)
+                if why:
+                    d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
+                                pending=PendingReason(Pending.NO_LONGER_FITS))
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
@@ -904,6 +933,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
+        if isinstance(self.tas, TopologyPreemption):
+            self.tas.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:

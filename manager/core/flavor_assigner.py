@@ -13,7 +13,9 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from .assignment import Assignment, Mode, PodSetAssignment
 from .hooks import NO_CANDIDATES, PREEMPT, PreemptionHook
@@ -43,6 +45,13 @@ def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, i
     if any(PODS in g.covered for g in cq.groups):
         total[PODS] = count
     return total
+
+
+def _has_level(snap: Snapshot, topology: str | None, request: Mapping[str, Any]) -> bool:
+    """The flavor's topology has the required/preferred level (unknown topologies pass)."""
+    levels = snap.topology_levels.get(topology or "")
+    key = request.get("required") or request.get("preferred")
+    return levels is None or not key or key in levels
 
 
 class FlavorAssigner:
@@ -130,6 +139,10 @@ class FlavorAssigner:
                 continue
             if ps.topology_request and not flavor.topology_name:
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))
+                continue
+            if ps.topology_request and not _has_level(self.snap, flavor.topology_name, ps.topology_request):
+                # Kueue moves on to a flavor whose topology has the requested level.
+                reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_LEVEL, fname))
                 continue
             if flavor.topology_name and not ps.topology_request and not implied_topology:
                 # Outside a TAS-only queue a PodSet without a topology request may not take a
