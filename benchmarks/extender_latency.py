@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
@@ -53,6 +52,7 @@ from certs.rotation import require_client_certificates, server_context
 from devcluster.paths import STATE_ENV
 from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
 from extender.app import ExtenderDeps, make_app
+from extender.server import serve
 from manager.core.tas.assignment import DomainAssignment, TopologyAssignment, encode_v1beta2
 
 NODES = 5000
@@ -218,11 +218,8 @@ async def run(quick: bool, pki: Path) -> dict[str, Any]:
     require_client_certificates(server_tls, tls.ca_file.read_bytes())
     deps = ExtenderDeps(port=cluster, freeze_gc=True, allowed_clients=frozenset({TAS_SCHEDULER}),
                         scheduler_name=TAS_SCHEDULER)
-    runner = web.AppRunner(make_app(deps), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_tls)
-    await site.start()
-    port = runner.addresses[0][1]
+    server = await serve(make_app(deps), "127.0.0.1", 0, server_tls)
+    port = server.port
     pod = make_pod(1_000_000, None)
     names = [n["metadata"]["name"] for n in cluster.nodes]
     bodies = {
@@ -242,7 +239,7 @@ async def run(quick: bool, pki: Path) -> dict[str, Any]:
                     "p99_ms": round(percentile(samples, 0.99), 3),
                 }
     finally:
-        await runner.cleanup()
+        await server.stop()
     return results
 
 
