@@ -102,7 +102,8 @@ class Http2Connection(asyncio.Protocol):
             SettingCodes.MAX_HEADER_LIST_SIZE: 64 * 1024,
         })
         self.h2.initiate_connection()
-        self.h2.increment_flow_control_window(CONNECTION_WINDOW - DEFAULT_WINDOW)
+        if CONNECTION_WINDOW > DEFAULT_WINDOW:
+            self.h2.increment_flow_control_window(CONNECTION_WINDOW - DEFAULT_WINDOW)
         self._flush()
 
     def data_received(self, data: bytes) -> None:

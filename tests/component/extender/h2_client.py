@@ -11,10 +11,13 @@ from h2.connection import H2Connection
 from h2.events import (
     ConnectionTerminated,
     DataReceived,
+    RemoteSettingsChanged,
     ResponseReceived,
     StreamEnded,
     StreamReset,
+    WindowUpdated,
 )
+from h2.settings import SettingCodes, Settings
 
 
 @dataclass
@@ -26,21 +29,26 @@ class Response:
 
 
 class H2Client:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 receive_window: int | None = None) -> None:
         self.reader, self.writer = reader, writer
         self.h2 = H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
+        if receive_window is not None:  # a small one makes the server wait for window updates
+            self.h2.local_settings = Settings(client=True, initial_values={
+                SettingCodes.INITIAL_WINDOW_SIZE: receive_window})
         self.pending: dict[int, tuple[Response, asyncio.Future[Response]]] = {}
-        self.connections_opened = 1
+        self.window_waiters: list[asyncio.Future[None]] = []
+        self.windows_waited = 0  # how often a window update was awaited (flow control at work)
         self.h2.initiate_connection()
         self.writer.write(self.h2.data_to_send())
         self.pump = asyncio.create_task(self._read())
 
     @classmethod
-    async def connect(cls, port: int, context: ssl.SSLContext) -> H2Client:
+    async def connect(cls, port: int, context: ssl.SSLContext, receive_window: int | None = None) -> H2Client:
         context.set_alpn_protocols(["h2"])
         reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
                                                        server_hostname="localhost")
-        return cls(reader, writer)
+        return cls(reader, writer, receive_window)
 
     @property
     def alpn(self) -> str | None:
@@ -52,12 +60,25 @@ class H2Client:
         headers = [(":method", method), (":path", path), (":scheme", "https"),
                    (":authority", "localhost"), ("content-type", "application/json")]
         self.h2.send_headers(stream_id, headers, end_stream=not body)
-        if body:  # small bodies only: within the default flow-control window
-            self.h2.send_data(stream_id, body, end_stream=True)
         done: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self.pending[stream_id] = (Response(), done)
+        sent = 0
+        while sent < len(body):  # within the server's flow-control windows, frame by frame
+            window = min(self.h2.local_flow_control_window(stream_id), self.h2.max_outbound_frame_size)
+            if window <= 0:
+                self.writer.write(self.h2.data_to_send())
+                await self._window_opened()
+                continue
+            chunk = body[sent:sent + window]
+            sent += len(chunk)
+            self.h2.send_data(stream_id, chunk, end_stream=sent == len(body))
         self.writer.write(self.h2.data_to_send())
         return await done
+
+    async def _window_opened(self) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.window_waiters.append(waiter)
+        await waiter
 
     async def _read(self) -> None:
         try:
@@ -82,6 +103,12 @@ class H2Client:
             response.reset = isinstance(event, StreamReset)
             if not done.done():
                 done.set_result(response)
+        elif isinstance(event, WindowUpdated | RemoteSettingsChanged):
+            waiters, self.window_waiters = self.window_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    self.windows_waited += 1
+                    waiter.set_result(None)
         elif isinstance(event, ConnectionTerminated):
             self._fail(ConnectionResetError(f"GOAWAY {event.error_code}"))
 

@@ -231,3 +231,30 @@ async def test_http2_request_larger_than_the_limit_is_a_413(
     finally:
         await client.close()
     assert too_large.status == 413
+
+
+async def test_large_bodies_flow_within_http2_windows(
+    server: ExtenderServer, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full Node objects (``nodeCacheCapable: false``) run to megabytes: the request crosses
+    the server's receive window and the reply a small client window, frame by frame."""
+    from extender import http2
+
+    # Windows of the protocol's default size, so this request needs the server's updates.
+    monkeypatch.setattr(http2, "STREAM_WINDOW", http2.DEFAULT_WINDOW)
+    monkeypatch.setattr(http2, "CONNECTION_WINDOW", http2.DEFAULT_WINDOW)
+    nodes = [node(name) for name in ALL_NODES]
+    for item in nodes:
+        item["metadata"].setdefault("annotations", {})["padding"] = "x" * 40_000
+    body = json.dumps({"Pod": pod(1), "Nodes": {"items": nodes}, "NodeNames": None}).encode()
+    status, over_http1 = await _http1(server.port, pki.client(ALLOWED), "filter", json.loads(body))
+    client = await H2Client.connect(server.port, pki.client(ALLOWED), receive_window=16_384)
+    try:
+        over_http2 = await asyncio.wait_for(client.request("POST", "/filter", body), 10)
+    finally:
+        await client.close()
+    assert len(body) > 3 * http2.DEFAULT_WINDOW and client.windows_waited > 0  # it had to wait to send
+    kept = [item["metadata"]["name"] for item in json.loads(over_http2.body)["Nodes"]["items"]]
+    assert (over_http2.status, kept) == (200, [N11, N12, N21])
+    assert len(over_http2.body) > 16_384  # so the server waited for window updates to send it
+    assert (status, over_http1) == (over_http2.status, over_http2.body)
