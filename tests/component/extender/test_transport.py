@@ -258,3 +258,33 @@ async def test_large_bodies_flow_within_http2_windows(
     assert (over_http2.status, kept) == (200, [N11, N12, N21])
     assert len(over_http2.body) > 16_384  # so the server waited for window updates to send it
     assert (status, over_http1) == (over_http2.status, over_http2.body)
+
+
+async def test_rotations_reach_new_http2_connections_and_spare_open_ones(
+    cluster: MeetingCluster, pki: Pki, tmp_path: Path
+) -> None:
+    """What ``CertRotator`` does to the live context (a new serving pair, one more client CA)
+    applies to the next handshake; an HTTP/2 connection already open keeps working."""
+    context = pki.server()
+    server = await _serve(cluster, context)
+    before = await H2Client.connect(server.port, pki.client(ALLOWED))
+    try:
+        assert (await before.request("GET", "/healthz")).status == 200
+        new_ca_crt, new_ca_key = new_ca()
+        serving = issue_serving(new_ca_crt, new_ca_key, ["localhost"], ["127.0.0.1"])
+        renewed = _files(tmp_path, "renewed", serving)
+        context.load_cert_chain(*map(str, renewed))
+        require_client_certificates(context, new_ca_crt)
+        client_pair = _files(tmp_path, "new-client", issue_client(new_ca_crt, new_ca_key, ALLOWED))
+        trusting_new = ssl.create_default_context(cadata=new_ca_crt.decode())  # so: the renewed pair
+        trusting_new.load_cert_chain(*map(str, client_pair))
+        after = await H2Client.connect(server.port, trusting_new)
+        try:
+            assert after.alpn == "h2"
+            assert (await after.request("GET", "/healthz")).status == 200
+            assert (await before.request("GET", "/healthz")).status == 200
+        finally:
+            await after.close()
+    finally:
+        await before.close()
+        await server.stop()
