@@ -50,7 +50,9 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
         total[k] = max(total.get(k, 0), v)
     overhead = pod_spec.get("overhead") or {}
     _add(total, {str(k): resource_value(str(k), parse_quantity(v)) for k, v in overhead.items()})
-    return {k: v for k, v in total.items() if v}
+    # A resource requested at 0 stays: Kueue still assigns it a flavor (and in v0.12 a
+    # zero request of a resource the ClusterQueue does not cover keeps the workload out).
+    return total
 
 
 @dataclass(frozen=True)

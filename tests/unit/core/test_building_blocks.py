@@ -61,6 +61,12 @@ def test_pod_requests_init_containers_sidecars_and_overhead() -> None:
     assert pod_requests(spec) == {"cpu": 2350, "memory": 1024**3}
 
 
+def test_pod_requests_keep_zero_quantities() -> None:
+    # Kueue assigns a flavor to a resource requested at 0, so it must stay in the requests.
+    spec = {"containers": [{"resources": {"requests": {"cpu": "0", "memory": "10Mi"}}}]}
+    assert pod_requests(spec) == {"cpu": 0, "memory": 10 * 1024**2}
+
+
 def test_transformations_retain_replace_and_exclude() -> None:
     tr = {"cpu": Transformation("cpu", False, (("credits", Quantity.parse("2")),)),
           "example.com/old": Transformation("example.com/old", True,
