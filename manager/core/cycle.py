@@ -61,31 +61,44 @@ class Scheduler:
 
     # -- nomination ----------------------------------------------------------------------
 
-    def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot) -> Assignment:
+    def _accepts(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> bool:
+        """Set ``assignment`` and its preemption targets on the entry; whether Kueue takes it:
+        it fits, or it needs preemption and victims were found."""
+        entry.assignment, entry.targets, entry.target_reasons = assignment, (), {}
+        if assignment.mode.needs_preemption:
+            entry.targets = tuple(self.preemption.targets(snap, entry))
+            # The hook remembers why it chose each target; move that onto the entry so the
+            # hook's memory stays bounded and the reasons travel with the decision.
+            reasons: dict[str, str] = getattr(self.preemption, "reasons", {})
+            entry.target_reasons = {t: reasons.pop(t, "InClusterQueue") for t in entry.targets}
+        return assignment.mode == Mode.FIT or bool(entry.targets)
+
+    def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot) -> None:
+        """Kueue's order: the full counts, by preemption if need be, before reduced counts."""
         cq = snap.cluster_queues[entry.cluster_queue]
         wl = entry.workload
-        full = assigner.assign(wl, cq, entry.priority)
-        full = self._place_topology(snap, entry, full)
-        if full.mode == Mode.FIT or not self.partial_admission:
-            return full
+        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority))
+        if self._accepts(snap, entry, full) or not self.partial_admission:
+            return
         deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.podsets]
         total = sum(deltas)
         if total == 0:
-            return full
+            return
 
         def counts(k: int) -> list[int]:
             return [ps.count - (d * k // total) for ps, d in zip(wl.podsets, deltas, strict=True)]
 
-        # Smallest reduction k (largest counts) that fits; fitting is monotone in k.
-        lo, hi, found = 1, total, None
+        # Smallest reduction k (largest counts) accepted; acceptance is taken as monotone in k.
+        lo, hi = 1, total
+        found: tuple[Assignment, tuple[str, ...], dict[str, str]] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
             trial = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, counts(mid)))
-            if trial.mode == Mode.FIT:
-                found, hi = trial, mid - 1
+            if self._accepts(snap, entry, trial):
+                found, hi = (trial, entry.targets, entry.target_reasons), mid - 1
             else:
                 lo = mid + 1
-        return found if found is not None else full
+        entry.assignment, entry.targets, entry.target_reasons = found or (full, (), {})
 
     def _place_topology(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> Assignment:
         if assignment.mode != Mode.FIT:
@@ -130,13 +143,7 @@ class Scheduler:
         if invalid:
             entry.inadmissible = PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
             return
-        entry.assignment = self._assign(assigner, entry, snap)
-        if entry.assignment.mode.needs_preemption:
-            entry.targets = tuple(self.preemption.targets(snap, entry))
-            # The hook remembers why it chose each target; move that onto the entry so the
-            # hook's memory stays bounded and the reasons travel with the decision.
-            reasons: dict[str, str] = getattr(self.preemption, "reasons", {})
-            entry.target_reasons = {t: reasons.pop(t, "InClusterQueue") for t in entry.targets}
+        self._assign(assigner, entry, snap)
 
     # -- the cycle -----------------------------------------------------------------------
 
