@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
-from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook, TopologyLevels
+from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook
 from .matching import label_selector_matches
 from .objects import FR
 from .quota import QuotaNode, Usage, available
@@ -162,8 +162,7 @@ class Scheduler:
         return view
 
     def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
-        levels = self.topology.levels if isinstance(self.topology, TopologyLevels) else None
-        assigner = FlavorAssigner(snap, self.preemption, levels)
+        assigner = FlavorAssigner(snap, self.preemption)
         for entry in heads:
             self._nominate(entry, snap, assigner)
         # The cycle's own view: admissions of this cycle count against later entries.

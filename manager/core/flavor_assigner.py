@@ -13,8 +13,6 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .assignment import Assignment, Mode, PodSetAssignment
 from .hooks import NO_CANDIDATES, PREEMPT, PreemptionHook
 from .matching import selector_matches, untolerated_taint
@@ -38,16 +36,6 @@ def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str
     return frozenset(keys)
 
 
-def _requested_level(ps: PodSet) -> str | None:
-    """The level a PodSet's topology request names (required, else preferred), if any.
-
-    Kueue resolves an unconstrained request to the lowest level, which every topology has.
-    """
-    req = ps.topology_request or {}
-    level = req.get("required") or req.get("preferred")
-    return str(level) if level else None
-
-
 def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, int]:
     total = {r: v * count for r, v in ps.requests.items()}
     if any(PODS in g.covered for g in cq.groups):
@@ -56,11 +44,9 @@ def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, i
 
 
 class FlavorAssigner:
-    def __init__(self, snap: Snapshot, preemption: PreemptionHook,
-                 levels: Callable[[str], tuple[str, ...] | None] | None = None) -> None:
+    def __init__(self, snap: Snapshot, preemption: PreemptionHook) -> None:
         self.snap = snap
         self.preemption = preemption
-        self.levels = levels  # topology name -> its levels (None: TAS flavors are plain quota)
 
     def _preempts_while_borrowing(self, cq: ClusterQueueDef) -> bool:
         """borrowWithinCohort allows it; a hook may say otherwise (fair sharing: reclaim policy)."""
@@ -68,14 +54,6 @@ class FlavorAssigner:
         if hook is not None:
             return bool(hook(cq))
         return (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never") not in ("", "Never")
-
-    def _has_level(self, topology_name: str, ps: PodSet) -> bool:
-        """Whether the topology has the level the PodSet requests; the search moves on if not.
-
-        An unknown topology passes: the placement reports it instead."""
-        level = _requested_level(ps)
-        known = self.levels(topology_name) if self.levels is not None and level else None
-        return known is None or level in known
 
     def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int,
                        priority: int) -> tuple[Mode, int, FlavorVerdict | None]:
@@ -149,9 +127,6 @@ class FlavorAssigner:
                 continue
             if ps.topology_request and not flavor.topology_name:
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))
-                continue
-            if ps.topology_request and not self._has_level(flavor.topology_name or "", ps):
-                reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_LEVEL, fname))
                 continue
             if flavor.topology_name and not ps.topology_request and not implied_topology:
                 # Outside a TAS-only queue a PodSet without a topology request may not take a

@@ -41,16 +41,6 @@ class TopologyHook(Protocol):
 
 
 @runtime_checkable
-class TopologyLevels(Protocol):
-    """A TopologyHook that knows the levels of each Topology, for the flavor assigner to
-    skip a TAS flavor whose topology lacks the level a PodSet requests (as Kueue does)."""
-
-    def levels(self, topology_name: str) -> tuple[str, ...] | None:
-        """The node labels of the Topology's levels, top first; None if it is not known."""
-        ...
-
-
-@runtime_checkable
 class TopologyTracker(Protocol):
     """A TopologyHook that also accounts admitted placements and runs the second pass.
 

@@ -24,7 +24,6 @@ class Miss(Enum):
     FLAVOR_NOT_FOUND = "FlavorNotFound"
     NO_TOPOLOGY_SUPPORT = "FlavorWithoutTopology"  # a topology request on a plain flavor
     TOPOLOGY_ONLY = "TopologyOnlyFlavor"  # a plain request on a TAS flavor outside a TAS-only queue
-    NO_TOPOLOGY_LEVEL = "TopologyLevelMissing"  # the flavor's topology lacks the requested level
     UNTOLERATED_TAINT = "UntoleratedTaint"
     NODE_AFFINITY = "NodeAffinityMismatch"
     NO_QUOTA = "NoQuotaForResource"
@@ -60,8 +59,6 @@ class FlavorVerdict:
                 return f"flavor {f} does not support TopologyAwareScheduling"
             case Miss.TOPOLOGY_ONLY:
                 return f'Flavor "{f}" supports only TopologyAwareScheduling'
-            case Miss.NO_TOPOLOGY_LEVEL:
-                return f'Flavor "{f}" does not contain the requested level'
             case Miss.UNTOLERATED_TAINT:
                 return f"untolerated taint {self.detail} in flavor {f}"
             case Miss.NODE_AFFINITY:

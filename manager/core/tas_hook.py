@@ -187,13 +187,6 @@ class TasPlacer:
         self._version += 1
         return found
 
-    def levels(self, topology_name: str) -> tuple[str, ...] | None:
-        topo = self.topologies.get(topology_name)
-        if topo is None:
-            return None
-        levels = (topo.get("spec") or {}).get("levels") or ()
-        return tuple(str((lvl or {}).get("nodeLabel") or "") for lvl in levels)
-
     @staticmethod
     def _pod_key(pod: Mapping[str, Any]) -> str:
         meta = pod.get("metadata") or {}
