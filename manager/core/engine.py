@@ -30,7 +30,7 @@ from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome,
 from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
-from .hooks import PreemptionHook, TopologyHook, TopologyTracker
+from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -54,6 +54,7 @@ from .quota import QuotaNode, Usage, compute_subtree
 from .reasons import ROUTING, Pending, PendingReason, Preemption
 from .resources import transform_requests
 from .snapshot import Snapshot
+from .tiers import tier_of
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
 _BACKOFF = "backoff"
@@ -78,6 +79,8 @@ class QueueingCore:
         self.fair_weights: dict[str, float] = {}  # "ClusterQueue/<name>" or "Cohort/<name>" -> weight
         # Victim key -> the reason of its latest preemption (condition Preempted's reason).
         self.preempted_reasons: dict[str, str] = {}
+        # (ClusterQueue, shape) -> tier of the latest NoFit that parked the shape.
+        self.no_fit_tiers: dict[tuple[str, int], str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
         self.flavors: dict[str, Flavor] = {}
@@ -105,6 +108,8 @@ class QueueingCore:
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
+        self._freed_roots: dict[str, QuotaNode] | None = None
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -460,11 +465,18 @@ class QueueingCore:
             rec.pending = PendingReason(Pending.CLUSTER_QUEUE_NOT_FOUND, lq.cluster_queue)
         else:
             target = lq.cluster_queue
+            gated = self._admission_gate(rec)
             if target in self.inactive:
                 rec.pending = self.inactive[target]
+            elif gated:  # Kueue does not queue it until the annotation is cleared
+                rec.pending = PendingReason(Pending.ADMISSION_GATED, target, gated)
+                target = None
             elif rec.pending is None or rec.pending.kind in ROUTING:
                 # A reason routing wrote is stale now that the queue is usable.
+                stale = rec.pending is not None
                 rec.pending = PendingReason(Pending.WAITING_FOR_TURN, target)
+                if stale:
+                    rec.pending = self._behind_equivalent(rec, target) or rec.pending
         if rec.cluster_queue != target and rec.cluster_queue in self.queues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
@@ -475,6 +487,25 @@ class QueueingCore:
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))
+
+    def _behind_equivalent(self, rec: WorkloadRecord, target: str) -> PendingReason | None:
+        """Kueue's workload controller: a workload back in its queue behind an equivalent one
+        that did not fit is parked unevaluated and takes that verdict's tier (a new one keeps
+        none: Kueue's UnadmittedWorkloadsExplicitStatus is off by default)."""
+        q = self.queues.get(target)
+        shape = self._shape(rec, target)
+        if not self.config.tiered_reasons or q is None or shape is None or rec.key in q \
+                or not q.shape_failed(shape):
+            return None
+        return PendingReason(Pending.EQUIVALENT_NO_FIT, target,
+                             self.no_fit_tiers.get((target, shape), "WaitingForQuota"))
+
+    def _admission_gate(self, rec: WorkloadRecord) -> str:
+        """Who gates the workload's admission (Kueue's AdmissionGatedBy), empty when nobody."""
+        if not self.config.admission_gated_by:
+            return ""
+        annotations = (rec.wl.source.get("metadata") or {}).get("annotations") or {}
+        return str(annotations.get(keys.ADMISSION_GATED_BY) or "")
 
     def _shape(self, rec: WorkloadRecord, cq_name: str) -> int | None:
         """The workload's shape where equivalent workloads share verdicts, else None."""
@@ -528,7 +559,11 @@ class QueueingCore:
         """Freed quota may let parked workloads of the whole cohort tree in: requeue them
         now, or, batching, once the period that the first request started has passed."""
         root = node.root()
-        if self.config.requeue_batch_s <= 0:
+        if self._freed_roots is not None:
+            # A victim evicted while the cycle is applied: workloads parked later in the same
+            # cycle must see the freed capacity too (Kueue releases it after the cycle).
+            self._freed_roots[root.name] = root
+        elif self.config.requeue_batch_s <= 0:
             self._requeue_subtree(root)
         else:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
@@ -735,8 +770,10 @@ class QueueingCore:
 
     def snapshot(self) -> Snapshot:
         self._ensure()
+        levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
-                        self.usage.overlay(), self.holding, self.fair_weights)
+                        self.usage.overlay(), self.holding, self.fair_weights,
+                        levels() if callable(levels) else {})
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready
@@ -748,19 +785,38 @@ class QueueingCore:
         self._ensure()
         self._second_pass()
         if self._blocked():
+            self._hold_for_pods_ready()
             return CycleResult([])
+        heads = self._heads(take=True)
+        if not heads:
+            return CycleResult([])
+        return self.scheduler.schedule(heads, self.snapshot())
+
+    def _heads(self, take: bool) -> list[Entry]:
         heads: list[Entry] = []
         for name, q in self.queues.items():
             if not q.active_count or name in self.inactive:
                 continue
-            key = q.pop()
+            key = q.pop() if take else q.peek()
             if key is None:
                 continue
             rec = self.workloads[key]
             heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting))
-        if not heads:
-            return CycleResult([])
-        return self.scheduler.schedule(heads, self.snapshot())
+        return heads
+
+    def _hold_for_pods_ready(self) -> None:
+        """Kueue's scheduler, held by waitForPodsReady.blockAdmission, stops at the first head
+        it would admit and tells that one why (tier WaitingForPodsReady); nothing is popped."""
+        heads = self._heads(take=False)
+        decisions = self.scheduler.schedule(heads, self.snapshot()).decisions if heads else []
+        for d in decisions:
+            if d.outcome == Outcome.ADMIT:
+                rec = self.workloads[d.key]
+                held = PendingReason(Pending.WAITING_FOR_PODS_READY, d.cluster_queue)
+                if rec.pending != held:
+                    rec.pending = held
+                    self.changed.add(rec.key)
+                return
 
     def _second_pass(self) -> None:
         """Workloads holding quota that wait for a topology (delayed request, failed node)."""
@@ -817,6 +873,17 @@ class QueueingCore:
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
+        self._freed_roots = {}
+        try:
+            progress = self._apply_decisions(result)
+        finally:
+            freed, self._freed_roots = self._freed_roots, None
+        for root in freed.values():
+            self._requeue_tree(root)
+        return progress
+
+    def _apply_decisions(self, result: CycleResult) -> bool:
+        progress = False
         for d in result.decisions:
             rec = self.workloads.get(d.key)
             if rec is None or rec.status != PENDING or rec.deactivated:
@@ -830,6 +897,16 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
+            if d.outcome == Outcome.PREEMPT and d.assignment is not None \
+                    and isinstance(self.tas, TopologyPreemption):
+                # Hold where it goes once its targets are gone, so that entries applied
+                # after it cannot take that node capacity in this cycle (Kueue adds the
+                # preemptor's TAS usage to the cycle's snapshot).
+                why = self.tas.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                                    d.assignment, d.targets)
+                if why:
+                    d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
+                                pending=PendingReason(Pending.NO_LONGER_FITS))
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
@@ -856,6 +933,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
+        if isinstance(self.tas, TopologyPreemption):
+            self.tas.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:
@@ -873,6 +952,8 @@ class QueueingCore:
         q.park(rec.key, skey, shape)
         if d.no_fit and shape is not None:
             q.park_shape(shape)
+            if d.pending is not None:
+                self.no_fit_tiers[(d.cluster_queue, shape)] = tier_of(d.pending).value
         return True
 
     def _path(self, cq: str | None) -> str:

@@ -33,7 +33,7 @@ Quota is read from the snapshot; all simulated changes live in usage overlays.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -560,8 +560,13 @@ class FairSharingPreemption:
         a = entry.assignment
         if a is None or not a.preempt_frs:
             return ()
-        found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
-                            a.usage, a.preempt_frs)
+        if entry.fits_topology is not None:
+            # The answer depends on the preemptor's topology too: not shared through the memo.
+            found = self._search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                                 a.usage, a.preempt_frs, entry.fits_topology)
+        else:
+            found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                                a.usage, a.preempt_frs)
         for c, reason in found:
             self.reasons[c.key] = reason
         return tuple(c.key for c, _ in found)
@@ -614,12 +619,17 @@ class FairSharingPreemption:
         return list(found)
 
     def _search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
-                request: Mapping[FR, int], frs: frozenset[FR]) -> list[tuple[_Candidate, str]]:
+                request: Mapping[FR, int], frs: frozenset[FR],
+                topology: Callable[[frozenset[str]], bool] | None = None) -> list[tuple[_Candidate, str]]:
         lists = self._lists(snap, cq_name, priority, timestamp, frs)
         if not lists:
             return []
         own = snap.nodes[cq_name]
         s = _Search(self._memo_for(snap), own, request)
+
+        def placed(chosen: list[tuple[_Candidate, str]]) -> bool:
+            """With ``topology``, the TAS pod sets also fit the nodes the chosen free."""
+            return topology is None or topology(frozenset(c.key for c, _ in chosen))
         within_nominal = all(s.usage.get(own, fr) <= own.quota(fr).nominal for fr in frs)
         chosen: list[tuple[_Candidate, str]] = []
         retry: dict[str, list[_Candidate]] = {}
@@ -630,7 +640,7 @@ class FairSharingPreemption:
                 c = lst.pop(0)
                 s.remove(c)
                 chosen.append((c, IN_CLUSTER_QUEUE if target is own else IN_COHORT_RECLAMATION))
-                if s.fits():
+                if s.fits() and placed(chosen):
                     fits = True
                     break
                 continue
@@ -648,7 +658,7 @@ class FairSharingPreemption:
                 if passed:
                     s.remove(c)
                     chosen.append((c, IN_COHORT_FAIR_SHARING))
-                    fits = s.fits()
+                    fits = s.fits() and placed(chosen)
                     break  # shares changed: pick the target queue again
                 retry.setdefault(target.name, []).append(c)
             if fits:
@@ -660,7 +670,7 @@ class FairSharingPreemption:
                 if s.share(pre_child) < s.share(tgt_child):
                     s.remove(c)
                     chosen.append((c, IN_COHORT_FAIR_SHARING))
-                    if s.fits():
+                    if s.fits() and placed(chosen):
                         fits = True
                         break
                 s.drop(retry, target.name)  # rule S2-b applies at most once per queue
@@ -672,7 +682,8 @@ class FairSharingPreemption:
         for item in reversed(chosen[:-1]):
             node = snap.nodes[item[0].cluster_queue]
             usage.add_all(node, item[0].record.usage)
-            if all(available(own, usage, fr) >= v for fr, v in request.items() if v):
+            if all(available(own, usage, fr) >= v for fr, v in request.items() if v) \
+                    and placed([x for x in chosen if x is not item]):
                 chosen.remove(item)
             else:
                 usage.add_all(node, item[0].record.usage, sign=-1)

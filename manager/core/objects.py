@@ -8,7 +8,7 @@ Invalid input raises :class:`ObjectError` with a one-line reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -294,6 +294,23 @@ def podset_from(ps: dict[str, Any], where: str) -> PodSet:
     )
 
 
+def _after_reclaim(podsets: tuple[PodSet, ...], reclaimable: Any, where: str) -> tuple[PodSet, ...]:
+    """Pods a job reports as reclaimable (``status.reclaimablePods``: they finished and will
+    not run again) need no quota: Kueue counts each PodSet without them."""
+    try:
+        counts = {str(r.get("name")): int(r.get("count") or 0) for r in reclaimable}
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ObjectError(f"{where}: invalid status.reclaimablePods: {exc}") from exc
+    if not counts:
+        return podsets
+    out = []
+    for ps in podsets:
+        count = max(0, ps.count - counts.get(ps.name, 0))
+        min_count = None if ps.min_count is None else min(ps.min_count, count)
+        out.append(replace(ps, count=count, min_count=min_count or None))
+    return tuple(out)
+
+
 def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
     meta, spec = named_meta(obj), _spec(obj)
     ns = meta.get("namespace") or "default"
@@ -305,6 +322,7 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         invalid_resources = requests_over_limits(spec.get("podSets") or ())
     except (QuantityError, ValueError, TypeError) as exc:
         raise ObjectError(f"{where}: {exc}") from exc
+    podsets = _after_reclaim(podsets, (obj.get("status") or {}).get("reclaimablePods") or (), where)
     ref = spec.get("priorityClassRef") or {}
     pc: str | None = None
     if ref.get("kind") == "WorkloadPriorityClass":

@@ -15,6 +15,8 @@ from api.quantity import resource_quantity
 
 from .objects import format_time
 from .reasons import PREEMPTION_WORDING, Pending
+from .tas_hook import DELAYED_PENDING
+from .tiers import AdmittedReason, admitted_reason, record_tier
 from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
 
 
@@ -89,9 +91,29 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     return out
 
 
+# QuotaReserved=False reasons Kueue writes without the tiers, besides Pending and Inadmissible.
+_LEGACY: dict[Pending | None, str] = {Pending.ADMISSION_GATED: "AdmissionGated",
+                                      Pending.WAITING_FOR_PODS_READY: Reason.WAITING}
+
+# Admitted=False messages, as Kueue writes them.
+_ADMITTED_FALSE = {
+    AdmittedReason.NO_RESERVATION: "The workload has no reservation",
+    AdmittedReason.UNSATISFIED_CHECKS: "The workload has not all checks ready",
+    AdmittedReason.PENDING_DELAYED_TOPOLOGY: "There are pending delayed topology requests",
+}
+
+
+def _not_admitted(reason: AdmittedReason, now: float) -> dict[str, Any]:
+    return _condition(WorkloadCondition.ADMITTED, False, reason, _ADMITTED_FALSE[reason], now)
+
+
 def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,
-                    unhealthy_nodes: Sequence[str] = ()) -> dict[str, Any]:
-    """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker."""
+                    unhealthy_nodes: Sequence[str] = (), tiered: bool = True) -> dict[str, Any]:
+    """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker.
+
+    ``tiered``: Kueue's UnadmittedWorkloadsObservability gate (on by default at Kueue's HEAD):
+    the QuotaReserved=False reason is the workload's tier and Admitted=False is written beside
+    it; off, the legacy Pending / Inadmissible and no Admitted condition until a reservation."""
     status: dict[str, Any] = {}
     delayed = delayed_topology or {}
     conditions: list[dict[str, Any]] = []
@@ -108,12 +130,21 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         if rec.status == ADMITTED:
             conditions.append(_condition(WorkloadCondition.ADMITTED, True, Reason.ADMITTED,
                                          "The workload is admitted", rec.admitted_at or now))
-        else:
+        elif not tiered:
             conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
                                          "The workload has not all checks ready", now))
+        else:
+            waits = any(v == DELAYED_PENDING for v in delayed.values())
+            conditions.append(_not_admitted(admitted_reason(rec, waits) or AdmittedReason.UNSATISFIED_CHECKS,
+                                            now))
+    elif rec.status == PENDING and tiered:
+        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, record_tier(rec), rec.reason,
+                                     now))
+        conditions.append(_not_admitted(AdmittedReason.NO_RESERVATION, now))
     elif rec.status == PENDING:
+        kind = rec.pending.kind if rec.pending is not None else None
         inadmissible = rec.pending is not None and rec.pending.queue_problem
-        reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
+        reason = Reason.INADMISSIBLE if inadmissible else _LEGACY.get(kind, Reason.PENDING)
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
         conditions.extend(_eviction_conditions(rec, now))

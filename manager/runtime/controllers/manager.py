@@ -432,7 +432,8 @@ class QueueManager:
                     raise
                 trusted = True  # fresh from the API
             delayed, unhealthy = self.tas.status_fields(key)
-            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy)
+            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy,
+                                     tiered=self.core.config.tiered_reasons)
             if rec.status == FINISHED:
                 finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
@@ -561,14 +562,16 @@ def _rv(obj: JSON) -> str:
 
 def pending_notice(old: JSON, new: JSON) -> bool:
     """The write only tells a workload that never held quota (per both statuses) that it
-    is pending: no admission before or after, QuotaReserved False after."""
+    is pending: no admission before or after, QuotaReserved False after (and Admitted False
+    beside it, as the tiered reasons write it)."""
     if old.get("admission") or new.get("admission"):
         return False
     conds = {c.get("type"): c.get("status") for c in new.get("conditions") or ()}
     old_conds = {c.get("type"): c.get("status") for c in old.get("conditions") or ()}
-    return conds.get(keys.WorkloadCondition.QUOTA_RESERVED) == "False" and \
-        old_conds.get(keys.WorkloadCondition.QUOTA_RESERVED) != "True" and \
-        all(old_conds.get(t) == st for t, st in conds.items() if t != keys.WorkloadCondition.QUOTA_RESERVED)
+    notice = (keys.WorkloadCondition.QUOTA_RESERVED, keys.WorkloadCondition.ADMITTED)
+    return all(conds.get(t, "False") == "False" and old_conds.get(t) != "True" for t in notice) and \
+        keys.WorkloadCondition.QUOTA_RESERVED in conds and \
+        all(old_conds.get(t) == st for t, st in conds.items() if t not in notice)
 
 
 def only_pending_message_changed(old: JSON, new: JSON) -> bool:

@@ -131,4 +131,5 @@ def test_a_reservation_read_in_a_held_queue_is_released_without_an_eviction() ->
     assert (rec.status, rec.evictions) == ("Pending", [])
     assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
     conds = _conditions(manager, "ns/w0")
-    assert set(conds) == {"QuotaReserved"} and conds["QuotaReserved"][0] == "False"
+    assert set(conds) == {"QuotaReserved", "Admitted"} and conds["QuotaReserved"][0] == "False"
+    assert conds["Admitted"][:2] == ("False", "NoReservation")
