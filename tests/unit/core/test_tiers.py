@@ -20,6 +20,7 @@ from manager.core.tiers import (
     record_tier,
     tier_of,
     unadmitted_labels,
+    verdict_tier,
 )
 
 
@@ -327,3 +328,8 @@ def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> N
     assert _tier(core, new) is Tier.WAITING_FOR_QUOTA
     assert "insufficient unused quota" in core.workloads[new].reason
     assert core.workloads[key].reason.startswith("Bypassed")
+
+
+def test_every_flavor_miss_has_a_tier() -> None:
+    for miss in Miss:
+        verdict_tier(FlavorVerdict(kind=miss, flavor="f", resource="cpu"))
