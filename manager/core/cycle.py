@@ -195,6 +195,10 @@ class Scheduler:
             entry.inadmissible = PendingReason(Pending.NAMESPACE_MISMATCH, cq_name)
             entry.requeue_reason = NAMESPACE_MISMATCH
             return
+        invalid = entry.workload.invalid_resources
+        if invalid:
+            entry.inadmissible = PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
+            return
         entry.assignment = self._assign(assigner, entry, snap)
 
     # -- the cycle -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 from api.quantity import QuantityError, parse_quantity, resource_value
 
-from .resources import pod_requests
+from .resources import pod_requests, requests_over_limits
 
 FR = tuple[str, str]
 """A (flavor, resource) pair: the unit of quota accounting."""
@@ -255,6 +255,8 @@ class WorkloadDef:
     active: bool
     owner: str | None
     uid: str
+    # Kueue's resource validation errors (requests above limits); non-empty keeps it pending.
+    invalid_resources: str = ""
     # The object this was read from (not copied): for hooks that need more than the
     # compact form, such as a topology placer reading pod-template annotations.
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -316,6 +318,10 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
     podsets = tuple(podset_from(ps, where) for ps in spec.get("podSets") or ())
     if not podsets:
         raise ObjectError(f"{where}: no podSets")
+    try:
+        invalid_resources = requests_over_limits(spec.get("podSets") or ())
+    except (QuantityError, ValueError, TypeError) as exc:
+        raise ObjectError(f"{where}: {exc}") from exc
     podsets = _after_reclaim(podsets, (obj.get("status") or {}).get("reclaimablePods") or (), where)
     ref = spec.get("priorityClassRef") or {}
     pc: str | None = None
@@ -340,5 +346,6 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         active=spec.get("active", True) is not False,
         owner=owner,
         uid=str(meta.get("uid") or f"{ns}/{meta['name']}"),
+        invalid_resources=invalid_resources,
         source=obj,
     )

@@ -115,6 +115,7 @@ class Pending(Enum):
     CLUSTER_QUEUE_INACTIVE = "ClusterQueueInactive"
     CLUSTER_QUEUE_GONE = "ClusterQueueGone"  # left the snapshot between routing and the cycle
     NAMESPACE_MISMATCH = "NamespaceMismatch"
+    INVALID_RESOURCES = "InvalidResources"  # a container requests more than its limit
     WAITING_FOR_TURN = "WaitingForTurn"  # queued, not evaluated yet
     DEACTIVATED = "Deactivated"
     REQUEUE_BACKOFF = "RequeueBackoff"
@@ -169,6 +170,8 @@ class PendingReason:
                 return f"ClusterQueue {q} is inactive: {d}"
             case Pending.NAMESPACE_MISMATCH:
                 return "Workload namespace doesn't match ClusterQueue selector"
+            case Pending.INVALID_RESOURCES:
+                return f"resources validation failed: {d}"
             case Pending.WAITING_FOR_TURN:
                 return f"Waiting in ClusterQueue {q} for its turn"
             case Pending.DEACTIVATED:

@@ -70,6 +70,7 @@ _BY_KIND: dict[Pending, Tier] = {
     Pending.CLUSTER_QUEUE_GONE: Tier.MISCONFIGURED,
     Pending.CLUSTER_QUEUE_INACTIVE: Tier.SUSPENDED,  # Kueue: any inactive ClusterQueue
     Pending.NAMESPACE_MISMATCH: Tier.MISCONFIGURED,
+    Pending.INVALID_RESOURCES: Tier.MISCONFIGURED,  # Kueue: any failed admissibility validation
     Pending.WAITING_FOR_TURN: Tier.PENDING_EVALUATION,
     Pending.DEACTIVATED: Tier.DEACTIVATED,
     Pending.REQUEUE_BACKOFF: Tier.PENDING_EVALUATION,

@@ -33,6 +33,7 @@ def test_every_pending_kind_has_exactly_the_tier_kueue_writes_for_it() -> None:
         Pending.CLUSTER_QUEUE_GONE: Tier.MISCONFIGURED,
         Pending.CLUSTER_QUEUE_INACTIVE: Tier.SUSPENDED,
         Pending.NAMESPACE_MISMATCH: Tier.MISCONFIGURED,
+        Pending.INVALID_RESOURCES: Tier.MISCONFIGURED,
         Pending.WAITING_FOR_TURN: Tier.PENDING_EVALUATION,
         Pending.DEACTIVATED: Tier.DEACTIVATED,
         Pending.REQUEUE_BACKOFF: Tier.PENDING_EVALUATION,
