@@ -18,7 +18,9 @@ dev cluster's default kube-scheduler. *With*: a second kube-scheduler running th
 extender`` in a subprocess on loopback, so every pod goes through filter, prioritize and
 bind. The pods are unmanaged (no Workload), i.e. the wiring's fixed cost per pod. Rounds
 alternate (without, with, with, without; twice, once with ``--quick``) and each mode's
-figure is the median of its rounds; ``sched_ratio`` is with / without. This part needs
+figure is the median of its rounds; ``sched_ratio`` is with / without. Each *with* round
+also records the CPU seconds of the extender and the second kube-scheduler (``/proc``),
+summarised as the median milliseconds per pod. This part needs
 the dev-cluster binaries (``pykueue dev build``); ``--no-cluster`` skips it. A full run
 takes about 1.5 minutes here (2 cores). The last line printed is the JSON summary.
 """
@@ -44,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
@@ -53,6 +54,7 @@ from certs.rotation import require_client_certificates, server_context
 from devcluster.paths import STATE_ENV
 from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
 from extender.app import ExtenderDeps, make_app
+from extender.server import serve
 from manager.core.tas.assignment import DomainAssignment, TopologyAssignment, encode_v1beta2
 
 NODES = 5000
@@ -218,11 +220,8 @@ async def run(quick: bool, pki: Path) -> dict[str, Any]:
     require_client_certificates(server_tls, tls.ca_file.read_bytes())
     deps = ExtenderDeps(port=cluster, freeze_gc=True, allowed_clients=frozenset({TAS_SCHEDULER}),
                         scheduler_name=TAS_SCHEDULER)
-    runner = web.AppRunner(make_app(deps), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_tls)
-    await site.start()
-    port = runner.addresses[0][1]
+    server = await serve(make_app(deps), "127.0.0.1", 0, server_tls)
+    port = server.port
     pod = make_pod(1_000_000, None)
     names = [n["metadata"]["name"] for n in cluster.nodes]
     bodies = {
@@ -242,7 +241,7 @@ async def run(quick: bool, pki: Path) -> dict[str, Any]:
                     "p99_ms": round(percentile(samples, 0.99), 3),
                 }
     finally:
-        await runner.cleanup()
+        await server.stop()
     return results
 
 
@@ -318,8 +317,16 @@ async def _raw(call: Any, *args: Any, **kwargs: Any) -> Any:
     return json.loads(await response.read())
 
 
-async def sched_round(api: kube_client.ApiClient, mode: str, count: int) -> dict[str, Any]:
-    """Create ``count`` pods for the mode's scheduler; the time until the last is bound."""
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (``/proc``, Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def sched_round(api: kube_client.ApiClient, mode: str, count: int,
+                      watched: dict[str, int] | None = None) -> dict[str, Any]:
+    """Create ``count`` pods for the mode's scheduler; the time until the last is bound, and
+    the CPU seconds each ``watched`` process (name -> pid) spent meanwhile."""
     core = kube_client.CoreV1Api(api)
     namespace = f"sched-bench-{mode}-{uuid.uuid4().hex[:6]}"
     await _raw(core.create_namespace, {"metadata": {"name": namespace}})
@@ -362,6 +369,7 @@ async def sched_round(api: kube_client.ApiClient, mode: str, count: int) -> dict
             await _raw(core.create_namespaced_pod, namespace, bench_pod(f"p-{i}", MODES[mode]))
 
     watcher = asyncio.create_task(watch())
+    cpu_before = {name: cpu_seconds(pid) for name, pid in (watched or {}).items()}
     started = time.perf_counter()
     try:
         await asyncio.gather(*(create(i) for i in range(count)))
@@ -369,6 +377,8 @@ async def sched_round(api: kube_client.ApiClient, mode: str, count: int) -> dict
         done, _ = await asyncio.wait([watcher], timeout=ROUND_DEADLINE_S)
         if watcher in done:
             watcher.result()  # a broken watch is an error, not a slow scheduler
+        cpu = {f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 3)
+               for name, pid in (watched or {}).items()}
     finally:
         watcher.cancel()
         await _raw(core.delete_collection_namespaced_pod, namespace, grace_period_seconds=0)
@@ -384,15 +394,16 @@ async def sched_round(api: kube_client.ApiClient, mode: str, count: int) -> dict
     seconds = max(t for t, _ in bound.values()) - started
     return {"mode": mode, "pods": count, "seconds": round(seconds, 3),
             "pods_per_s": round(count / seconds, 1), "create_s": round(created, 3),
-            "nodes_used": len({node for _, node in bound.values()})}
+            "nodes_used": len({node for _, node in bound.values()}), **cpu}
 
 
-async def sched_rounds(kubeconfig: Path, count: int, order: list[str]) -> list[dict[str, Any]]:
+async def sched_rounds(kubeconfig: Path, count: int, order: list[str],
+                       watched: dict[str, int]) -> list[dict[str, Any]]:
     api = await kube_config.new_client_from_config(config_file=str(kubeconfig))
     async with api:
         for mode in MODES:  # warm-up: connections, caches, the extender's node list
             await sched_round(api, mode, WARMUP_PODS)
-        return [await sched_round(api, mode, count) for mode in order]
+        return [await sched_round(api, mode, count, watched if mode == "with" else None) for mode in order]
 
 
 def run_throughput(quick: bool) -> dict[str, Any]:
@@ -406,14 +417,19 @@ def run_throughput(quick: bool) -> dict[str, Any]:
             assert extender.tls is not None
             scheduler = start_tas_scheduler(Path(work), extender.url, extender.tls, BENCH_PROFILE)
             try:
-                rounds = asyncio.run(sched_rounds(kubeconfig, count, order))
+                watched = {"extender": extender.record.pid, "tas_scheduler": scheduler.record.pid}
+                rounds = asyncio.run(sched_rounds(kubeconfig, count, order, watched))
             finally:
                 scheduler.stop()
         finally:
             extender.stop()
     per_mode = {mode: round(statistics.median(r["pods_per_s"] for r in rounds if r["mode"] == mode), 1)
                 for mode in MODES}
-    return {"pods": count, "rounds": rounds, **per_mode}
+    # The wiring's CPU per pod is steadier than throughput on a busy machine.
+    cpu_ms = {f"{name}_cpu_ms_per_pod": round(1000 * statistics.median(
+        r[f"{name}_cpu_s"] for r in rounds if r["mode"] == "with") / count, 3)
+        for name in ("extender", "tas_scheduler")}
+    return {"pods": count, "rounds": rounds, **per_mode, **cpu_ms}
 
 
 def main() -> None:
@@ -421,6 +437,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer requests and pods (smoke run)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip the scheduler throughput part (needs the dev-cluster binaries)")
+    parser.add_argument("--results", metavar="FILE", default=None,
+                        help="also write the summary, filter figures and every round to FILE (JSON)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pykueue-bench-pki-") as pki:
         results = asyncio.run(run(args.quick, Path(pki)))
@@ -441,6 +459,8 @@ def main() -> None:
             "sched_pods_per_s_with": with_,
             "sched_pods_per_s_without": without,
             "sched_ratio": round(with_ / without, 3) if with_ and without else None,
+            "extender_cpu_ms_per_pod": sched["extender_cpu_ms_per_pod"] if sched else None,
+            "tas_scheduler_cpu_ms_per_pod": sched["tas_scheduler_cpu_ms_per_pod"] if sched else None,
         },
         "env": {
             "python": platform.python_version(),
@@ -458,6 +478,9 @@ def main() -> None:
         },
     }
     print(json.dumps(summary))
+    if args.results:
+        record = {**summary, "filter": results, "rounds": sched["rounds"] if sched else []}
+        Path(args.results).write_text(json.dumps(record, indent=1) + "\n")
 
 if __name__ == "__main__":
     main()

@@ -161,6 +161,12 @@ class OwnManager:
         return stats
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a live process has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class ExternalManager:
     """A manager we did not start (the shared cluster's): CPU and RSS read from ``/proc``."""
 
@@ -170,8 +176,7 @@ class ExternalManager:
         self.cpu0 = 0.0
 
     def _cpu(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu_s(self.pid)
 
     async def start(self) -> None:
         self.started, self.cpu0 = time.monotonic(), self._cpu()
@@ -417,14 +422,16 @@ async def cleanup(client: KubeClient, deadline_s: float = 180.0) -> None:
     raise TimeoutError("objects of an earlier run are still being deleted")
 
 
-def _dev_state() -> tuple[Path, dict[str, Any] | None]:
-    """Bring the dev cluster up (or reuse it) and return its kubeconfig and pykueue record."""
+def _dev_state() -> tuple[Path, dict[str, Any] | None, int | None]:
+    """Bring the dev cluster up (or reuse it) and return its kubeconfig, pykueue record and
+    kube-apiserver pid."""
     from devcluster import cluster
 
     result = cluster.up(report=_log)
     raw = json.loads(cluster.layout().state_file.read_text())
-    record = next((p for p in raw.get("processes") or () if p.get("name") == "pykueue"), None)
-    return Path(result.kubeconfig), record
+    by_name = {p.get("name"): p for p in raw.get("processes") or ()}
+    apiserver = by_name.get("kube-apiserver")
+    return Path(result.kubeconfig), by_name.get("pykueue"), int(apiserver["pid"]) if apiserver else None
 
 
 async def take_over(client: KubeClient, record: dict[str, Any] | None) -> None:
@@ -455,7 +462,8 @@ def restore_dev_cluster() -> None:
 # ---------------------------------------------------------------------------------- one run
 
 async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, qps: float | None, burst: int | None,
-                   external_pid: int | None, prefix: str, workdir: Path) -> dict[str, Any]:
+                   external_pid: int | None, prefix: str, workdir: Path,
+                   apiserver_pid: int | None = None) -> dict[str, Any]:
     client = await connect(kubeconfig, qps=RUNNER_QPS, burst=RUNNER_BURST)
     try:
         await cleanup(client)
@@ -467,11 +475,13 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, qps: fl
             manager = OwnManager(kubeconfig, qps, burst, workdir)
         else:
             manager = ExternalManager(external_pid)
+        api_cpu0 = process_cpu_s(apiserver_pid) if apiserver_pid else 0.0
         await manager.start()
         try:
             gen_s = await runner.run()
         finally:
             stats = await manager.stop()
+        api_cpu_s = process_cpu_s(apiserver_pid) - api_cpu0 if apiserver_pid else None
         runner_requests = client.requests_issued
         await cleanup(client)
     finally:
@@ -490,8 +500,12 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, qps: fl
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
         "evictions": rec.evictions(), "errors": runner.errors[:5],
+        # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
+        "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
         "manager": "own" if external_pid is None else "external",
     }
+    if api_cpu_s is not None and metrics["admitted_ever"]:
+        metrics["apiserver_cpu_ms_per_admission"] = round(api_cpu_s * 1000 / metrics["admitted_ever"], 2)
     ref = REFERENCE.get(name)
     if ref:
         metrics["reference"] = ref
@@ -540,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     settings = [(args.qps, args.burst)] if args.qps is not None else list(QPS_SETTINGS)
 
-    kubeconfig, record = _dev_state() if args.kubeconfig is None else (Path(args.kubeconfig), None)
+    kubeconfig, record, apiserver_pid = _dev_state() if args.kubeconfig is None \
+        else (Path(args.kubeconfig), None, None)
     external_pid: int | None = None
     if args.manager == "external":
         if record is None:
@@ -562,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
                 label = "external" if qps is None else f"{int(qps)}/{burst}"
                 _log(f"kueue_perf {name}: {config.workload_count} workloads, manager {label}")
                 runs[label] = await run_once(kubeconfig, config, name, qps, burst, external_pid,
-                                             args.prefix, Path(tmp))
+                                             args.prefix, Path(tmp), apiserver_pid)
                 m = runs[label]["metrics"]
                 _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% tta {m['tta_ms']} "
                      f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "

@@ -4,7 +4,8 @@ Reads cluster credentials from ``--kubeconfig`` (or the in-cluster service accou
 omitted, else ``$KUBECONFIG``), builds the app with ``make_app`` and serves until interrupted.
 Callers must present a client certificate of ``--client-ca-file`` issued to one of
 ``--allowed-client`` (``pykueue run`` keeps such a pair for the TAS scheduler itself; this
-command takes files, e.g. for a scheduler outside the cluster).
+command takes files, e.g. for a scheduler outside the cluster). The scheduler's calls go
+over HTTP/2 when its client offers it, others' over HTTP/1.1 (``extender.server``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import contextlib
 import logging
 from pathlib import Path
 
-from aiohttp import web
-
 from certs.rotation import require_client_certificates, server_context
 from extender.app import ExtenderDeps, make_app
 from extender.kube_port import KubeClusterPort
+from extender.server import serve
 from kube.client import connect
 from kube.event_loop import run_main
 
@@ -55,19 +55,16 @@ async def _serve(args: argparse.Namespace) -> None:
         # One access-log line per filter/prioritize/bind call is a measurable share of the
         # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
         access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
-        runner = web.AppRunner(app, access_log=access_log)
-        await runner.setup()
         context = server_context(Path(args.tls_cert_file), Path(args.tls_private_key_file))
         require_client_certificates(context, Path(args.client_ca_file).read_bytes())
-        site = web.TCPSite(runner, args.host, args.port, ssl_context=context)
-        await site.start()
+        server = await serve(app, args.host, args.port, context, access_log=access_log)
         log = logging.getLogger(__name__)
         log.info("TAS extender listening on https://%s:%d%s for %s", args.host, args.port, args.prefix,
                  ", ".join(sorted(allowed)))
         try:
             await asyncio.Event().wait()
         finally:
-            await runner.cleanup()
+            await server.stop()
 
 
 def main(args: argparse.Namespace) -> int:

@@ -194,6 +194,7 @@ class Informer:
         api_version = self.resource.api_version
         fresh: dict[str, JSON] = {}
         for item in items:
+            _trim(item)
             # List items omit apiVersion/kind; restore them so handlers see whole objects.
             item.setdefault("apiVersion", api_version)
             if self.resource.kind:
@@ -244,6 +245,7 @@ class Informer:
             if rv:
                 self._resource_version = rv
             return
+        _trim(obj)
         key = object_key(obj)
         old = self._store.get(key)
         if kind == "DELETED":
@@ -268,6 +270,15 @@ class Informer:
             except Exception:
                 log.exception("%s handler failed on %s %s", self.resource.plural, event_type,
                               object_key(obj))
+
+
+def _trim(obj: JSON) -> None:
+    """Drop ``metadata.managedFields``: nothing here reads them, and as nested dicts they
+    are a large share of a cached object's memory (an update that omits them keeps the
+    stored ones, so objects written back from the cache lose nothing)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
 
 
 def _rv(obj: JSON | Any) -> str:

@@ -19,7 +19,6 @@ from typing import Any
 from aiohttp import web
 
 from certs.rotation import CertRotator
-from kube.endpoints import start_site
 from manager.runtime import cli as manager_cli
 
 log = logging.getLogger(__name__)
@@ -63,6 +62,7 @@ def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manag
     try:
         app_module = importlib.import_module("extender.app")
         port_module = importlib.import_module("extender.kube_port")
+        server_module = importlib.import_module("extender.server")
     except ImportError as exc:
         log.info("extender skipped: %s", exc)
         return None
@@ -89,13 +89,15 @@ def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manag
             port=port_module.KubeClusterPort(kube), allowed_clients=frozenset({TAS_SCHEDULER_CLIENT}),
             scheduler_name=scheduler_name))
         host, port = manager_cli.split_address(args.extender_bind_address)
-        runner, bound = await start_site(app, host, port, ssl_context=rotator.context)
+        # HTTP/2 for the TAS scheduler (ALPN), HTTP/1.1 for probes and other callers.
+        server = await server_module.serve(app, host, port, rotator.context)
+        bound = server.port
         log.info("extender on %s:%d (mutual TLS; client %s; binds pods of %s)", host, bound,
                  TAS_SCHEDULER_CLIENT, scheduler_name)
 
         async def stop() -> None:
             await rotator.stop()
-            await runner.cleanup()  # the pool is the manager's: it closes it
+            await server.stop()  # the pool is the manager's: it closes it
         return stop
     return start
 

@@ -6,6 +6,7 @@ Externally the middle three are "Preempt" (the entry could fit if someone were e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -45,6 +46,9 @@ class Assignment:
     usage: dict[FR, int]  # total per (flavor, resource)
     misses: tuple[PodSetMiss, ...] = ()  # pod sets that got no flavor, and why
     preempt_frs: frozenset[FR] = frozenset()
+    # Some TAS pod set needs node capacity that only preemption can free, so the targets
+    # must also make its topology placement fit (Kueue's TAS-aware workloadFits).
+    topology_preemption: bool = False
 
 
 @dataclass
@@ -61,6 +65,9 @@ class Entry:
     requeue_reason: str = ""
     target_reasons: dict[str, str] = field(default_factory=dict)  # target -> Preempted condition reason
     preempting: bool = False  # already waiting for victims it chose in an earlier cycle
+    # Set during nomination when the assignment needs topology-aware preemption: whether the
+    # TAS pod sets fit once the given admitted workloads are gone.
+    fits_topology: Callable[[frozenset[str]], bool] | None = field(default=None, repr=False, compare=False)
 
 
 class Outcome:

@@ -15,6 +15,8 @@ from api.quantity import Quantity, QuantityError
 from .admission_fair_sharing import AfsConfig, config_from_dict
 from .resources import Transformation
 
+TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
+
 
 class ConfigError(ValueError):
     pass
@@ -68,6 +70,16 @@ class CoreConfig:
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.
     equivalence_hashing: bool = True
+    # Kueue frees an evicted workload's quota only once its job reports no active pods
+    # (the job reconciler calls ``QueueingCore.job_stopped``); until then it still counts.
+    # The manager runtime sets this; simulate has no pods, so its jobs stop at once.
+    hold_quota_until_stopped: bool = False
+    # Kueue's UnadmittedWorkloadsObservability gate (beta, on by default at Kueue's HEAD):
+    # tiered QuotaReserved=False reasons and the unadmitted-workloads metrics.
+    tiered_reasons: bool = True
+    # Kueue's AdmissionGatedBy gate (beta, on by default): the admission-gated-by annotation
+    # keeps a workload out of its queue.
+    admission_gated_by: bool = True
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
@@ -107,10 +119,16 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         afs = config_from_dict(obj.get("admissionFairSharing"), parse_duration)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    gates = obj.get("featureGates") or {}
+    if not isinstance(gates, dict):
+        gates = {}
+    tiered = gates.get(TIERED_REASONS_GATE, True) is not False
+    gated_by = gates.get("AdmissionGatedBy", True) is not False
     wfpr = obj.get("waitForPodsReady")
     if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
         return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
-                          admission_fair_sharing=afs)
+                          admission_fair_sharing=afs, tiered_reasons=tiered,
+                          admission_gated_by=gated_by)
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -132,4 +150,6 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         excluded_prefixes=excluded,
         fair_sharing=fair,
         admission_fair_sharing=afs,
+        tiered_reasons=tiered,
+        admission_gated_by=gated_by,
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
-from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook
+from .hooks import NoPreemption, PreemptionHook, QuotaOnlyTopology, TopologyHook, TopologyPreemption
 from .matching import label_selector_matches
 from .objects import FR
 from .quota import QuotaNode, Usage, available
@@ -62,11 +62,12 @@ class Scheduler:
     # -- nomination ----------------------------------------------------------------------
 
     def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot) -> Assignment:
+        """Kueue's getAssignments: the full counts if they fit or can preempt, else the
+        largest partial counts that do; the entry's targets are set to match."""
         cq = snap.cluster_queues[entry.cluster_queue]
         wl = entry.workload
-        full = assigner.assign(wl, cq, entry.priority)
-        full = self._place_topology(snap, entry, full)
-        if full.mode == Mode.FIT or not self.partial_admission:
+        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority))
+        if self._usable(snap, entry, full) or not self.partial_admission:
             return full
         deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.podsets]
         total = sum(deltas)
@@ -76,30 +77,92 @@ class Scheduler:
         def counts(k: int) -> list[int]:
             return [ps.count - (d * k // total) for ps, d in zip(wl.podsets, deltas, strict=True)]
 
-        # Smallest reduction k (largest counts) that fits; fitting is monotone in k.
+        # Smallest reduction k (largest counts) that fits or can preempt; monotone in k.
         lo, hi, found = 1, total, None
         while lo <= hi:
             mid = (lo + hi) // 2
             trial = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, counts(mid)))
-            if trial.mode == Mode.FIT:
+            if self._usable(snap, entry, trial):
                 found, hi = trial, mid - 1
             else:
                 lo = mid + 1
-        return found if found is not None else full
+        chosen = found if found is not None else full
+        self._usable(snap, entry, chosen)  # the entry's targets follow the chosen assignment
+        return chosen
 
-    def _place_topology(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> Assignment:
-        if assignment.mode != Mode.FIT:
-            return assignment
+    def _usable(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> bool:
+        """Fits, or needs preemption and has targets (left on the entry)."""
+        entry.assignment = assignment
+        entry.targets, entry.target_reasons, entry.fits_topology = (), {}, None
+        if assignment.mode == Mode.FIT:
+            return True
+        if not assignment.mode.needs_preemption:
+            return False
+        if assignment.topology_preemption:
+            entry.fits_topology = lambda freed: self._topology_fits(snap, entry, assignment, freed)
+        entry.targets = tuple(self.preemption.targets(snap, entry))
+        # The hook remembers why it chose each target; move that onto the entry so the
+        # hook's memory stays bounded and the reasons travel with the decision.
+        reasons: dict[str, str] = getattr(self.preemption, "reasons", {})
+        entry.target_reasons = {t: reasons.pop(t, "InClusterQueue") for t in entry.targets}
+        reasons.clear()
+        if assignment.topology_preemption:
+            # The placement to hold while the targets go: without them, or on an empty
+            # cluster when there are none (Kueue's updateAssignmentForTAS).
+            self._place_freeing(snap, entry, assignment, frozenset(entry.targets) if entry.targets else None)
+        return bool(entry.targets)
+
+    @staticmethod
+    def _tas_podsets(snap: Snapshot, assignment: Assignment) -> list[tuple[int, str, str]]:
+        """(index, topology, flavor) of each pod set assigned a TAS flavor."""
+        out = []
         for i, psa in enumerate(assignment.podsets):
-            topo, topo_flavor = None, ""
-            for fname in set(psa.flavors.values()):
+            for fname in sorted(set(psa.flavors.values())):
                 flavor = snap.flavors.get(fname)
                 if flavor is not None and flavor.topology_name:
-                    topo, topo_flavor = flavor.topology_name, fname
-            if topo is None:
-                continue
+                    out.append((i, flavor.topology_name, fname))
+                    break
+        return out
+
+    def _topology_fits(self, snap: Snapshot, entry: Entry, assignment: Assignment,
+                       freed: frozenset[str] | None) -> bool:
+        hook = self.topology
+        if not isinstance(hook, TopologyPreemption):
+            return True
+        return all(hook.place_freeing(snap, entry, assignment, i, freed) is not None
+                   for i, _, _ in self._tas_podsets(snap, assignment))
+
+    def _place_freeing(self, snap: Snapshot, entry: Entry, assignment: Assignment,
+                       freed: frozenset[str] | None) -> None:
+        hook = self.topology
+        if not isinstance(hook, TopologyPreemption):
+            return
+        for i, _, _ in self._tas_podsets(snap, assignment):
+            placed = hook.place_freeing(snap, entry, assignment, i, freed)
+            if isinstance(placed, dict):
+                assignment.podsets[i].topology_assignment = placed
+
+    def _place_topology(self, snap: Snapshot, entry: Entry, assignment: Assignment) -> Assignment:
+        tas = self._tas_podsets(snap, assignment)
+        if not tas:
+            return assignment
+        simulates = isinstance(self.topology, TopologyPreemption)
+        if assignment.mode.needs_preemption and simulates:
+            # Preemption must also free node capacity: it is only worth it if the pod sets
+            # would fit an empty cluster (Kueue's NoFit otherwise).
+            if self._topology_fits(snap, entry, assignment, None):
+                assignment.topology_preemption = True
+            else:
+                assignment.mode = Mode.NO_FIT
+            return assignment
+        if assignment.mode != Mode.FIT:
+            return assignment
+        failed: list[int] = []
+        for i, topo, topo_flavor in tas:
+            psa = assignment.podsets[i]
             placed = self.topology.place(snap, entry, assignment, i, topo)
             if placed is None:
+                failed.append(i)
                 psa.mode = Mode.NO_CANDIDATES
                 verdict = FlavorVerdict(Miss.TOPOLOGY, topo_flavor)
                 psa.reasons.append(verdict)
@@ -108,6 +171,12 @@ class Scheduler:
                 assignment.misses = (PodSetMiss(psa.name, (verdict,)),)
             elif isinstance(placed, dict):
                 psa.topology_assignment = placed
+        if failed and simulates and self._topology_fits(snap, entry, assignment, None):
+            # Quota fits but node capacity does not: preempting on the pod sets' flavors
+            # may free it.
+            assignment.topology_preemption = True
+            assignment.preempt_frs = assignment.preempt_frs | {
+                (f, r) for i in failed for r, f in assignment.podsets[i].flavors.items()}
         return assignment
 
     def _nominate(self, entry: Entry, snap: Snapshot, assigner: FlavorAssigner) -> None:
@@ -126,13 +195,11 @@ class Scheduler:
             entry.inadmissible = PendingReason(Pending.NAMESPACE_MISMATCH, cq_name)
             entry.requeue_reason = NAMESPACE_MISMATCH
             return
+        invalid = entry.workload.invalid_resources
+        if invalid:
+            entry.inadmissible = PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
+            return
         entry.assignment = self._assign(assigner, entry, snap)
-        if entry.assignment.mode.needs_preemption:
-            entry.targets = tuple(self.preemption.targets(snap, entry))
-            # The hook remembers why it chose each target; move that onto the entry so the
-            # hook's memory stays bounded and the reasons travel with the decision.
-            reasons: dict[str, str] = getattr(self.preemption, "reasons", {})
-            entry.target_reasons = {t: reasons.pop(t, "InClusterQueue") for t in entry.targets}
 
     # -- the cycle -----------------------------------------------------------------------
 

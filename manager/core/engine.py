@@ -3,7 +3,8 @@
 :class:`QueueingCore` is what the runtime (and ``pykueue simulate``) drives:
 
 * object events: :meth:`apply` (create or update from a plain object dict), :meth:`delete`;
-* workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`;
+* workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`,
+  :meth:`job_stopped` (an evicted workload's job has no active pods left);
 * time: :meth:`next_deadline` and :meth:`fire_timers` (backoff expiries, PodsReady timeouts);
 * scheduling: :meth:`next_cycle` pops the heads and returns a :class:`CycleResult` of
   decision values computed on a snapshot; :meth:`apply_cycle` applies them (reserving
@@ -29,7 +30,7 @@ from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome,
 from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
-from .hooks import PreemptionHook, TopologyHook, TopologyTracker
+from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -53,7 +54,8 @@ from .quota import QuotaNode, Usage, compute_subtree
 from .reasons import ROUTING, Pending, PendingReason, Preemption
 from .resources import transform_requests
 from .snapshot import Snapshot
-from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from .tiers import tier_of
+from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
 _BACKOFF = "backoff"
 _PODS_READY = "podsReady"
@@ -77,6 +79,8 @@ class QueueingCore:
         self.fair_weights: dict[str, float] = {}  # "ClusterQueue/<name>" or "Cohort/<name>" -> weight
         # Victim key -> the reason of its latest preemption (condition Preempted's reason).
         self.preempted_reasons: dict[str, str] = {}
+        # (ClusterQueue, shape) -> tier of the latest NoFit that parked the shape.
+        self.no_fit_tiers: dict[tuple[str, int], str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
         self.flavors: dict[str, Flavor] = {}
@@ -98,10 +102,14 @@ class QueueingCore:
         # Workloads whose quota was released since the last take_released; None: untracked
         # (only a caller that orders its writes by it, the manager, asks for them).
         self.released: set[str] | None = None
+        # Workloads that started stopping (evicted, quota held) since the last take_stopping.
+        self.stopping: set[str] = set()
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
+        self._freed_roots: dict[str, QuotaNode] | None = None
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -213,6 +221,9 @@ class QueueingCore:
         if old is not None:
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
+            if old.stopping is not None:
+                self._follow_active_while_stopping(old, wl.active)
+                return old
             if not wl.active:
                 old.deactivation_unwritten = False  # it is stored now
             flipped = old.deactivated != (not wl.active)
@@ -245,14 +256,18 @@ class QueueingCore:
         admission = status.get("admission")
         if admission and (true("QuotaReserved") or true("Admitted")):
             self._ensure()
+            evicted = str((conds.get("Evicted") or {}).get("reason") or "Evicted") \
+                if true("Evicted") else None
             self._take_admitted(rec, admission, status, admitted=true("Admitted"),
-                                pods_ready=true("PodsReady"))
+                                pods_ready=true("PodsReady"), evicted=evicted)
             return rec
         self._route(rec)
         return rec
 
     def _take_admitted(self, rec: WorkloadRecord, admission: dict[str, Any], status: dict[str, Any],
-                       admitted: bool, pods_ready: bool) -> None:
+                       admitted: bool, pods_ready: bool, evicted: str | None = None) -> None:
+        """``evicted``: the reason of an Evicted condition still True beside the reservation
+        (read mid-eviction: its job has not stopped yet)."""
         cq_name = admission.get("clusterQueue") or ""
         by_name = {ps.name: ps for ps in rec.wl.podsets}
         podsets: list[PodSetAssignment] = []
@@ -303,6 +318,9 @@ class QueueingCore:
             self.usage.add_all(node, total)
         if self.tas is not None:
             self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
+        if evicted is not None:
+            self._evict(rec, evicted, requeue_now=True)
+            return
         # Kueue drains a stopped queue also of what was admitted before it was read.
         self._drain_if_stopped(rec)
 
@@ -410,14 +428,24 @@ class QueueingCore:
             self._drain_if_stopped(rec)
 
     def _drain_if_stopped(self, rec: WorkloadRecord) -> None:
-        """Evict a quota holder of a stopped queue: HoldAndDrain always, Hold before admission."""
+        """A quota holder of a stopped queue, as Kueue's workload controller treats it (the
+        LocalQueue first): an admitted workload is evicted under HoldAndDrain and keeps
+        running under Hold; one still waiting for its checks loses the reservation under
+        either, without an eviction (Kueue unsets it: nothing ran, nothing to stop)."""
         if not rec.holds_quota:
             return
         cq = self.cq_defs.get(rec.cluster_queue or "")
         lq = self.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
-        for policy, reason in ((cq.stop_policy if cq else "None", "ClusterQueueStopped"),
-                               (lq.stop_policy if lq else "None", "LocalQueueStopped")):
-            if policy == "HoldAndDrain" or (policy == "Hold" and rec.status == QUOTA_RESERVED):
+        for policy, reason in ((lq.stop_policy if lq else "None", keys.Reason.LOCAL_QUEUE_STOPPED),
+                               (cq.stop_policy if cq else "None", keys.Reason.CLUSTER_QUEUE_STOPPED)):
+            if policy == "None":
+                continue
+            if rec.status == QUOTA_RESERVED:
+                self._release(rec)
+                rec.generation += 1
+                self._route(rec)
+                return
+            if policy == "HoldAndDrain":
                 self._evict(rec, reason, requeue_now=True)
                 return
 
@@ -437,11 +465,18 @@ class QueueingCore:
             rec.pending = PendingReason(Pending.CLUSTER_QUEUE_NOT_FOUND, lq.cluster_queue)
         else:
             target = lq.cluster_queue
+            gated = self._admission_gate(rec)
             if target in self.inactive:
                 rec.pending = self.inactive[target]
+            elif gated:  # Kueue does not queue it until the annotation is cleared
+                rec.pending = PendingReason(Pending.ADMISSION_GATED, target, gated)
+                target = None
             elif rec.pending is None or rec.pending.kind in ROUTING:
                 # A reason routing wrote is stale now that the queue is usable.
+                stale = rec.pending is not None
                 rec.pending = PendingReason(Pending.WAITING_FOR_TURN, target)
+                if stale:
+                    rec.pending = self._behind_equivalent(rec, target) or rec.pending
         if rec.cluster_queue != target and rec.cluster_queue in self.queues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
@@ -452,6 +487,25 @@ class QueueingCore:
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))
+
+    def _behind_equivalent(self, rec: WorkloadRecord, target: str) -> PendingReason | None:
+        """Kueue's workload controller: a workload back in its queue behind an equivalent one
+        that did not fit is parked unevaluated and takes that verdict's tier (a new one keeps
+        none: Kueue's UnadmittedWorkloadsExplicitStatus is off by default)."""
+        q = self.queues.get(target)
+        shape = self._shape(rec, target)
+        if not self.config.tiered_reasons or q is None or shape is None or rec.key in q \
+                or not q.shape_failed(shape):
+            return None
+        return PendingReason(Pending.EQUIVALENT_NO_FIT, target,
+                             self.no_fit_tiers.get((target, shape), "WaitingForQuota"))
+
+    def _admission_gate(self, rec: WorkloadRecord) -> str:
+        """Who gates the workload's admission (Kueue's AdmissionGatedBy), empty when nobody."""
+        if not self.config.admission_gated_by:
+            return ""
+        annotations = (rec.wl.source.get("metadata") or {}).get("annotations") or {}
+        return str(annotations.get(keys.ADMISSION_GATED_BY) or "")
 
     def _shape(self, rec: WorkloadRecord, cq_name: str) -> int | None:
         """The workload's shape where equivalent workloads share verdicts, else None."""
@@ -485,6 +539,7 @@ class QueueingCore:
 
     def _release(self, rec: WorkloadRecord) -> None:
         self.changed.add(rec.key)
+        rec.stopping = None
         if self.released is not None:
             self.released.add(rec.key)
         if self.tas is not None:
@@ -504,7 +559,11 @@ class QueueingCore:
         """Freed quota may let parked workloads of the whole cohort tree in: requeue them
         now, or, batching, once the period that the first request started has passed."""
         root = node.root()
-        if self.config.requeue_batch_s <= 0:
+        if self._freed_roots is not None:
+            # A victim evicted while the cycle is applied: workloads parked later in the same
+            # cycle must see the freed capacity too (Kueue releases it after the cycle).
+            self._freed_roots[root.name] = root
+        elif self.config.requeue_batch_s <= 0:
             self._requeue_subtree(root)
         else:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
@@ -521,23 +580,66 @@ class QueueingCore:
 
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
                backoff: float | None = None, deactivate: bool = False) -> None:
-        self._release(rec)
+        """Evict a workload holding quota. With ``hold_quota_until_stopped`` it keeps its
+        quota (Evicted while QuotaReserved) until :meth:`job_stopped`; a second eviction
+        meanwhile changes nothing but may turn it into a deactivation."""
+        if rec.stopping is not None:
+            if deactivate:
+                rec.stopping = replace(rec.stopping, deactivated_by=reason)
+            return
+        self.changed.add(rec.key)
         rec.generation += 1
         rec.evictions.append(reason)
+        # A backoff runs from the eviction, however long the job takes to stop.
+        backoff_until = None if backoff is None or backoff <= 0 or requeue_now else self.now + backoff
+        stop = Stopping(reason, backoff_until, reason if deactivate else None)
+        if self.config.hold_quota_until_stopped:
+            rec.stopping = stop
+            self.stopping.add(rec.key)
+            return
+        self._complete_eviction(rec, stop)
+
+    def job_stopped(self, key: str) -> bool:
+        """The job of an evicted workload has no active pods left: release its quota and
+        requeue (or deactivate) it. False if it was not waiting for that."""
+        rec = self.workloads.get(key)
+        if rec is None or rec.stopping is None:
+            return False
+        self._complete_eviction(rec, rec.stopping)
+        return True
+
+    def take_stopping(self) -> set[str]:
+        """Keys of workloads that started waiting for their job to stop since the last call."""
+        out, self.stopping = self.stopping, set()
+        return {k for k in out if (r := self.workloads.get(k)) is not None and r.stopping is not None}
+
+    def _follow_active_while_stopping(self, rec: WorkloadRecord, active: bool) -> None:
+        """``spec.active`` flipped by the user while the job stops: end the eviction
+        deactivated or not, as the last word says (a deactivation of our own stands)."""
+        assert rec.stopping is not None
+        by = rec.stopping.deactivated_by
+        if by is None or by == "InactiveWorkload":
+            rec.stopping = replace(rec.stopping, deactivated_by=None if active else "InactiveWorkload")
+
+    def _complete_eviction(self, rec: WorkloadRecord, stop: Stopping) -> None:
+        self._release(rec)
+        rec.generation += 1
         rec.checks = {name: "Pending" for name in rec.checks}
-        if deactivate:
+        reason = stop.reason
+        if stop.deactivated_by is not None:
             rec.deactivated = True
-            rec.deactivation_unwritten = reason != "InactiveWorkload"  # not the user's own doing
+            # not the user's own doing: spec.active is still to be written
+            rec.deactivation_unwritten = stop.deactivated_by != "InactiveWorkload"
             rec.requeue_at = None
-            rec.pending = PendingReason(Pending.DEACTIVATED, detail=reason)
+            rec.pending = PendingReason(Pending.DEACTIVATED, detail=stop.deactivated_by)
             if rec.cluster_queue in self.queues:
                 self.queues[rec.cluster_queue].remove(rec.key)
             return
         if reason in ("PodsReadyTimeout", "AdmissionCheck") and \
                 self.config.requeuing.timestamp == "Eviction":
             rec.queue_ts = self.now
-        if backoff is not None and backoff > 0 and not requeue_now:
-            rec.requeue_at = self.now + backoff
+        if stop.backoff_until is not None and stop.backoff_until > self.now:
+            rec.requeue_at = stop.backoff_until
             rec.pending = PendingReason(Pending.REQUEUE_BACKOFF, detail=reason)
             self._timer(rec.requeue_at, _BACKOFF, rec)
             return
@@ -578,7 +680,7 @@ class QueueingCore:
         cq = self.cq_defs.get(rec.cluster_queue or "")
         if cq is None or all(r.name != check for r in cq.checks):
             return False
-        if not rec.holds_quota or check not in rec.checks:
+        if not rec.holds_quota or rec.stopping is not None or check not in rec.checks:
             return True  # check controllers only act on workloads holding quota
         rec.checks[check] = state
         self.changed.add(key)
@@ -668,8 +770,10 @@ class QueueingCore:
 
     def snapshot(self) -> Snapshot:
         self._ensure()
+        levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
-                        self.usage.overlay(), self.holding, self.fair_weights)
+                        self.usage.overlay(), self.holding, self.fair_weights,
+                        levels() if callable(levels) else {})
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready
@@ -681,19 +785,38 @@ class QueueingCore:
         self._ensure()
         self._second_pass()
         if self._blocked():
+            self._hold_for_pods_ready()
             return CycleResult([])
+        heads = self._heads(take=True)
+        if not heads:
+            return CycleResult([])
+        return self.scheduler.schedule(heads, self.snapshot())
+
+    def _heads(self, take: bool) -> list[Entry]:
         heads: list[Entry] = []
         for name, q in self.queues.items():
             if not q.active_count or name in self.inactive:
                 continue
-            key = q.pop()
+            key = q.pop() if take else q.peek()
             if key is None:
                 continue
             rec = self.workloads[key]
             heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting))
-        if not heads:
-            return CycleResult([])
-        return self.scheduler.schedule(heads, self.snapshot())
+        return heads
+
+    def _hold_for_pods_ready(self) -> None:
+        """Kueue's scheduler, held by waitForPodsReady.blockAdmission, stops at the first head
+        it would admit and tells that one why (tier WaitingForPodsReady); nothing is popped."""
+        heads = self._heads(take=False)
+        decisions = self.scheduler.schedule(heads, self.snapshot()).decisions if heads else []
+        for d in decisions:
+            if d.outcome == Outcome.ADMIT:
+                rec = self.workloads[d.key]
+                held = PendingReason(Pending.WAITING_FOR_PODS_READY, d.cluster_queue)
+                if rec.pending != held:
+                    rec.pending = held
+                    self.changed.add(rec.key)
+                return
 
     def _second_pass(self) -> None:
         """Workloads holding quota that wait for a topology (delayed request, failed node)."""
@@ -704,6 +827,8 @@ class QueueingCore:
             if rec is None:
                 self.tas.release(key)
                 continue
+            if rec.stopping is not None:
+                continue  # its pods are going: nothing to place or replace
             outcome, _ = self.tas.second_pass(rec, self.cq_defs, self.flavors)
             if outcome:
                 self.changed.add(key)
@@ -735,7 +860,7 @@ class QueueingCore:
     def evict(self, key: str, reason: str) -> bool:
         """Evict a workload holding quota and requeue it now (e.g. NodeFailures)."""
         rec = self.workloads.get(key)
-        if rec is None or not rec.holds_quota:
+        if rec is None or not rec.holds_quota or rec.stopping is not None:
             return False
         self._evict(rec, reason, requeue_now=True)
         return True
@@ -747,6 +872,17 @@ class QueueingCore:
 
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
+        progress = False
+        self._freed_roots = {}
+        try:
+            progress = self._apply_decisions(result)
+        finally:
+            freed, self._freed_roots = self._freed_roots, None
+        for root in freed.values():
+            self._requeue_tree(root)
+        return progress
+
+    def _apply_decisions(self, result: CycleResult) -> bool:
         progress = False
         for d in result.decisions:
             rec = self.workloads.get(d.key)
@@ -761,11 +897,23 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
+            if d.outcome == Outcome.PREEMPT and d.assignment is not None \
+                    and isinstance(self.tas, TopologyPreemption):
+                # Hold where it goes once its targets are gone, so that entries applied
+                # after it cannot take that node capacity in this cycle (Kueue adds the
+                # preemptor's TAS usage to the cycle's snapshot).
+                why = self.tas.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                                    d.assignment, d.targets)
+                if why:
+                    d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
+                                pending=PendingReason(Pending.NO_LONGER_FITS))
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
                     victim = self.workloads.get(target)
-                    if victim is not None and victim.holds_quota:
+                    # A victim already stopping counts as preempted, as Kueue's does: the
+                    # preemptor waits for its quota and nothing is evicted twice.
+                    if victim is not None and victim.holds_quota and victim.stopping is None:
                         reason = d.target_reasons.get(target, "InClusterQueue")
                         self.preempted_reasons[target] = reason
                         victim.preemption_reasons.append(reason)
@@ -785,6 +933,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
+        if isinstance(self.tas, TopologyPreemption):
+            self.tas.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:
@@ -802,6 +952,8 @@ class QueueingCore:
         q.park(rec.key, skey, shape)
         if d.no_fit and shape is not None:
             q.park_shape(shape)
+            if d.pending is not None:
+                self.no_fit_tiers[(d.cluster_queue, shape)] = tier_of(d.pending).value
         return True
 
     def _path(self, cq: str | None) -> str:

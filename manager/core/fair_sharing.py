@@ -11,7 +11,10 @@ such nodes the unweighted ratio decides: :class:`Share` encodes that as a sortab
   next head is picked again, because admitting changes the shares. In each cohort the
   winners of the child cohorts and the heads of the child ClusterQueues meet, and the
   one whose share *after admission* at that level (the share of the cohort's child on
-  its path) is lowest wins, then higher priority, then earlier queue order.
+  its path) is lowest wins; before the share, a child that with its candidate admitted
+  does not borrow on any flavor-resource the candidate requests goes first (Kueue's
+  FairSharingPrioritizeNonBorrowing, on by default); after it, higher priority, then
+  earlier queue order.
 * Preemption (:class:`FairSharingPreemption`): candidates are the preemptor's own queue
   (``withinClusterQueue``) and every borrowing queue of the tree (``reclaimWithinCohort``);
   the preemptor's request is counted in the shares while searching. The target queue is
@@ -30,7 +33,7 @@ Quota is read from the snapshot; all simulated changes live in usage overlays.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,7 +185,7 @@ def tournament(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterat
         yield entries[winner]
 
 
-_Key = tuple[bool, Share, int, float, str]
+_Key = tuple[bool, bool, Share, int, float, str]
 _Slot = tuple[_Key, int, int, int]  # key, version, id(child), entry index
 
 
@@ -250,11 +253,13 @@ class _Tree:
         self.versions[id(child)] = version
         index = self._candidate(child)
         if index is not None:
-            key = _key(self.entries[index], self._value(index, parent))
+            borrows, share = self._value(index, parent)
+            key = _key(self.entries[index], borrows, share)
             heapq.heappush(self.heaps[id(parent)], (key, version, id(child), index))
 
-    def _value(self, index: int, cohort: QuotaNode) -> Share:
-        """The share, with the entry admitted, of the child of ``cohort`` on the entry's path."""
+    def _value(self, index: int, cohort: QuotaNode) -> tuple[bool, Share]:
+        """For the child of ``cohort`` on the entry's path, with the entry admitted: whether
+        it borrows on a flavor-resource the entry requests, and its share."""
         cq = self.cq_of[index]
         a = self.entries[index].assignment
         assert a is not None
@@ -264,7 +269,7 @@ class _Tree:
         while n.parent is not cohort:
             assert n.parent is not None
             n = n.parent
-        return self.shares.share(n, view)
+        return borrows_on(n, view, a.usage), self.shares.share(n, view)
 
     def pop_winner(self) -> int:
         if self.dirty is not None:
@@ -281,9 +286,20 @@ class _Tree:
         return winner
 
 
-def _key(e: Entry, value: Share) -> _Key:
-    """Order at one cohort: a preemptor waiting for its victims, lower share, higher priority, queue order."""
-    return (not e.preempting, value, -e.priority, e.timestamp, e.workload.key)
+def borrows_on(node: QuotaNode, usage: Usage, requested: Mapping[FR, int]) -> bool:
+    """Whether ``node`` uses more than its subtree quota of a flavor-resource in ``requested``.
+
+    Borrowing on a flavor the entry does not ask for does not count: a subtree that borrows
+    spot should not lose its turn for an on-demand request it covers itself."""
+    return any(amount > 0 and fr in node.subtree and usage.get(node, fr) > node.subtree[fr]
+               for fr, amount in requested.items())
+
+
+def _key(e: Entry, borrows: bool, share: Share) -> _Key:
+    """Order at one cohort: a preemptor waiting for its victims, not borrowing on what it
+    requests, lower share, higher priority, queue order; the workload key only breaks exact
+    ties (Kueue leaves those to map order)."""
+    return (not e.preempting, borrows, share, -e.priority, e.timestamp, e.workload.key)
 
 
 # -- preemption ----------------------------------------------------------------------------
@@ -544,8 +560,13 @@ class FairSharingPreemption:
         a = entry.assignment
         if a is None or not a.preempt_frs:
             return ()
-        found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
-                            a.usage, a.preempt_frs)
+        if entry.fits_topology is not None:
+            # The answer depends on the preemptor's topology too: not shared through the memo.
+            found = self._search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                                 a.usage, a.preempt_frs, entry.fits_topology)
+        else:
+            found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                                a.usage, a.preempt_frs)
         for c, reason in found:
             self.reasons[c.key] = reason
         return tuple(c.key for c, _ in found)
@@ -598,12 +619,17 @@ class FairSharingPreemption:
         return list(found)
 
     def _search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
-                request: Mapping[FR, int], frs: frozenset[FR]) -> list[tuple[_Candidate, str]]:
+                request: Mapping[FR, int], frs: frozenset[FR],
+                topology: Callable[[frozenset[str]], bool] | None = None) -> list[tuple[_Candidate, str]]:
         lists = self._lists(snap, cq_name, priority, timestamp, frs)
         if not lists:
             return []
         own = snap.nodes[cq_name]
         s = _Search(self._memo_for(snap), own, request)
+
+        def placed(chosen: list[tuple[_Candidate, str]]) -> bool:
+            """With ``topology``, the TAS pod sets also fit the nodes the chosen free."""
+            return topology is None or topology(frozenset(c.key for c, _ in chosen))
         within_nominal = all(s.usage.get(own, fr) <= own.quota(fr).nominal for fr in frs)
         chosen: list[tuple[_Candidate, str]] = []
         retry: dict[str, list[_Candidate]] = {}
@@ -614,7 +640,7 @@ class FairSharingPreemption:
                 c = lst.pop(0)
                 s.remove(c)
                 chosen.append((c, IN_CLUSTER_QUEUE if target is own else IN_COHORT_RECLAMATION))
-                if s.fits():
+                if s.fits() and placed(chosen):
                     fits = True
                     break
                 continue
@@ -632,7 +658,7 @@ class FairSharingPreemption:
                 if passed:
                     s.remove(c)
                     chosen.append((c, IN_COHORT_FAIR_SHARING))
-                    fits = s.fits()
+                    fits = s.fits() and placed(chosen)
                     break  # shares changed: pick the target queue again
                 retry.setdefault(target.name, []).append(c)
             if fits:
@@ -644,7 +670,7 @@ class FairSharingPreemption:
                 if s.share(pre_child) < s.share(tgt_child):
                     s.remove(c)
                     chosen.append((c, IN_COHORT_FAIR_SHARING))
-                    if s.fits():
+                    if s.fits() and placed(chosen):
                         fits = True
                         break
                 s.drop(retry, target.name)  # rule S2-b applies at most once per queue
@@ -656,7 +682,8 @@ class FairSharingPreemption:
         for item in reversed(chosen[:-1]):
             node = snap.nodes[item[0].cluster_queue]
             usage.add_all(node, item[0].record.usage)
-            if all(available(own, usage, fr) >= v for fr, v in request.items() if v):
+            if all(available(own, usage, fr) >= v for fr, v in request.items() if v) \
+                    and placed([x for x in chosen if x is not item]):
                 chosen.remove(item)
             else:
                 usage.add_all(node, item[0].record.usage, sign=-1)

@@ -13,6 +13,10 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
 from .assignment import Assignment, Mode, PodSetAssignment
 from .hooks import NO_CANDIDATES, PREEMPT, PreemptionHook
 from .matching import selector_matches, untolerated_taint
@@ -41,6 +45,13 @@ def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, i
     if any(PODS in g.covered for g in cq.groups):
         total[PODS] = count
     return total
+
+
+def _has_level(snap: Snapshot, topology: str | None, request: Mapping[str, Any]) -> bool:
+    """The flavor's topology has the required/preferred level (unknown topologies pass)."""
+    levels = snap.topology_levels.get(topology or "")
+    key = request.get("required") or request.get("preferred")
+    return levels is None or not key or key in levels
 
 
 class FlavorAssigner:
@@ -91,11 +102,12 @@ class FlavorAssigner:
                     psa.mode = Mode.NO_FIT
                     psa.reasons.append(FlavorVerdict(Miss.RESOURCE_UNAVAILABLE, resource=res))
             if psa.mode != Mode.NO_FIT:
-                for group in cq.groups:
+                for gi, group in enumerate(cq.groups):
                     wanted = [r for r in group.covered if r in requests]
                     if not wanted:
                         continue
-                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority, psa)
+                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority,
+                                          psa, gi)
                     if chosen is None:
                         psa.mode = Mode.NO_FIT
                         break
@@ -109,13 +121,13 @@ class FlavorAssigner:
                         preempt_frs.update(frs)
             worst = min(worst, psa.mode)
             if psa.mode != Mode.FIT and psa.reasons:
-                misses.append(PodSetMiss(ps.name, tuple(psa.reasons)))
+                misses.append(PodSetMiss(ps.name, tuple(psa.reasons), no_fit=psa.mode == Mode.NO_FIT))
             podsets.append(psa)
         return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs))
 
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
-                psa: PodSetAssignment) -> tuple[str, Mode, int, list[FR]] | None:
+                psa: PodSetAssignment, group: int = 0) -> tuple[str, Mode, int, list[FR]] | None:
         keys = _group_label_keys(self.snap, flavors)
         implied_topology = tas_only(cq, self.snap.flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
@@ -127,6 +139,10 @@ class FlavorAssigner:
                 continue
             if ps.topology_request and not flavor.topology_name:
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))
+                continue
+            if ps.topology_request and not _has_level(self.snap, flavor.topology_name, ps.topology_request):
+                # Kueue moves on to a flavor whose topology has the requested level.
+                reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_LEVEL, fname))
                 continue
             if flavor.topology_name and not ps.topology_request and not implied_topology:
                 # Outside a TAS-only queue a PodSet without a topology request may not take a
@@ -143,6 +159,7 @@ class FlavorAssigner:
                 continue
             mode, level = Mode.FIT, 0
             frs: list[FR] = []
+            first = len(reasons)
             for r in wanted:
                 fr = (fname, r)
                 if fr not in node.quotas and not node.subtree.get(fr):
@@ -158,6 +175,8 @@ class FlavorAssigner:
                 mode, level = min(mode, rmode), max(level, rlevel)
                 if mode == Mode.NO_FIT:
                     break
+            if mode != Mode.NO_FIT:  # its quota verdicts do not rule it out (tiers)
+                reasons[first:] = [replace(v, blocking=False) for v in reasons[first:]]
             candidate = (fname, mode, level, frs)
             if mode == Mode.FIT and level == 0:
                 return candidate
@@ -169,5 +188,5 @@ class FlavorAssigner:
             if mode != Mode.NO_FIT and (best is None or mode > best[1]
                                         or (mode == best[1] == Mode.FIT and level < best[2])):
                 best = candidate
-        psa.reasons.extend(reasons)
+        psa.reasons.extend(replace(v, group=group) for v in reasons)
         return best

@@ -68,6 +68,27 @@ class TopologyTracker(Protocol):
                     flavors: Mapping[str, Flavor]) -> tuple[str, str]: ...
 
 
+@runtime_checkable
+class TopologyPreemption(Protocol):
+    """A TopologyHook that can simulate preemption (Kueue's TAS-aware preemption).
+
+    ``place_freeing`` places as :meth:`TopologyHook.place` does but counts the given admitted
+    workloads as gone, or every TAS workload when ``freed`` is None (an empty cluster).
+    ``hold`` charges, until ``drop_holds``, the placement of a workload whose preemption
+    targets were just chosen (computed with the targets gone), so that workloads applied
+    after it in the same cycle cannot take that capacity; it returns "" or why it no
+    longer fits.
+    """
+
+    def place_freeing(self, snapshot: Snapshot, entry: Entry, assignment: Assignment, podset_index: int,
+                      freed: frozenset[str] | None) -> dict[str, Any] | bool | None: ...
+
+    def hold(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
+             assignment: Assignment, targets: Sequence[str]) -> str: ...
+
+    def drop_holds(self) -> None: ...
+
+
 class NoPreemption:
     """Until preemption exists, nothing can be evicted to make room."""
 

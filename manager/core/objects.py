@@ -8,13 +8,13 @@ Invalid input raises :class:`ObjectError` with a one-line reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from api.quantity import QuantityError, parse_quantity, resource_value
 
-from .resources import pod_requests
+from .resources import pod_requests, requests_over_limits
 
 FR = tuple[str, str]
 """A (flavor, resource) pair: the unit of quota accounting."""
@@ -255,6 +255,8 @@ class WorkloadDef:
     active: bool
     owner: str | None
     uid: str
+    # Kueue's resource validation errors (requests above limits); non-empty keeps it pending.
+    invalid_resources: str = ""
     # The object this was read from (not copied): for hooks that need more than the
     # compact form, such as a topology placer reading pod-template annotations.
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -292,6 +294,23 @@ def podset_from(ps: dict[str, Any], where: str) -> PodSet:
     )
 
 
+def _after_reclaim(podsets: tuple[PodSet, ...], reclaimable: Any, where: str) -> tuple[PodSet, ...]:
+    """Pods a job reports as reclaimable (``status.reclaimablePods``: they finished and will
+    not run again) need no quota: Kueue counts each PodSet without them."""
+    try:
+        counts = {str(r.get("name")): int(r.get("count") or 0) for r in reclaimable}
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ObjectError(f"{where}: invalid status.reclaimablePods: {exc}") from exc
+    if not counts:
+        return podsets
+    out = []
+    for ps in podsets:
+        count = max(0, ps.count - counts.get(ps.name, 0))
+        min_count = None if ps.min_count is None else min(ps.min_count, count)
+        out.append(replace(ps, count=count, min_count=min_count or None))
+    return tuple(out)
+
+
 def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
     meta, spec = named_meta(obj), _spec(obj)
     ns = meta.get("namespace") or "default"
@@ -299,6 +318,11 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
     podsets = tuple(podset_from(ps, where) for ps in spec.get("podSets") or ())
     if not podsets:
         raise ObjectError(f"{where}: no podSets")
+    try:
+        invalid_resources = requests_over_limits(spec.get("podSets") or ())
+    except (QuantityError, ValueError, TypeError) as exc:
+        raise ObjectError(f"{where}: {exc}") from exc
+    podsets = _after_reclaim(podsets, (obj.get("status") or {}).get("reclaimablePods") or (), where)
     ref = spec.get("priorityClassRef") or {}
     pc: str | None = None
     if ref.get("kind") == "WorkloadPriorityClass":
@@ -322,5 +346,6 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         active=spec.get("active", True) is not False,
         owner=owner,
         uid=str(meta.get("uid") or f"{ns}/{meta['name']}"),
+        invalid_resources=invalid_resources,
         source=obj,
     )

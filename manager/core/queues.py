@@ -85,6 +85,10 @@ class PendingQueue:
         else:
             self.push(key, skey, shape)
 
+    def shape_failed(self, shape: int | None) -> bool:
+        """An equivalent workload did not fit since the last requeue (``offer`` parks it)."""
+        return shape is not None and shape in self._no_fit
+
     def park_shape(self, shape: int) -> int:
         """One workload of ``shape`` did not fit: park every queued one of that shape."""
         self._no_fit.add(shape)
@@ -109,6 +113,17 @@ class PendingQueue:
             if live is not None and live[0] == ticket:
                 del tickets[key]
                 return key
+        return None
+
+    def peek(self) -> str | None:
+        """The key ``pop`` would return, left queued."""
+        heap, tickets = self._heap, self._tickets
+        while heap:
+            _, ticket, key = heap[0]
+            live = tickets.get(key)
+            if live is not None and live[0] == ticket:
+                return key
+            heapq.heappop(heap)  # stale, as pop would skip it
         return None
 
     def requeue_parked(self) -> int:

@@ -11,7 +11,7 @@ wait (``explain``, tiers) read the fields instead of the text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from api.quantity import resource_quantity
@@ -24,6 +24,7 @@ class Miss(Enum):
     FLAVOR_NOT_FOUND = "FlavorNotFound"
     NO_TOPOLOGY_SUPPORT = "FlavorWithoutTopology"  # a topology request on a plain flavor
     TOPOLOGY_ONLY = "TopologyOnlyFlavor"  # a plain request on a TAS flavor outside a TAS-only queue
+    NO_TOPOLOGY_LEVEL = "FlavorWithoutTopologyLevel"  # the flavor's topology lacks the requested level
     UNTOLERATED_TAINT = "UntoleratedTaint"
     NODE_AFFINITY = "NodeAffinityMismatch"
     NO_QUOTA = "NoQuotaForResource"
@@ -39,7 +40,9 @@ class FlavorVerdict:
     For quota verdicts ``requested`` and ``available`` are amounts in the resource's
     integer unit (milli-units for CPU): the request, and the queue's maximum capacity
     (``OVER_CAPACITY``) or its quota free now (``INSUFFICIENT_QUOTA``). ``detail`` holds the
-    untolerated taint, or a topology explanation."""
+    untolerated taint, or a topology explanation. ``group`` is the index of the ClusterQueue's
+    resource group the flavor was tried for, and ``blocking`` False when the flavor still fits
+    by preempting: both only rank the verdict into a tier (see ``tiers``)."""
 
     kind: Miss
     flavor: str = ""
@@ -47,6 +50,8 @@ class FlavorVerdict:
     requested: int = 0
     available: int = 0
     detail: str = ""
+    group: int = field(default=0, compare=False)
+    blocking: bool = field(default=True, compare=False)
 
     def message(self) -> str:
         f, r = self.flavor, self.resource
@@ -57,6 +62,8 @@ class FlavorVerdict:
                 return f"flavor {f} not found"
             case Miss.NO_TOPOLOGY_SUPPORT:
                 return f"flavor {f} does not support TopologyAwareScheduling"
+            case Miss.NO_TOPOLOGY_LEVEL:
+                return f'Flavor "{f}" does not contain the requested level'
             case Miss.TOPOLOGY_ONLY:
                 return f'Flavor "{f}" supports only TopologyAwareScheduling'
             case Miss.UNTOLERATED_TAINT:
@@ -82,10 +89,12 @@ class FlavorVerdict:
 
 @dataclass(frozen=True)
 class PodSetMiss:
-    """A pod set that got no flavor, with every rejection met on the way."""
+    """A pod set that got no flavor (or only one needing preemption: ``no_fit`` False), with
+    every rejection met on the way."""
 
     podset: str
     verdicts: tuple[FlavorVerdict, ...]
+    no_fit: bool = field(default=True, compare=False)
 
     def message(self) -> str:
         verdicts = ", ".join(v.message() for v in self.verdicts)
@@ -106,6 +115,7 @@ class Pending(Enum):
     CLUSTER_QUEUE_INACTIVE = "ClusterQueueInactive"
     CLUSTER_QUEUE_GONE = "ClusterQueueGone"  # left the snapshot between routing and the cycle
     NAMESPACE_MISMATCH = "NamespaceMismatch"
+    INVALID_RESOURCES = "InvalidResources"  # a container requests more than its limit
     WAITING_FOR_TURN = "WaitingForTurn"  # queued, not evaluated yet
     DEACTIVATED = "Deactivated"
     REQUEUE_BACKOFF = "RequeueBackoff"
@@ -115,6 +125,11 @@ class Pending(Enum):
     NO_LONGER_FITS = "NoLongerFits"  # another admission of the same cycle took the room
     PREEMPTING = "WaitingForPreemptedWorkloads"
     TOPOLOGY_RESERVATION = "TopologyReservationFailed"  # quota fitted, the TAS hook could not place it
+    WAITING_FOR_PODS_READY = "WaitingForPodsReady"  # it fits, admissions wait for admitted pods ready
+    ADMISSION_GATED = "AdmissionGated"  # kueue.x-k8s.io/admission-gated-by keeps it out of the queue
+    # Requeued behind an equivalent workload's NoFit without an evaluation of its own;
+    # ``detail`` is that verdict's tier.
+    EQUIVALENT_NO_FIT = "EquivalentNoFit"
 
 
 # The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
@@ -122,7 +137,7 @@ class Pending(Enum):
 QUEUE_PROBLEMS = frozenset({Pending.LOCAL_QUEUE_NOT_FOUND, Pending.LOCAL_QUEUE_STOPPED,
                             Pending.CLUSTER_QUEUE_NOT_FOUND, Pending.CLUSTER_QUEUE_INACTIVE,
                             Pending.CLUSTER_QUEUE_GONE})
-ROUTING = QUEUE_PROBLEMS | {Pending.NO_QUEUE_NAME, Pending.REQUEUE_BACKOFF}
+ROUTING = QUEUE_PROBLEMS | {Pending.NO_QUEUE_NAME, Pending.REQUEUE_BACKOFF, Pending.ADMISSION_GATED}
 
 
 @dataclass(frozen=True)
@@ -155,6 +170,8 @@ class PendingReason:
                 return f"ClusterQueue {q} is inactive: {d}"
             case Pending.NAMESPACE_MISMATCH:
                 return "Workload namespace doesn't match ClusterQueue selector"
+            case Pending.INVALID_RESOURCES:
+                return f"resources validation failed: {d}"
             case Pending.WAITING_FOR_TURN:
                 return f"Waiting in ClusterQueue {q} for its turn"
             case Pending.DEACTIVATED:
@@ -173,6 +190,12 @@ class PendingReason:
                 return "Pending the preemption of workloads"
             case Pending.TOPOLOGY_RESERVATION:
                 return d
+            case Pending.WAITING_FOR_PODS_READY:
+                return "waiting for all admitted workloads to be in PodsReady condition"
+            case Pending.ADMISSION_GATED:
+                return f"Admission is gated by: {d}"
+            case Pending.EQUIVALENT_NO_FIT:
+                return "Bypassed scheduling evaluation because an equivalent workload recently failed"
 
     def _podset_messages(self) -> str:
         return "; ".join(p.message() for p in self.podsets)
@@ -191,8 +214,8 @@ class PendingReason:
         if not explanation:
             return self
         podsets = tuple(
-            PodSetMiss(p.podset, tuple(FlavorVerdict(Miss.TOPOLOGY, v.flavor, detail=explanation)
-                                       if v.kind is Miss.TOPOLOGY else v for v in p.verdicts))
+            PodSetMiss(p.podset, tuple(replace(v, detail=explanation) if v.kind is Miss.TOPOLOGY else v
+                                       for v in p.verdicts), p.no_fit)
             for p in self.podsets)
         return PendingReason(self.kind, self.queue, self.detail, podsets)
 

@@ -10,7 +10,7 @@ afterwards (:func:`transform_requests`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,31 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
         total[k] = max(total.get(k, 0), v)
     overhead = pod_spec.get("overhead") or {}
     _add(total, {str(k): resource_value(str(k), parse_quantity(v)) for k, v in overhead.items()})
-    return {k: v for k, v in total.items() if v}
+    # A resource requested at 0 stays: Kueue still assigns it a flavor (and in v0.12 a
+    # zero request of a resource the ClusterQueue does not cover keeps the workload out).
+    return total
+
+
+def requests_over_limits(podsets: Sequence[Mapping[str, Any]]) -> str:
+    """Kueue's ValidateResources: no container may request more of a resource than its limit.
+
+    Returns "" or the error list as Kueue prints it (field path, offending resource names,
+    several errors bracketed), for the pending message "resources validation failed: ...".
+    """
+    errors: list[str] = []
+    for i, ps in enumerate(podsets):
+        spec = (ps.get("template") or {}).get("spec") or {}
+        for kind in ("initContainers", "containers"):
+            for j, c in enumerate(spec.get(kind) or ()):
+                res = c.get("resources") or {}
+                limits = res.get("limits") or {}
+                over = sorted(str(k) for k, v in (res.get("requests") or {}).items()
+                              if k in limits and parse_quantity(v) > parse_quantity(limits[k]))
+                if over:
+                    names = ", ".join(f'"{n}"' for n in over)
+                    errors.append(f"spec.podSets[{i}].template.spec.{kind}[{j}]: Invalid value: "
+                                  f"[]v1.ResourceName{{{names}}}: requests must not exceed its limits")
+    return errors[0] if len(errors) == 1 else (f"[{', '.join(errors)}]" if errors else "")
 
 
 @dataclass(frozen=True)

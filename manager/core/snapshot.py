@@ -30,3 +30,5 @@ class Snapshot:
     holding: Mapping[str, Mapping[str, WorkloadRecord]] = field(default_factory=dict)
     # Fair-sharing weights by "ClusterQueue/<name>" or "Cohort/<name>" (missing: 1).
     weights: Mapping[str, float] = field(default_factory=dict)
+    # Topology name -> its level node labels, top first (missing: not known, not checked).
+    topology_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -14,7 +14,9 @@ from api.keys import Reason, WorkloadCondition
 from api.quantity import resource_quantity
 
 from .objects import format_time
-from .reasons import PREEMPTION_WORDING
+from .reasons import PREEMPTION_WORDING, Pending
+from .tas_hook import DELAYED_PENDING
+from .tiers import AdmittedReason, admitted_reason, record_tier
 from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
 
 
@@ -23,22 +25,51 @@ def _condition(kind: str, status: bool, reason: str, message: str, now: float) -
             "message": message, "lastTransitionTime": format_time(now)}
 
 
-def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
-    """Evicted (and, after a preemption, Preempted and Requeued) for the latest eviction.
+# Kueue's messages for the evictions of a stopped queue, and whether the workload, pending
+# since, still waits for that queue to run again (its Requeued condition False until then).
+_STOPPED = {
+    Reason.CLUSTER_QUEUE_STOPPED: ("The ClusterQueue is stopped", Reason.CLUSTER_QUEUE_RESTARTED,
+                                   "The ClusterQueue was restarted after being stopped"),
+    Reason.LOCAL_QUEUE_STOPPED: ("The LocalQueue is stopped", Reason.LOCAL_QUEUE_RESTARTED,
+                                 "The LocalQueue was restarted after being stopped"),
+}
 
-    While the workload waits they are True; once it reserves quota again Kueue flips them
+
+def _still_stopped(rec: WorkloadRecord, reason: str) -> bool:
+    p = rec.pending
+    if p is None:
+        return False
+    if reason == Reason.LOCAL_QUEUE_STOPPED:
+        return p.kind is Pending.LOCAL_QUEUE_STOPPED
+    return p.kind is Pending.CLUSTER_QUEUE_INACTIVE and p.detail == "Stopped"
+
+
+def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
+    """Evicted (and, after a preemption, Preempted and Requeued; after a stopped queue's
+    drain, Requeued) for the latest eviction.
+
+    While the workload waits they are True (a drained workload's Requeued is False until
+    its queue runs again); once it reserves quota again Kueue flips Evicted and Preempted
     to False with reason QuotaReserved and the old message after "Previously: ".
     """
     last = rec.evictions[-1]
     preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
     why = rec.preemption_reasons[-1] if preempted else ""
-    if not preempted:
+    stopped = _STOPPED.get(last)
+    if stopped is not None:
+        message = stopped[0]
+    elif not preempted:
         message = f"Evicted: {last}"
     elif rec.preemption is not None:
         message = rec.preemption.message()
     else:  # adopted from the API without its preemptor
         message = f"Preempted to accommodate a workload due to {PREEMPTION_WORDING.get(why, why)}"
     out: list[dict[str, Any]] = []
+    if rec.stopping is not None:  # its job is stopping: quota still held, not requeued yet
+        out.append(_condition(WorkloadCondition.EVICTED, True, last, message, now))
+        if preempted:
+            out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
+        return out
     if rec.holds_quota:
         out.append(_condition(WorkloadCondition.EVICTED, False, Reason.QUOTA_RESERVED,
                               f"Previously: {message}", now))
@@ -49,15 +80,40 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     if rec.status != PENDING:
         return out
     out.append(_condition(WorkloadCondition.EVICTED, True, last, message, now))
+    if stopped is not None:
+        if _still_stopped(rec, last):
+            out.append(_condition(WorkloadCondition.REQUEUED, False, last, message, now))
+        else:
+            out.append(_condition(WorkloadCondition.REQUEUED, True, stopped[1], stopped[2], now))
     if preempted:
         out.append(_condition(WorkloadCondition.PREEMPTED, True, why, message, now))
         out.append(_condition(WorkloadCondition.REQUEUED, True, Reason.PREEMPTED, message, now))
     return out
 
 
+# QuotaReserved=False reasons Kueue writes without the tiers, besides Pending and Inadmissible.
+_LEGACY: dict[Pending | None, str] = {Pending.ADMISSION_GATED: "AdmissionGated",
+                                      Pending.WAITING_FOR_PODS_READY: Reason.WAITING}
+
+# Admitted=False messages, as Kueue writes them.
+_ADMITTED_FALSE = {
+    AdmittedReason.NO_RESERVATION: "The workload has no reservation",
+    AdmittedReason.UNSATISFIED_CHECKS: "The workload has not all checks ready",
+    AdmittedReason.PENDING_DELAYED_TOPOLOGY: "There are pending delayed topology requests",
+}
+
+
+def _not_admitted(reason: AdmittedReason, now: float) -> dict[str, Any]:
+    return _condition(WorkloadCondition.ADMITTED, False, reason, _ADMITTED_FALSE[reason], now)
+
+
 def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,
-                    unhealthy_nodes: Sequence[str] = ()) -> dict[str, Any]:
-    """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker."""
+                    unhealthy_nodes: Sequence[str] = (), tiered: bool = True) -> dict[str, Any]:
+    """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker.
+
+    ``tiered``: Kueue's UnadmittedWorkloadsObservability gate (on by default at Kueue's HEAD):
+    the QuotaReserved=False reason is the workload's tier and Admitted=False is written beside
+    it; off, the legacy Pending / Inadmissible and no Admitted condition until a reservation."""
     status: dict[str, Any] = {}
     delayed = delayed_topology or {}
     conditions: list[dict[str, Any]] = []
@@ -74,12 +130,21 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         if rec.status == ADMITTED:
             conditions.append(_condition(WorkloadCondition.ADMITTED, True, Reason.ADMITTED,
                                          "The workload is admitted", rec.admitted_at or now))
-        else:
+        elif not tiered:
             conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
                                          "The workload has not all checks ready", now))
+        else:
+            waits = any(v == DELAYED_PENDING for v in delayed.values())
+            conditions.append(_not_admitted(admitted_reason(rec, waits) or AdmittedReason.UNSATISFIED_CHECKS,
+                                            now))
+    elif rec.status == PENDING and tiered:
+        conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, record_tier(rec), rec.reason,
+                                     now))
+        conditions.append(_not_admitted(AdmittedReason.NO_RESERVATION, now))
     elif rec.status == PENDING:
+        kind = rec.pending.kind if rec.pending is not None else None
         inadmissible = rec.pending is not None and rec.pending.queue_problem
-        reason = Reason.INADMISSIBLE if inadmissible else Reason.PENDING
+        reason = Reason.INADMISSIBLE if inadmissible else _LEGACY.get(kind, Reason.PENDING)
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
         conditions.extend(_eviction_conditions(rec, now))

@@ -59,6 +59,7 @@ SECOND_PASS_UPDATED = "Updated"
 SECOND_PASS_FAILED = "Failed"
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 ONLY_TAS = "supports only TopologyAwareScheduling"
+_HOLD = "\0hold/"  # charge key prefix of a preempting workload's held placement
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,14 @@ class TasPlacer:
 
     # -- snapshots -------------------------------------------------------------------------
 
+    def topology_levels(self) -> dict[str, tuple[str, ...]]:
+        """Each known Topology's level node labels, top first."""
+        out = {}
+        for name, t in self.topologies.items():
+            levels = (t.get("spec") or {}).get("levels") or ()
+            out[name] = tuple(str(lv.get("nodeLabel") or "") for lv in levels)
+        return out
+
     def snapshot_for(self, flavor: Flavor) -> TopologySnapshot | str:
         """The flavor's current TopologySnapshot, or why there is none."""
         topo_name = flavor.topology_name or ""
@@ -246,7 +255,9 @@ class TasPlacer:
         return out
 
     def _place_flavor(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
-                      implied: bool) -> dict[str, TopologyAssignment] | str:
+                      implied: bool, freed: frozenset[str] | None = frozenset()
+                      ) -> dict[str, TopologyAssignment] | str:
+        """Place on the flavor's usage; ``freed``: workloads counted as gone (None: all)."""
         snap = self.snapshot_for(flavor)
         if isinstance(snap, str):
             return snap
@@ -254,7 +265,9 @@ class TasPlacer:
         for req in reqs:
             if not req.topology.is_tas and not req.implied:
                 return f'Flavor "{flavor.name}" {ONLY_TAS}'
-        result = snap.place(reqs)
+        gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ()) for ch in self._charges.get(k, ())
+                if ch.flavor == flavor.name]
+        result = snap.place(reqs, simulate_empty=freed is None, freed=gone)
         if isinstance(result, NoFit):
             return result.reason
         return result.assignments
@@ -285,6 +298,55 @@ class TasPlacer:
             return None
         self._failures.pop(wl.key, None)
         return found[psa.name].to_v1beta2()
+
+    def place_freeing(self, snapshot: Snapshot, entry: Entry, assignment: Assignment, podset_index: int,
+                      freed: frozenset[str] | None) -> dict[str, Any] | bool | None:
+        """:meth:`place` with ``freed`` workloads counted as gone (None: every TAS workload);
+        a simulation, so failures are not recorded for :meth:`explain`."""
+        wl = entry.workload
+        cq = snapshot.cluster_queues.get(entry.cluster_queue)
+        flavor = _tas_flavor(assignment.podsets[podset_index], snapshot.flavors)
+        if cq is None or flavor is None or not self._synced:
+            return None
+        if self._delays(cq, flavor.name):
+            return True
+        same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
+        found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors), freed)
+        if isinstance(found, str):
+            return None
+        return found[assignment.podsets[podset_index].name].to_v1beta2()
+
+    def hold(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
+             assignment: Assignment, targets: Sequence[str]) -> str:
+        """Charge, until :meth:`drop_holds`, where a preempting workload goes once its
+        targets are gone; "" or why it no longer fits."""
+        implied = tas_only(cq, flavors)
+        groups: dict[str, list[PodSetAssignment]] = {}
+        fl: dict[str, Flavor] = {}
+        for psa in assignment.podsets:
+            f = _tas_flavor(psa, flavors)
+            if f is not None and not self._delays(cq, f.name):
+                groups.setdefault(f.name, []).append(psa)
+                fl[f.name] = f
+        if not groups:
+            return ""
+        if not self._synced:
+            return NOT_SYNCED_REASON
+        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        charges = []
+        for fname, psas in groups.items():
+            found = self._place_flavor(workload, fl[fname], psas, implied, frozenset(targets))
+            if isinstance(found, str):
+                return NO_LONGER_FITS
+            charges += [Charge(fname, name, ta, per_pod.get(name, {})) for name, ta in found.items()]
+        hold_key = _HOLD + key
+        self.release(hold_key)
+        self._set_charges(hold_key, charges)
+        return ""
+
+    def drop_holds(self) -> None:
+        for key in [k for k in self._charges if k.startswith(_HOLD)]:
+            self.release(key)
 
     def explain(self, key: str) -> str:
         """Why the last placement of this workload failed ("" when it did not)."""

@@ -18,6 +18,16 @@ ADMITTED = "Admitted"
 FINISHED = "Finished"
 
 
+@dataclass(frozen=True)
+class Stopping:
+    """An eviction waiting for the workload's job to stop; what to do once it has."""
+
+    reason: str
+    backoff_until: float | None = None  # requeue then, not at once
+    # The eviction's reason when it (or a later deactivation) ends in deactivation.
+    deactivated_by: str | None = None
+
+
 @dataclass
 class WorkloadRecord:
     wl: WorkloadDef
@@ -48,6 +58,9 @@ class WorkloadRecord:
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
     preemption: Preemption | None = None  # the cause of the latest Preempted eviction
+    # Evicted, with quota still held until its job has stopped (Kueue's Evicted=True while
+    # QuotaReserved=True); None otherwise.
+    stopping: Stopping | None = None
 
     @property
     def reason(self) -> str:

@@ -107,6 +107,11 @@ class JobLifecycle(WorkloadOwner, Protocol):
         """Something of it may be running, so it must be stopped when not admitted."""
         ...
 
+    def still_running(self, job: Mapping[str, Any]) -> bool:
+        """Pods of it still run (Kueue's IsActive): an evicted workload keeps its quota
+        until none do."""
+        ...
+
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         """Run it with the admission's podset infos; raises :class:`StartConflict`."""

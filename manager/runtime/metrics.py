@@ -13,7 +13,7 @@ typed helpers are what reconcilers call; they keep label spelling in one place.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -374,6 +374,22 @@ class KueueMetrics:
 
     def weighted_share(self, cluster_queue: str, cohort: str, share: float) -> None:
         self._child("kueue_cluster_queue_weighted_share", cluster_queue, cohort).set(share)
+
+    def report_unadmitted(self, counts: Mapping[tuple[str, str, str], int]) -> None:
+        """``kueue_unadmitted_workloads`` per (cluster_queue, reason, underlying_cause), replacing
+        every series: one that no workload has any more is gone, as Kueue clears it."""
+        self._replace("kueue_unadmitted_workloads", counts.items())
+
+    def report_local_queue_unadmitted(self, counts: Mapping[tuple[str, str, str, str, str], int]) -> None:
+        """Per (name, namespace, cluster_queue, reason, underlying_cause) of a LocalQueue."""
+        self._replace("kueue_local_queue_unadmitted_workloads", counts.items())
+
+    def _replace(self, name: str, counts: Iterable[tuple[tuple[str, ...], int]]) -> None:
+        metric = self._metrics[name]
+        metric.clear()
+        for labels, count in sorted(counts):
+            if count > 0:
+                self._child(name, *labels).set(count)
 
     # -- LocalQueue ------------------------------------------------------------------------
     def report_local_queue_pending(self, namespace: str, name: str, active: int, inadmissible: int) -> None:

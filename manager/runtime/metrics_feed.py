@@ -24,6 +24,7 @@ from typing import Any
 
 from manager.core.engine import QueueingCore
 from manager.core.objects import FR
+from manager.core.tiers import unadmitted_labels
 from manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 from manager.runtime.metrics import KueueMetrics
 
@@ -126,6 +127,29 @@ def local_queue_counts(core: QueueingCore) -> tuple[dict[str, QueueCounts], dict
         elif rec.status == FINISHED:
             c["finished"] = c.get("finished", 0) + 1
     return {k: QueueCounts(**v) for k, v in counts.items()}, usage
+
+
+def unadmitted_counts(core: QueueingCore) -> tuple[dict[tuple[str, str, str], int],
+                                                   dict[tuple[str, str, str, str, str], int]]:
+    """Kueue's unadmitted-workloads gauges (KEP-10852): every workload neither admitted nor
+    finished, per ClusterQueue and per LocalQueue, by the Admitted reason and the QuotaReserved
+    tier. The ClusterQueue is the one its LocalQueue names (which may not exist); a workload
+    whose LocalQueue is missing has none and is in neither family, as in Kueue."""
+    per_cq: dict[tuple[str, str, str], int] = {}
+    per_lq: dict[tuple[str, str, str, str, str], int] = {}
+    for rec in core.workloads.values():
+        delayed = core.tas is not None and core.tas.holds_admission(rec.key)
+        labels = unadmitted_labels(rec, delayed)
+        if labels is None:
+            continue
+        lq = core.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
+        cq = lq.cluster_queue if lq is not None else ""
+        if not cq:
+            continue
+        per_cq[(cq, *labels)] = per_cq.get((cq, *labels), 0) + 1
+        lq_labels = (rec.wl.queue_name, rec.wl.namespace, cq, *labels)
+        per_lq[lq_labels] = per_lq.get(lq_labels, 0) + 1
+    return per_cq, per_lq
 
 
 def cohort_path(core: QueueingCore, cluster_queue: str) -> tuple[str, str]:
@@ -262,6 +286,11 @@ class MetricsFeed:
                 self._resources(name, parent)
         if self.local_queue_metrics:
             self._refresh_local_queues()
+        if core.config.tiered_reasons:  # Kueue: only under UnadmittedWorkloadsObservability
+            per_cq, per_lq = unadmitted_counts(core)
+            m.report_unadmitted(per_cq)
+            if self.local_queue_metrics:
+                m.report_local_queue_unadmitted(per_lq)
 
     def _resources(self, name: str, cohort: str) -> None:
         cq = self.core.cq_defs[name]

@@ -7,6 +7,7 @@ from typing import Any
 from api.quantity import resource_quantity
 from manager.core.engine import QueueingCore
 from manager.core.tas_hook import TasPlacer
+from manager.core.tiers import record_tier
 from manager.core.workload_state import ADMITTED, PENDING, WorkloadRecord
 
 
@@ -40,6 +41,8 @@ def result(core: QueueingCore) -> dict[str, Any]:
             "podSets": _podsets(core, rec),
             "evictions": list(rec.evictions),
             "reason": rec.reason if rec.status == PENDING else "",
+            # KEP-10852's QuotaReserved=False reason (Misconfigured, WaitingForQuota, ...).
+            "tier": record_tier(rec).value if rec.status == PENDING else "",
         }
         if rec.preemption_reasons:
             # Beside the contract's "evictions": why each "Preempted" eviction happened.

@@ -168,3 +168,82 @@ def test_lws_groups_are_admitted_one_workload_each_and_pods_ungated_only_when_ad
             lambda: not any(gated(p) for p in pods_of(dev_cluster, namespace, "srv", 0)),
             60.0,
         )
+
+
+SLOW_EXIT = "e2e.pykueue.dev/slow-exit"  # a pod that takes its time to terminate, as a real one may
+
+
+def _workload_of_group(dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
+    [wl] = workloads_owned_by(dev_cluster, namespace, "LeaderWorkerSet", name)
+    return wl
+
+
+def _urgent_job(namespace: str, priority_class: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "urgent", "namespace": namespace,
+                     "labels": {keys.QUEUE_NAME: "lq", keys.PRIORITY_CLASS: priority_class}},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "batch", "resources": {"requests": {"cpu": "2"}}}]}}},
+    }
+
+
+def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
+    dev_cluster: DevCluster, namespace: str
+) -> None:
+    """Kueue frees a preempted workload's quota once its job reports no running pods, not at
+    eviction: until the group's last pod is gone, the preemptor waits and nothing runs over quota."""
+    high = f"high-{namespace}"
+    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
+                       "metadata": {"name": high}, "value": 1000})
+    try:
+        cq = queues(dev_cluster, namespace, "2")
+        dev_cluster.kubectl("patch", "clusterqueues.kueue.x-k8s.io", cq, "--type=merge", "-p",
+                            '{"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}}')
+        lws = _lws(namespace, "srv", "lq")
+        lws["spec"]["replicas"] = 1
+        dev_cluster.apply(lws)
+        running = wait_until(
+            "the group's two pods running",
+            lambda: p if len(p := pods_of(dev_cluster, namespace, "srv", 0)) == 2 and all(
+                (x.get("status") or {}).get("phase") == "Running" for x in p) else None,
+            90.0,
+        )
+        slow = running[0]["metadata"]["name"]
+        dev_cluster.kubectl("patch", "pod", slow, "-n", namespace, "--type=merge", "-p",
+                            json.dumps({"metadata": {"finalizers": [SLOW_EXIT]}}))
+        dev_cluster.apply(_urgent_job(namespace, high))
+
+        def evicted_holding() -> dict[str, Any] | None:
+            wl = _workload_of_group(dev_cluster, namespace, "srv")
+            return wl if condition(wl, "Evicted") and condition(wl, "QuotaReserved") else None
+
+        wl = wait_until("the group evicted, its quota still reserved", evicted_holding, 60.0)
+        assert wl["status"]["admission"]["clusterQueue"] == cq
+        wait_until("the slow pod asked to stop and still running", lambda: (
+            (p := dev_cluster.get_json("pod", slow, "-n", namespace))["metadata"].get("deletionTimestamp")
+            and p["status"].get("phase") == "Running"), 60.0)
+        # Every other pod of the group is gone; the slow one still runs, so the quota stays taken.
+        wait_until("the group's other pod gone", lambda: not any(
+            p["metadata"]["name"] != slow and (p.get("status") or {}).get("phase") == "Running"
+            for p in pods_of(dev_cluster, namespace, "srv", 0)), 60.0)
+        job_wl = wait_until("the urgent job's Workload", lambda: next(iter(
+            workloads_owned_by(dev_cluster, namespace, "Job", "urgent")), None), 30.0)
+        assert not condition(job_wl, "QuotaReserved"), job_wl.get("status")
+        assert condition(_workload_of_group(dev_cluster, namespace, "srv"), "QuotaReserved")
+        job = dev_cluster.get_json("job", "urgent", "-n", namespace)
+        assert job["spec"]["suspend"] is True
+        assert cq_cpu_usage(dev_cluster, cq) in ("2", None)
+
+        # The slow pod finally exits: the group gives its quota back and the job runs.
+        dev_cluster.kubectl("patch", "pod", slow, "-n", namespace, "--type=merge", "-p",
+                            json.dumps({"metadata": {"finalizers": None}}))
+        wait_until("the urgent job to run", lambda: dev_cluster.get_json(
+            "job", "urgent", "-n", namespace)["spec"].get("suspend") is False, 60.0)
+        wl = _workload_of_group(dev_cluster, namespace, "srv")
+        assert not condition(wl, "QuotaReserved")
+        assert condition(wl, "Requeued")
+    finally:
+        dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",
+                            check=False)

@@ -29,7 +29,7 @@ snapshot (:class:`_Memo`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..assignment import Entry
@@ -48,6 +48,8 @@ _WITHIN_CQ = 0
 _RECLAIM = 1  # the preemptor has the quota's "advantage": reclaim regardless of borrowing
 _WHILE_BORROWING = 2
 _WITHOUT_BORROWING = 3  # valid only if the preemptor ends up not borrowing
+
+TopologyFit = Callable[[frozenset[str]], bool]  # do the TAS pod sets fit with these workloads gone?
 
 _REASON = {_WITHIN_CQ: IN_CLUSTER_QUEUE, _RECLAIM: IN_COHORT_RECLAMATION,
            _WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING, _WITHOUT_BORROWING: IN_COHORT_RECLAMATION}
@@ -100,13 +102,15 @@ def policy_args(policy: str, priority: int, timestamp: float) -> PolicyArgs:
     return ()
 
 
-VictimOrder = tuple[bool, int, float, int, str]
+VictimOrder = tuple[bool, bool, int, float, int, str]
 
 
 def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> VictimOrder:
-    """Kueue's candidate order: other ClusterQueues first, lower priority, most recent
-    reservation, uid (shared with fair-sharing preemption)."""
-    return (cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0), -rec.reserved_seq, rec.wl.uid)
+    """Kueue's candidate order: already evicted (still stopping) first, then other
+    ClusterQueues, lower priority, most recent reservation, uid (shared with fair-sharing
+    preemption)."""
+    return (rec.stopping is None, cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0),
+            -rec.reserved_seq, rec.wl.uid)
 
 
 def _policy(cq: ClusterQueueDef, name: str) -> str:
@@ -169,8 +173,13 @@ class ClassicalPreemption:
         a = entry.assignment
         if a is None or not a.preempt_frs:
             return ()
-        found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
-                            a.usage, a.preempt_frs)
+        if entry.fits_topology is not None:
+            # The answer depends on the preemptor's topology too: not shared through the memo.
+            found = self._search(snapshot, snapshot.cluster_queues[entry.cluster_queue], entry.priority,
+                                 entry.timestamp, a.usage, a.preempt_frs, entry.fits_topology)
+        else:
+            found = self.search(snapshot, entry.cluster_queue, entry.priority, entry.timestamp,
+                                a.usage, a.preempt_frs)
         for c in found:
             self.reasons[c.key] = _REASON[c.variant]
         return tuple(c.key for c in found)
@@ -255,7 +264,8 @@ class ClassicalPreemption:
         return got
 
     def _search(self, snap: Snapshot, cq: ClusterQueueDef, priority: int, timestamp: float,
-                request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
+                request: Mapping[FR, int], frs: frozenset[FR], topology: TopologyFit | None = None
+                ) -> list[Candidate]:
         cq_name = cq.name
         cands = self.candidates(snap, cq_name, priority, timestamp, request, frs)
         if not cands:
@@ -271,7 +281,7 @@ class ClassicalPreemption:
         else:
             attempts = [True, False]
         for allow_borrowing in attempts:
-            found = self._minimal(snap, node, request, frs, cands, allow_borrowing)
+            found = self._minimal(snap, node, request, frs, cands, allow_borrowing, topology)
             if found:
                 return found
         return []
@@ -298,7 +308,14 @@ class ClassicalPreemption:
         return True
 
     def _minimal(self, snap: Snapshot, node: QuotaNode, request: Mapping[FR, int], frs: frozenset[FR],
-                 cands: list[Candidate], allow_borrowing: bool) -> list[Candidate]:
+                 cands: list[Candidate], allow_borrowing: bool, topology: TopologyFit | None = None
+                 ) -> list[Candidate]:
+        """Remove candidates in order until the request fits (its quota, and with ``topology``
+        its placement on the nodes the removed ones free), then give back the unneeded."""
+        def fits_all(usage: Usage, gone: list[Candidate]) -> bool:
+            return self._fits(node, usage, request, allow_borrowing) and (
+                topology is None or topology(frozenset(c.key for c in gone)))
+
         usage = snap.usage.overlay()
         # Freeing x of usage anywhere raises what the node can take by at most x, so the
         # request cannot fit before the removed victims add up to what it lacks now.
@@ -322,16 +339,17 @@ class ClassicalPreemption:
                 for fr in over:
                     over[fr] -= c.record.usage.get(fr, 0)
             if all(v <= 0 for v in lacking.values()) and all(v <= 0 for v in over.values()) \
-                    and self._fits(node, usage, request, allow_borrowing):
+                    and fits_all(usage, removed):
                 fits = True
                 break
         if not fits:
             return []
         kept = [removed[-1]]
-        for c in reversed(removed[:-1]):
+        for i in range(len(removed) - 2, -1, -1):
+            c = removed[i]
             other = snap.nodes[c.cluster_queue]
             usage.add_all(other, c.record.usage)
-            if not self._fits(node, usage, request, allow_borrowing):
+            if not fits_all(usage, [*removed[:i], *kept]):
                 usage.add_all(other, c.record.usage, sign=-1)
                 kept.append(c)
         kept.reverse()

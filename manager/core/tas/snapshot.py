@@ -255,15 +255,22 @@ class TopologySnapshot:
         return sorted(self.tree.leaves.values(), key=lambda d: d.values)
 
     # -- placement -------------------------------------------------------------------------
-    def place(self, podsets: Sequence[PodSetRequest], *, simulate_empty: bool = False) -> PlacementResult:
+    def place(self, podsets: Sequence[PodSetRequest], *, simulate_empty: bool = False,
+              freed: Iterable[tuple[TopologyAssignment, Mapping[str, int]]] = ()) -> PlacementResult:
         """Place a workload's PodSets in order; PodSets sharing a group name go together.
 
         Earlier units' usage is charged (per domain) before the next is placed; the
-        snapshot itself is not changed — call :meth:`add_usage` once admitted.
+        snapshot itself is not changed — call :meth:`add_usage` once admitted. ``freed``
+        are admitted placements to count as gone (preemption targets being simulated away).
         """
         if not self.synced:
             return NoFit(podsets[0].name if podsets else "", NOT_SYNCED_REASON)
         assumed: dict[str, Resources] = {}
+        for assignment, per_pod in freed:
+            for values, usage in per_domain_usage(assignment, per_pod):
+                held = assumed.setdefault(self._leaf_key(values), {})
+                for name, amount in usage.items():
+                    held[name] = held.get(name, 0) - amount
         result: dict[str, TopologyAssignment] = {}
         for unit in _units(podsets):
             if len(unit) == 2:

@@ -57,6 +57,9 @@ class BatchJobLifecycle(TopLevelOwner):
     def is_active(self, job: Mapping[str, Any]) -> bool:
         return not self.is_suspended(job)
 
+    def still_running(self, job: Mapping[str, Any]) -> bool:
+        return int((job.get("status") or {}).get("active") or 0) > 0
+
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         [(_, info)] = list(infos_by_name(infos, [PODSET]))

@@ -106,6 +106,10 @@ class PodGroupLifecycle:
     def is_active(self, job: Mapping[str, Any]) -> bool:
         return any(not gated(p) for p in _live(job))
 
+    def still_running(self, job: Mapping[str, Any]) -> bool:
+        # Deleted pods count until they are gone: their containers may still run.
+        return any((p.get("status") or {}).get("phase") == "Running" for p in pods(job))
+
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         by_name = {i.name: i for i in infos}

@@ -56,6 +56,10 @@ class PyTorchJobLifecycle(TopLevelOwner):
     def is_active(self, job: Mapping[str, Any]) -> bool:
         return not self.is_suspended(job)
 
+    def still_running(self, job: Mapping[str, Any]) -> bool:
+        replicas = (job.get("status") or {}).get("replicaStatuses") or {}
+        return any(int((r or {}).get("active") or 0) > 0 for r in replicas.values())
+
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         present = roles(job)

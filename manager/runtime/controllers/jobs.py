@@ -163,21 +163,40 @@ class JobReconciler:
     def on_workload(self, event: EventType, obj: JSON) -> None:
         """A Workload changed: reconcile the jobs it belongs to."""
         m = meta(obj)
-        ns, name, key = str(m.get("namespace") or ""), str(m.get("name") or ""), object_key(obj)
+        key = object_key(obj)
         uid = str((m.get("labels") or {}).get(keys.JOB_UID) or "")
         if uid:
             if event == EventType.DELETED:
                 self._by_job_uid.get(uid, set()).discard(key)
             else:
                 self._by_job_uid.setdefault(uid, set()).add(key)
+        for job_key in self.job_keys_of(obj):
+            self.queue.add(job_key)
+
+    def job_keys_of(self, workload: JSON) -> list[str]:
+        """Reconcile keys of what runs this Workload: its owners of a registered kind and its
+        pod group; [] when nothing does (a Workload created on its own)."""
+        m = meta(workload)
+        ns, name = str(m.get("namespace") or ""), str(m.get("name") or "")
         registered = set(self.registry.kinds())
-        for ref in m.get("ownerReferences") or ():
-            if ref.get("kind") in registered:
-                self.queue.add(f"{ref['kind']}:{ns}/{ref.get('name')}")
+        out = [f"{ref['kind']}:{ns}/{ref.get('name')}" for ref in m.get("ownerReferences") or ()
+               if ref.get("kind") in registered]
         for lc in self.active:
             group = f"{lc.integration.kind}:{ns}/{name}"
             if isinstance(lc, GroupedObjects) and group in self._groups:
-                self.queue.add(group)
+                out.append(group)
+        return out
+
+    def stop_evicted(self) -> None:
+        """Workloads the core started evicting: their jobs are stopped by reconciling them;
+        one that nothing runs has nothing to wait for and gives its quota back now."""
+        for wl_key in sorted(self.core.take_stopping()):
+            workload = self.informers["Workload"].get(wl_key) or self.core.workloads[wl_key].wl.source
+            job_keys = self.job_keys_of(workload)
+            for job_key in job_keys:
+                self.queue.add(job_key)
+            if not job_keys:
+                self.core.job_stopped(wl_key)
 
     # -------------------------------------------------------------- reconcile
 
@@ -189,6 +208,8 @@ class JobReconciler:
         ns, name = obj_key.split("/", 1)
         job = self._load(lc, key, ns, name)
         if job is None:
+            if isinstance(lc, GroupedObjects) and self.core.job_stopped(obj_key):
+                self._kick()  # the last pod of an evicted group is gone
             return None  # deleted: its Workloads go with it (ownerReferences, garbage collector)
         namespace = self.informers["Namespace"].get(ns)
         if namespace is None:
@@ -234,7 +255,16 @@ class JobReconciler:
             if lc.is_active(job):
                 await self._apply(lc.stop(job))
             return
-        if is_admitted(workload):
+        rec = self.core.workloads.get(wl_key)
+        if rec is not None and rec.stopping is not None:
+            # Evicted: stop it, and give the quota back once none of its pods runs.
+            if lc.is_active(job):
+                await self._apply(lc.stop(job))
+            if not lc.still_running(job) and self.core.job_stopped(wl_key):
+                self._kick()
+            return
+        # The core decides: a copy still saying admitted after a release must not restart it.
+        if is_admitted(workload) and (rec is None or rec.holds_quota):
             if lc.is_suspended(job):
                 try:
                     actions = lc.start(job, workload, podset_infos(workload, self._flavors()))
@@ -242,7 +272,6 @@ class JobReconciler:
                     self._finish(wl_key, workload, Finished(FAILED_TO_START, str(exc)))
                     return
                 await self._apply(actions)
-            rec = self.core.workloads.get(wl_key)
             if rec is not None and rec.status == ADMITTED and not rec.pods_ready and lc.pods_ready(job):
                 self.core.set_pods_ready(wl_key)
                 self._kick()

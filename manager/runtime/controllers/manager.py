@@ -37,6 +37,7 @@ from kube import resources as res
 from kube.backoff import Backoff
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
 from kube.informer import EventType, Informer
+from kube.merge_patch import merge_patch
 from kube.resources import ResourceRef, object_key
 from kube.workqueue import WorkQueue
 from manager.core.assignment import Outcome
@@ -106,7 +107,8 @@ class QueueManager:
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
-        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S),
+        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
+                                         hold_quota_until_stopped=True),
                                  now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
@@ -302,7 +304,7 @@ class QueueManager:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
             changed = self.core.take_changes()
             self.release_order.released(self.core.take_released())
-            self.release_order.admitted({k for k in changed if self.core.workloads[k].holds_quota})
+            self.release_order.admitted({k for k in changed if self._takes_quota(k)})
             changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
             if changed:
                 self._queues_dirty.set()
@@ -312,6 +314,12 @@ class QueueManager:
             if idle:
                 return
             await asyncio.sleep(0)
+
+    def _takes_quota(self, key: str) -> bool:
+        """Holds quota it did not hold before its last write might have (an eviction in
+        progress still holds what it had)."""
+        rec = self.core.workloads[key]
+        return rec.holds_quota and rec.stopping is None
 
     def _request_budget_low(self) -> bool:
         """Optional writes (pending notices, queue counts) wait while this holds."""
@@ -335,6 +343,7 @@ class QueueManager:
             started = time.perf_counter()
             result = self.core.next_cycle()
             progress = self.core.apply_cycle(result)
+            self.jobs.stop_evicted()
             if result.decisions:
                 admitted = any(d.outcome == Outcome.ADMIT for d in result.decisions)
                 self.metrics.admission_attempt(admitted, time.perf_counter() - started)
@@ -365,7 +374,7 @@ class QueueManager:
         it may take (see ``ReleaseOrder``); returns seconds after which to look again (a
         deferred pending-message update), or None."""
         rec = self.core.workloads.get(key)
-        if rec is not None and rec.holds_quota and not self.release_order.may_write(key):
+        if rec is not None and self._takes_quota(key) and not self.release_order.may_write(key):
             # Held: written once those releases are; looked at again when the wait runs out.
             if self._release_wait is None:
                 loop = asyncio.get_running_loop()
@@ -423,7 +432,8 @@ class QueueManager:
                     raise
                 trusted = True  # fresh from the API
             delayed, unhealthy = self.tas.status_fields(key)
-            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy)
+            status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy,
+                                     tiered=self.core.config.tiered_reasons)
             if rec.status == FINISHED:
                 finished = self._finished.get(key) or SUCCEEDED
                 old = current.get("status") or {}
@@ -447,7 +457,10 @@ class QueueManager:
                 # (admitted meanwhile) by the time budget is back.
                 return PENDING_NOTICE_RETRY_S
             try:
-                written = await self.client.replace(path, {**current, "status": new_status})
+                # Only what changed, on the copy it was computed from (409 if that is stale).
+                written = await self.client.patch(path, {
+                    "metadata": {"resourceVersion": _rv(current)},
+                    "status": merge_patch(old_status, new_status)})
             except ApiError as exc:
                 if exc.not_found:
                     return None
@@ -549,14 +562,16 @@ def _rv(obj: JSON) -> str:
 
 def pending_notice(old: JSON, new: JSON) -> bool:
     """The write only tells a workload that never held quota (per both statuses) that it
-    is pending: no admission before or after, QuotaReserved False after."""
+    is pending: no admission before or after, QuotaReserved False after (and Admitted False
+    beside it, as the tiered reasons write it)."""
     if old.get("admission") or new.get("admission"):
         return False
     conds = {c.get("type"): c.get("status") for c in new.get("conditions") or ()}
     old_conds = {c.get("type"): c.get("status") for c in old.get("conditions") or ()}
-    return conds.get(keys.WorkloadCondition.QUOTA_RESERVED) == "False" and \
-        old_conds.get(keys.WorkloadCondition.QUOTA_RESERVED) != "True" and \
-        all(old_conds.get(t) == st for t, st in conds.items() if t != keys.WorkloadCondition.QUOTA_RESERVED)
+    notice = (keys.WorkloadCondition.QUOTA_RESERVED, keys.WorkloadCondition.ADMITTED)
+    return all(conds.get(t, "False") == "False" and old_conds.get(t) != "True" for t in notice) and \
+        keys.WorkloadCondition.QUOTA_RESERVED in conds and \
+        all(old_conds.get(t) == st for t, st in conds.items() if t not in notice)
 
 
 def only_pending_message_changed(old: JSON, new: JSON) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from manager.core.engine import QueueingCore
 from manager.core.objects import format_time
+from manager.core.tiers import record_tier
 from manager.core.workload_state import PENDING, WorkloadRecord
 from manager.runtime.visibility.provider import OwnerReference, PendingWorkloadInfo
 
@@ -27,7 +28,7 @@ def pending_info(rec: WorkloadRecord) -> PendingWorkloadInfo:
     meta = rec.wl.source.get("metadata") or {}
     created = meta.get("creationTimestamp") or format_time(rec.wl.created)
     return PendingWorkloadInfo(rec.wl.name, rec.wl.namespace, rec.wl.queue_name, rec.priority, str(created),
-                               _owners(rec.wl.source))
+                               _owners(rec.wl.source), reason=record_tier(rec).value, message=rec.reason)
 
 
 class CorePendingWorkloads:

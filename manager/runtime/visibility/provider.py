@@ -31,6 +31,10 @@ class PendingWorkloadInfo:
     # RFC 3339, as stored in the Workload's metadata.
     creation_timestamp: str
     owner_references: tuple[OwnerReference, ...] = field(default=())
+    # Why it waits: the QuotaReserved=False reason (a KEP-10852 tier) and message. Kueue's
+    # PendingWorkload has no such fields; pykueue adds them (clients ignore unknown fields).
+    reason: str = ""
+    message: str = ""
 
 
 class PendingWorkloadsProvider(Protocol):

@@ -99,9 +99,12 @@ def _item(positioned: PositionedWorkload) -> dict[str, Any]:
         metadata["ownerReferences"] = [
             {"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
             for o in workload.owner_references]
-    return {"metadata": metadata, "priority": workload.priority, "localQueueName": workload.local_queue,
+    item = {"metadata": metadata, "priority": workload.priority, "localQueueName": workload.local_queue,
             "positionInClusterQueue": positioned.position_in_cluster_queue,
             "positionInLocalQueue": positioned.position_in_local_queue}
+    if workload.reason:
+        item["reason"], item["message"] = workload.reason, workload.message
+    return item
 
 
 def _summary(items: list[PositionedWorkload]) -> web.Response:

@@ -141,3 +141,20 @@ async def test_bad_query_and_unknown_paths_answer_in_status_json(server: Server,
                                     VIEWER_HEADERS, method="DELETE")
     assert status in (404, 405)
     assert isinstance(body, dict) and body["kind"] == "Status"
+
+
+async def test_an_entry_carries_why_it_waits(server: Server, identities: Identities) -> None:
+    # Beside Kueue's fields: the QuotaReserved=False reason (its tier) and message.
+    server.provider.cluster_queues["cq"] = [
+        PendingWorkloadInfo(name="a1", namespace="team-a", local_queue="lq-a", priority=0,
+                            creation_timestamp="2026-01-01T00:00:01Z", reason="WaitingForQuota",
+                            message="couldn't assign flavors to pod set main: insufficient unused quota"),
+        workload("a2", "lq-a"),
+    ]
+    server.provider.local_queues[("team-a", "lq-a")] = "cq"
+    for path in (f"{GV}/clusterqueues/cq/pendingworkloads",
+                 f"{GV}/namespaces/team-a/localqueues/lq-a/pendingworkloads"):
+        first, second = (await get_ok(server, identities, path))["items"]
+        assert (first["reason"], first["message"]) == (
+            "WaitingForQuota", "couldn't assign flavors to pod set main: insufficient unused quota")
+        assert "reason" not in second and "message" not in second

@@ -40,7 +40,15 @@ async def test_list_then_watch_sees_add_update_delete(client: KubeClient, namesp
         await recorder.wait_for("MODIFIED live", lambda: "live" in recorder.names(EventType.MODIFIED))
         modified = next(e for e in recorder.events if e[0] is EventType.MODIFIED and e[1] == "live")
         assert modified[2] is not None and modified[2]["data"] == {"v": "1"}, "old object is passed"
-        assert informer.get_by_name("live", namespace)["data"] == {"v": "2"}  # type: ignore[index]
+        live = informer.get_by_name("live", namespace)
+        assert live is not None and live["data"] == {"v": "2"}
+        # Cached without managedFields (memory); an update written from the cached copy
+        # leaves the stored ones as they were.
+        assert "managedFields" not in live["metadata"]
+        assert all("managedFields" not in o["metadata"] for o in informer.items())
+        await client.replace(CONFIG_MAPS.object_path("live", namespace), {**live, "data": {"v": "3"}})
+        stored = await client.get(CONFIG_MAPS.object_path("live", namespace))
+        assert stored["data"] == {"v": "3"} and stored["metadata"].get("managedFields")
 
         await client.delete(CONFIG_MAPS.object_path("before", namespace))
         await recorder.wait_for("DELETED before", lambda: "before" in recorder.names(EventType.DELETED))

@@ -8,7 +8,7 @@ from api.quantity import Quantity
 from manager.core.config import ConfigError, RequeuingStrategy, config_from, parse_duration
 from manager.core.jobs_to_workloads import workload_name
 from manager.core.queues import PendingQueue, sort_key
-from manager.core.resources import Transformation, pod_requests, transform_requests
+from manager.core.resources import Transformation, pod_requests, requests_over_limits, transform_requests
 from manager.jobs.registry import workloads_for
 
 
@@ -59,6 +59,30 @@ def test_pod_requests_init_containers_sidecars_and_overhead() -> None:
             "overhead": {"cpu": "100m"}}
     # max(1.5 + 0.25 sidecar, 2 + 0.25) + 0.1 overhead
     assert pod_requests(spec) == {"cpu": 2350, "memory": 1024**3}
+
+
+def test_pod_requests_keep_zero_quantities() -> None:
+    # Kueue assigns a flavor to a resource requested at 0, so it must stay in the requests.
+    spec = {"containers": [{"resources": {"requests": {"cpu": "0", "memory": "10Mi"}}}]}
+    assert pod_requests(spec) == {"cpu": 0, "memory": 10 * 1024**2}
+
+
+def test_requests_over_limits_reports_each_container_as_kueue_does() -> None:
+    def ps(**containers: list[dict[str, object]]) -> dict[str, object]:
+        return {"template": {"spec": containers}}
+
+    ok = ps(containers=[{"resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1000m", "memory": "1"}}}])
+    assert requests_over_limits([ok]) == ""
+    one = ps(containers=[{"resources": {"requests": {"cpu": "2", "memory": "2Gi"},
+                                        "limits": {"memory": "1Gi", "cpu": "1"}}}])
+    assert requests_over_limits([one]) == (
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: []v1.ResourceName{"cpu", "memory"}: '
+        "requests must not exceed its limits")
+    init = ps(initContainers=[{"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}])
+    both = requests_over_limits([ok, init, one])
+    # Several errors are bracketed and comma-separated, init containers first in each pod set.
+    assert both.startswith("[spec.podSets[1].template.spec.initContainers[0]: ")
+    assert ", spec.podSets[2].template.spec.containers[0]: " in both and both.endswith("limits]")
 
 
 def test_transformations_retain_replace_and_exclude() -> None:

@@ -194,3 +194,35 @@ def test_take_changes_reports_what_to_write() -> None:
     core.finish("ns/a")
     core.run_until_idle()
     assert core.take_changes() == {"ns/a", "ns/b"}
+
+
+def _drained(core: QueueingCore, stop: str) -> dict[str, tuple[str, str, str]]:
+    core.apply({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "namespaceSelector": {}, "stopPolicy": stop,
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
+    core.run_until_idle()
+    status = workload_status(core.workloads["ns/a"], core.now)
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_a_drained_workload_waits_with_requeued_false_until_its_queue_runs_again() -> None:
+    # Kueue: Evicted and Requeued carry ClusterQueueStopped while stopped; on restart the
+    # workload controller sets Requeued True (ClusterQueueRestarted).
+    core = QueueingCore()
+    _setup(core)
+    _wl(core, "a", 3)
+    core.run_until_idle()
+    conds = _drained(core, "HoldAndDrain")
+    assert conds["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert conds["Requeued"] == ("False", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    assert conds["QuotaReserved"][0] == "False"
+    core.apply({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {  # full again: it waits
+        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 2}]}]}]}})
+    core.run_until_idle()
+    status = workload_status(core.workloads["ns/a"], core.now)
+    conds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+    assert conds["Requeued"] == ("True", "ClusterQueueRestarted",
+                                 "The ClusterQueue was restarted after being stopped")
+    assert conds["Evicted"][:2] == ("True", "ClusterQueueStopped")

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from manager.core.assignment import Assignment, Entry, Mode
-from manager.core.fair_sharing import Share, Shares, tournament, weight_key
+from manager.core.fair_sharing import Share, Shares, borrows_on, tournament, weight_key
 from manager.core.objects import FR, Quota, WorkloadDef
 from manager.core.quota import QuotaNode, Usage, compute_subtree
 from manager.core.snapshot import Snapshot
@@ -42,14 +42,16 @@ def _reference(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterat
             n = snap.nodes.get(e.cluster_queue)
             if n is not None and n.root() is root and e.assignment is not None:
                 by_cq.setdefault(e.cluster_queue, e)
-        values: dict[tuple[str, str], Share] = {}
+        values: dict[tuple[str, str], tuple[bool, Share]] = {}
         for cq_name, e in by_cq.items():
             n = snap.nodes[cq_name]
             assert e.assignment is not None
+            requested = e.assignment.usage
             view = usage.overlay()
-            view.add_all(n, e.assignment.usage)
+            view.add_all(n, requested)
             while n.parent is not None:
-                values[(n.parent.name, e.workload.key)] = shares.share(n, view)
+                borrows = borrows_on(n, view, requested)
+                values[(n.parent.name, e.workload.key)] = (borrows, shares.share(n, view))
                 n = n.parent
 
         chosen = _play_cohort(root, by_cq, values)
@@ -59,7 +61,7 @@ def _reference(entries: Sequence[Entry], snap: Snapshot, usage: Usage) -> Iterat
 
 
 def _play_cohort(cohort: QuotaNode, by_cq: Mapping[str, Entry],
-                 values: Mapping[tuple[str, str], Share]) -> Entry | None:
+                 values: Mapping[tuple[str, str], tuple[bool, Share]]) -> Entry | None:
     """The winner among the cohort's child cohorts' winners and its child queues' first entries."""
     best: tuple[Any, ...] | None = None
     winner: Entry | None = None
@@ -67,8 +69,8 @@ def _play_cohort(cohort: QuotaNode, by_cq: Mapping[str, Entry],
         cand = by_cq.get(child.name) if child.is_cq else _play_cohort(child, by_cq, values)
         if cand is None:
             continue
-        k = (not cand.preempting, values[(cohort.name, cand.workload.key)], -cand.priority,
-             cand.timestamp, cand.workload.key)
+        borrows, share = values[(cohort.name, cand.workload.key)]
+        k = (not cand.preempting, borrows, share, -cand.priority, cand.timestamp, cand.workload.key)
         if best is None or k < best:
             best, winner = k, cand
     return winner

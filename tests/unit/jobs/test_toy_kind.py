@@ -68,6 +68,9 @@ class ToyLifecycle(TopLevelOwner):
     def is_active(self, job: Mapping[str, Any]) -> bool:
         return not self.is_suspended(job)
 
+    def still_running(self, job: Mapping[str, Any]) -> bool:
+        return bool((job.get("status") or {}).get("active"))
+
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         started = copy.deepcopy(dict(job))

@@ -7,6 +7,7 @@ from typing import Any
 
 from kube.client import KubeClient
 from kube.informer import EventType
+from manager.core.status import workload_status
 from manager.runtime.controllers.manager import QueueManager
 
 from .test_queue_status import _objects
@@ -82,3 +83,53 @@ def test_only_a_topology_someone_else_rewrote_is_followed(monkeypatch: Any) -> N
     assert adopted == ["n2"]
     manager._core_handler(EventType.MODIFIED, _with_topology(wl, "n3", "6"), None)  # unchanged since
     assert adopted == ["n2"]
+
+
+def _stopped_queue_objects(stop: str) -> list[dict[str, Any]]:
+    objs = _objects()[:3]
+    objs[1]["spec"]["stopPolicy"] = stop
+    return objs
+
+
+def _conditions(manager: QueueManager, key: str) -> dict[str, tuple[str, str, str]]:
+    status = workload_status(manager.core.workloads[key], manager.core.now)
+    assert "admission" not in status
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_a_queue_stopped_before_start_drains_what_it_had_admitted_in_any_informer_order() -> None:
+    # Kueue's workload controller evicts an admitted workload of a HoldAndDrain queue whenever
+    # it reconciles it, start-up included, whichever of the queue and the workload came first.
+    for first_the_workload in (False, True):
+        objs = _stopped_queue_objects("HoldAndDrain")
+        wl = _admitted(_objects()[3])
+        manager = QueueManager(KubeClient(_NoClient()))
+        for obj in ([wl, *objs] if first_the_workload else [*objs, wl]):
+            manager._core_handler(EventType.ADDED, obj, None)
+        manager.core.run_until_idle()
+        rec = manager.core.workloads["ns/w0"]
+        assert rec.stopping is not None and rec.holds_quota  # evicted, quota held until stopped
+        manager.jobs.stop_evicted()  # no job runs this Workload: nothing to wait for
+        manager.core.run_until_idle()
+        assert (rec.status, rec.evictions) == ("Pending", ["ClusterQueueStopped"])
+        assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
+        assert "ns/w0" in manager.core.changed  # to be written
+        conds = _conditions(manager, "ns/w0")
+        assert conds["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+        assert conds["Requeued"] == ("False", "ClusterQueueStopped", "The ClusterQueue is stopped")
+
+
+def test_a_reservation_read_in_a_held_queue_is_released_without_an_eviction() -> None:
+    objs = _stopped_queue_objects("Hold")
+    wl = _admitted(_objects()[3])
+    wl["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True"}]  # a check is pending
+    manager = QueueManager(KubeClient(_NoClient()))
+    for obj in [*objs, wl]:
+        manager._core_handler(EventType.ADDED, obj, None)
+    manager.core.run_until_idle()
+    rec = manager.core.workloads["ns/w0"]
+    assert (rec.status, rec.evictions) == ("Pending", [])
+    assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
+    conds = _conditions(manager, "ns/w0")
+    assert set(conds) == {"QuotaReserved", "Admitted"} and conds["QuotaReserved"][0] == "False"
+    assert conds["Admitted"][:2] == ("False", "NoReservation")

@@ -5,7 +5,8 @@ admission check verdicts) goes both ways: through ``Simulation``, and through th
 own event handlers (``TopologyFeed`` for Topologies, Nodes and Pods; ``QueueManager`` for
 the rest, with Workloads as the job reconciler creates them and check states as a check
 controller writes them), without any API. The topology assignment of every admitted
-workload must be the same.
+workload must be the same. Fair-sharing and stop-policy scenarios without steps are replayed
+the same way, and every workload must end with the same status, evictions and flavors.
 """
 
 from __future__ import annotations
@@ -86,18 +87,26 @@ def _manager_run(scenario: Scenario) -> QueueManager:
                     entry["state"] = state
             manager._core_handler(EventType.MODIFIED, changed, written)
 
+    def settle() -> None:
+        """Cycle until idle; the jobs of evicted workloads stop at once (no pods here)."""
+        manager.core.run_until_idle()
+        while stopping := manager.core.take_stopping():
+            for key in sorted(stopping):
+                manager.core.job_stopped(key)
+            manager.core.run_until_idle()
+
     for obj in scenario.objects:
         feed(obj)
     manager.tas.mark_synced()  # lead(): informers synced
     manager.core.requeue_inadmissible()
-    manager.core.run_until_idle()
+    settle()
     for step in scenario.steps:
         (kind, arg), = step.items()
         if kind == "failNode":
             feed(nodes[str(arg)], EventType.DELETED)
         elif kind == "checkState":
             check_controller(str(arg["workload"]), str(arg["check"]), str(arg["state"]))
-        manager.core.run_until_idle()
+        settle()
     return manager
 
 
@@ -116,3 +125,33 @@ def test_the_running_manager_places_as_simulate_does(path: Path) -> None:
 
 def test_most_tas_scenarios_are_replayed() -> None:
     assert len(SCENARIOS) >= 40, len(SCENARIOS)
+
+
+# Fair-sharing order and stopped queues read at start-up go through the same core path
+# in the manager as in simulate: every such scenario without steps must end alike.
+ROOT = TAS_SCENARIOS.parent
+DECISION_SCENARIOS = [p for p in sorted([*(ROOT / "fair-sharing").glob("*.yaml"),
+                                         *ROOT.glob("stop-policy-*.yaml")]) if not load([p]).steps]
+
+
+def _decisions(core: Any) -> dict[str, Any]:
+    return {key: (rec.status, rec.cluster_queue, list(rec.evictions),
+                  [(p.name, p.count, p.flavors) for p in rec.assignment.podsets] if rec.assignment else [])
+            for key, rec in sorted(core.workloads.items())}
+
+
+@pytest.mark.parametrize("path", DECISION_SCENARIOS, ids=[p.stem for p in DECISION_SCENARIOS])
+def test_the_running_manager_decides_as_simulate_does(path: Path) -> None:
+    scenario = load([path])
+    simulation = Simulation(scenario)
+    simulation.run()
+
+    async def replay() -> QueueManager:
+        return _manager_run(scenario)
+
+    manager = asyncio.run(replay())
+    assert _decisions(manager.core) == _decisions(simulation.core)
+
+
+def test_decision_scenarios_are_replayed() -> None:
+    assert len(DECISION_SCENARIOS) >= 20, len(DECISION_SCENARIOS)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
+from collections.abc import Callable
 from typing import Any, cast
 
-from kube.client import ApiError, KubeClient
+from kube.client import MERGE_PATCH, ApiError, KubeClient
 from kube.informer import EventType
+from kube.merge_patch import apply_merge_patch
 from kube.ratelimit import TokenBucket
 from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from manager.core.workload_state import FINISHED
@@ -36,6 +39,7 @@ class FakeApi:
         self.limiter = TokenBucket(qps=-1, burst=0)  # no client-side limit unless a test sets one
         self.round_trip_s: dict[str, float] = {}  # by Workload name; 0.01 s if not set
         self.most_holding = 0  # the most Workloads ever stored holding quota and unfinished
+        self.patch_bytes = 0
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
@@ -58,6 +62,19 @@ class FakeApi:
         return copy.deepcopy(self.objects[path])
 
     async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._compare_and_swap(path, body["metadata"].get("resourceVersion"), lambda _: body)
+
+    async def patch(self, path: str, body: dict[str, Any], content_type: str = MERGE_PATCH,
+                    query: Any = None) -> dict[str, Any]:
+        assert content_type == MERGE_PATCH and set(body) == {"metadata", "status"}, body
+        self.patch_bytes += len(json.dumps(body))
+        def patched(current: dict[str, Any]) -> dict[str, Any]:
+            return {**current, "status": apply_merge_patch(current.get("status") or {}, body["status"])}
+
+        return await self._compare_and_swap(path, body["metadata"].get("resourceVersion"), patched)
+
+    async def _compare_and_swap(self, path: str, rv: str | None,
+                                new: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
         base = path.removesuffix("/status")
         self.in_flight[base] = self.in_flight.get(base, 0) + 1
         self.max_per_key = max(self.max_per_key, self.in_flight[base])
@@ -66,9 +83,9 @@ class FakeApi:
             name = base.rsplit("/", 1)[1]
             await asyncio.sleep(self.round_trip_s.get(name, 0.01))  # lets other writers start meanwhile
             self.puts.append(name)
-            if body["metadata"].get("resourceVersion") != self.objects[base]["metadata"]["resourceVersion"]:
+            if rv != self.objects[base]["metadata"]["resourceVersion"]:
                 raise ApiError(409)
-            stored = self._store(base, body)
+            stored = self._store(base, new(copy.deepcopy(self.objects[base])))
             self.most_holding = max(self.most_holding, sum(map(_holds_quota, self.objects.values())))
             return stored
         finally:
