@@ -13,8 +13,8 @@ import sys
 
 from devcluster import cluster, sample
 from devcluster.build import BuildError, build
-from devcluster.conformance import harness as conformance_harness
 from devcluster.components import Extender
+from devcluster.conformance import harness as conformance_harness
 from devcluster.health import StartupError
 from kube.client import ApiError
 
@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                help="give up when the Jobs have not all completed after this long")
     conformance = sub.add_parser("conformance", help="run real Kueue and pykueue's core on the same "
                                  "scenario files and report where they differ")
-    conformance.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files, one scenario each")
+    conformance.add_argument("files", nargs="+", metavar="FILE",
+                             help="scenario YAML files, one scenario each")
     conformance.add_argument("--kueue-version", metavar="V",
                              help="Kueue release to build and run (default: the pinned one in go/kueue)")
     conformance.add_argument("--json", action="store_true", help="one JSON object per scenario line")

@@ -175,7 +175,8 @@ def _start_all(comps: list[Component], lay: Layout, state: ClusterState, report:
         records.append(record)
     _save(lay, state)
     for component, record in zip(rest, records, strict=True):
-        took = wait_for(f"{component.name} health", health_check(component, lay), COMPONENT_DEADLINE_S, record)
+        took = wait_for(f"{component.name} health", health_check(component, lay),
+                        COMPONENT_DEADLINE_S, record)
         report(f"  {component.name} ready in {took:.1f}s (pid {record.pid})")
 
 

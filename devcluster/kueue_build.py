@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from devcluster.build import BuildError, Report, go_env, build_one, go_tool
+from devcluster.build import BuildError, Report, build_one, go_env, go_tool
 from devcluster.paths import GO_DIR, bin_root
 from devcluster.versions import GoBinary, module_key, pinned_version, source_digest
 
@@ -43,14 +43,17 @@ def check_version(version: str) -> str:
     if match is None:
         raise BuildError(f"Kueue version {version!r} is not an exact release such as v0.19.2")
     if tuple(int(g) for g in match.groups()) < OLDEST:
-        raise BuildError(f"Kueue {version} is older than the oldest supported release "
-                         f"v{'.'.join(map(str, OLDEST))}")
+        raise BuildError(
+            f"Kueue {version} is older than the oldest supported release v{'.'.join(map(str, OLDEST))}"
+        )
     return version
 
 
 def _generated_go_mod(version: str) -> str:
-    return (f"module pykueue.dev/devcluster/kueue-{version}\n\ngo 1.26.0\n\n"
-            f"require {MODULE} {version}\n\ntool (\n\t{MANAGER}\n\t{MINIMAL}\n)\n")
+    return (
+        f"module pykueue.dev/devcluster/kueue-{version}\n\ngo 1.26.0\n\n"
+        f"require {MODULE} {version}\n\ntool (\n\t{MANAGER}\n\t{MINIMAL}\n)\n"
+    )
 
 
 def module(version: str | None = None, report: Report = print) -> KueueModule:
@@ -65,8 +68,14 @@ def module(version: str | None = None, report: Report = print) -> KueueModule:
         directory.mkdir(parents=True, exist_ok=True)
         go_mod.write_text(wanted)
         report(f"resolving the dependencies of {MODULE} {version} (go mod tidy) ...")
-        proc = subprocess.run([go_tool(), "mod", "tidy"], cwd=directory, env=go_env(),
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [go_tool(), "mod", "tidy"],
+            cwd=directory,
+            env=go_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
             (directory / "go.sum").unlink(missing_ok=True)
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -74,25 +83,39 @@ def module(version: str | None = None, report: Report = print) -> KueueModule:
     return KueueModule(version, directory, f"kueue-{version}_{source_digest(directory)[:12]}")
 
 
-def binary(package: str = MANAGER, version: str | None = None, *, force: bool = False,
-           report: Report = print) -> Path:
+def binary(
+    package: str = MANAGER, version: str | None = None, *, force: bool = False, report: Report = print
+) -> Path:
     """Build (once) and return the executable of ``package`` from Kueue ``version``."""
     mod = module(version, report)
     name = package.rstrip("/").rsplit("/", 1)[-1]
     target = bin_root() / mod.key / name
     if not target.is_file() or force:
         report(f"building {package} {mod.version} (once; later runs reuse it) ...")
-    build_one(GoBinary(name, PINNED_DIR, package, dev_cluster=False), target, module_dir=mod.directory,
-              force=force, report=report)
+    build_one(
+        GoBinary(name, PINNED_DIR, package, dev_cluster=False),
+        target,
+        module_dir=mod.directory,
+        force=force,
+        report=report,
+    )
     return target
 
 
 def source_dir(version: str | None = None, report: Report = print) -> Path:
     """Kueue's own sources at ``version`` in the module cache (CRDs, webhook manifests)."""
     mod = module(version, report)
-    proc = subprocess.run([go_tool(), "mod", "download", "-json", f"{MODULE}@{mod.version}"],
-                          cwd=mod.directory, env=go_env(), capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [go_tool(), "mod", "download", "-json", f"{MODULE}@{mod.version}"],
+        cwd=mod.directory,
+        env=go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     match = re.search(r'"Dir":\s*"([^"]+)"', proc.stdout)
     if proc.returncode != 0 or match is None:
-        raise BuildError(f"cannot download {MODULE} {mod.version}: {proc.stderr.strip() or proc.stdout.strip()}")
+        raise BuildError(
+            f"cannot download {MODULE} {mod.version}: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return Path(match.group(1))

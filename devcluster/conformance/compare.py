@@ -18,7 +18,9 @@ HOLDING = ("QuotaReserved", "Admitted")
 
 
 def _conditions(wl: dict[str, Any]) -> dict[str, str]:
-    return {str(c.get("type")): str(c.get("status")) for c in (wl.get("status") or {}).get("conditions") or ()}
+    return {
+        str(c.get("type")): str(c.get("status")) for c in (wl.get("status") or {}).get("conditions") or ()
+    }
 
 
 def status_of(wl: dict[str, Any]) -> str:
@@ -70,8 +72,13 @@ def kueue_view(wl: dict[str, Any]) -> dict[str, Any]:
     evictions: list[str] = []
     for entry in (status.get("schedulingStats") or {}).get("evictions") or ():
         evictions += [str(entry.get("reason"))] * int(entry.get("count") or 0)
-    return {"status": state, "clusterQueue": str(admission.get("clusterQueue") or "") if state in HOLDING else "",
-            "owner": _owner(wl), "podSets": podsets, "evictions": sorted(evictions)}
+    return {
+        "status": state,
+        "clusterQueue": str(admission.get("clusterQueue") or "") if state in HOLDING else "",
+        "owner": _owner(wl),
+        "podSets": podsets,
+        "evictions": sorted(evictions),
+    }
 
 
 def ours_view(entry: dict[str, Any]) -> dict[str, Any]:
@@ -80,11 +87,18 @@ def ours_view(entry: dict[str, Any]) -> dict[str, Any]:
     podsets: dict[str, Any] = {}
     if state in HOLDING:
         for name, ps in (entry.get("podSets") or {}).items():
-            podsets[name] = {"count": int(ps.get("count") or 0), "flavors": dict(sorted((ps.get("flavors") or {}).items())),
-                             "topology": _leaves(ps.get("topologyAssignment"))}
-    return {"status": state, "clusterQueue": str(entry.get("clusterQueue") or "") if state in HOLDING else "",
-            "owner": str(entry.get("owner") or ""), "podSets": podsets,
-            "evictions": sorted(str(e) for e in entry.get("evictions") or ())}
+            podsets[name] = {
+                "count": int(ps.get("count") or 0),
+                "flavors": dict(sorted((ps.get("flavors") or {}).items())),
+                "topology": _leaves(ps.get("topologyAssignment")),
+            }
+    return {
+        "status": state,
+        "clusterQueue": str(entry.get("clusterQueue") or "") if state in HOLDING else "",
+        "owner": str(entry.get("owner") or ""),
+        "podSets": podsets,
+        "evictions": sorted(str(e) for e in entry.get("evictions") or ()),
+    }
 
 
 def kueue_views(workloads: list[dict[str, Any]], ours: dict[str, Any]) -> dict[str, dict[str, Any]]:

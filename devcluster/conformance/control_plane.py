@@ -36,11 +36,13 @@ class ControlPlane:
         for component in components(self._binaries, self.layout, self.ports):
             if component.name not in _MINE:
                 continue
-            record = spawn(component.name, component.argv, self.layout.logs / f"{component.name}.log",
-                           env=component.env)
+            record = spawn(
+                component.name, component.argv, self.layout.logs / f"{component.name}.log", env=component.env
+            )
             self._records.append(record)
-            wait_for(f"{component.name} health", health_check(component, self.layout), START_DEADLINE_S,
-                     record)
+            wait_for(
+                f"{component.name} health", health_check(component, self.layout), START_DEADLINE_S, record
+            )
 
     @property
     def client(self) -> BlockingClient:

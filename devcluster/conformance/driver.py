@@ -69,7 +69,9 @@ def unsupported(scenario: Scenario, served: dict[str, str], max_advance_s: float
         if "advance" in step:
             seconds = _duration(step["advance"])
             if seconds is None or seconds > max_advance_s:
-                reasons.append(f"advance {step['advance']} (longer than {max_advance_s:.0f}s of real waiting)")
+                reasons.append(
+                    f"advance {step['advance']} (longer than {max_advance_s:.0f}s of real waiting)"
+                )
             else:
                 total_advance += seconds
     if "waitForPodsReady" in scenario_sections(scenario.config)[0]:
@@ -89,14 +91,20 @@ def unsupported(scenario: Scenario, served: dict[str, str], max_advance_s: float
 
 
 class ScenarioRun:
-    def __init__(self, client: BlockingClient, kueue: KueueProcess, served: dict[str, str],
-                 max_advance_s: float = MAX_ADVANCE_S) -> None:
+    def __init__(
+        self,
+        client: BlockingClient,
+        kueue: KueueProcess,
+        served: dict[str, str],
+        max_advance_s: float = MAX_ADVANCE_S,
+    ) -> None:
         self.client = client
         self.kueue = kueue
         self.served = served
         self.max_advance_s = max_advance_s
         self.outcome = Outcome()
         self._never_ready: set[str] = set()
+        # Whether the scenario configures waitForPodsReady: only then can pods stay unready.
         self._pods_ready = False
         self._last_queued_second = 0.0
 
@@ -125,7 +133,7 @@ class ScenarioRun:
         self._ensure_namespaces(objs)
         held: dict[str, str] = {}
         for obj, queued in objects.creation_order(objs):
-            req = objects.request(obj, self.served)
+            req = objects.request(obj, self.served, _now())
             if req.kind == "ClusterQueue":
                 policy = str(req.body.get("spec", {}).get("stopPolicy") or "None")
                 if policy == "None":
@@ -141,41 +149,86 @@ class ScenarioRun:
         for ns in objects.namespaces_of(objs):
             path = resources.NAMESPACES.object_path(ns)
             if self.client.get_or_none(path) is None:
-                self.client.request("POST", resources.NAMESPACES.collection_path(),
-                                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                self.client.request(
+                    "POST",
+                    resources.NAMESPACES.collection_path(),
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                )
             sa = objects.SERVICE_ACCOUNTS.object_path("default", ns)
             if self.client.get_or_none(sa) is None:
                 # Pods need it, and no controller manager runs to create it.
-                self.client.request("POST", objects.SERVICE_ACCOUNTS.collection_path(ns),
-                                    {"apiVersion": "v1", "kind": "ServiceAccount",
-                                     "metadata": {"name": "default", "namespace": ns}})
+                self.client.request(
+                    "POST",
+                    objects.SERVICE_ACCOUNTS.collection_path(ns),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ServiceAccount",
+                        "metadata": {"name": "default", "namespace": ns},
+                    },
+                )
 
     def _create(self, req: Request, queued: bool) -> None:
         if queued:
             # Kueue orders equal creation seconds by UID: give each queued object its own second.
             while time.time() < self._last_queued_second + 1.0:
                 time.sleep(0.02)
-        if req.kind == "Namespace":
-            if self.client.get_or_none(req.ref.object_path(req.name)) is not None:
-                return
+        if req.kind == "Namespace" and self.client.get_or_none(req.ref.object_path(req.name)) is not None:
+            # Made earlier for the objects inside it: the file's labels still count
+            # (ClusterQueues select namespaces by them).
+            labels = req.body.get("metadata", {}).get("labels")
+            if labels:
+                self._patch(req.ref.object_path(req.name), {"metadata": {"labels": labels}})
+            return
         created = self.client.request("POST", req.ref.collection_path(req.namespace), req.body)
         if queued:
             self._last_queued_second = float(int(time.time()))
-        if req.kind == "Workload":
-            after = ((req.body["metadata"].get("annotations") or {}).get(PODS_READY_AFTER))
+        key = f"{req.namespace}/{req.name}"
+        if req.kind == "Workload" and self._pods_ready:
+            after = (req.body["metadata"].get("annotations") or {}).get(PODS_READY_AFTER)
             if after is not None and str(after) != "0s":
-                self._never_ready.add(f"{req.namespace}/{req.name}")
+                self._never_ready.add(key)
+        if req.kind == "Workload" and req.status is not None and key not in self._never_ready:
+            conditions = req.status.setdefault("conditions", [])
+            admitted = any(c.get("type") == "Admitted" and c.get("status") == "True" for c in conditions)
+            if admitted and not any(c.get("type") == "PodsReady" for c in conditions):
+                # Its pods already run: Kueue (waitForPodsReady is on by default since v0.19)
+                # must not time them out.
+                conditions.append(
+                    {
+                        "type": "PodsReady",
+                        "status": "True",
+                        "reason": "PodsReady",
+                        "message": "pods ready (scenario)",
+                        "lastTransitionTime": _now(),
+                    }
+                )
         if req.status is not None:
-            created["status"] = {**(created.get("status") or {}), **copy.deepcopy(req.status)}
-            self.client.request("PUT", req.ref.object_path(req.name, req.namespace, "status"), created)
+            self._write_status(req, created)
+
+    def _write_status(self, req: Request, current: dict[str, Any]) -> None:
+        """The file's status over what the server has (Kueue may have written some already)."""
+        path = req.ref.object_path(req.name, req.namespace, "status")
+        for _ in range(10):
+            current["status"] = {**(current.get("status") or {}), **copy.deepcopy(req.status or {})}
+            try:
+                self.client.request("PUT", path, current)
+                return
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+                current = self.client.get(path)
+        raise RuntimeError(f"cannot write the status of {req.kind} {req.name}: conflicts persist")
 
     def _wait_job_workloads(self) -> None:
         """Kueue's job controller makes one Workload per Job; wait for all of them."""
         deadline = time.monotonic() + JOB_WORKLOAD_DEADLINE_S
         while True:
             jobs = {j["metadata"]["uid"] for j in self._list(resources.JOBS)}
-            owners = {ref.get("uid") for w in self._list(resources.WORKLOADS)
-                      for ref in (w["metadata"].get("ownerReferences") or ())}
+            owners = {
+                ref.get("uid")
+                for w in self._list(resources.WORKLOADS)
+                for ref in (w["metadata"].get("ownerReferences") or ())
+            }
             if jobs <= owners:
                 return
             if time.monotonic() > deadline:
@@ -186,12 +239,12 @@ class ScenarioRun:
     # -- steps -------------------------------------------------------------------------------
 
     def _step(self, step: dict[str, Any]) -> None:
-        (kind, arg), = step.items()
+        ((kind, arg),) = step.items()
         if kind == "apply":
             objs = _step_objects(step)
             self._ensure_namespaces(objs)
             for obj, queued in objects.creation_order(objs):
-                self._create(objects.request(obj, self.served), queued)
+                self._create(objects.request(obj, self.served, _now()), queued)
         elif kind == "advance":
             seconds = _duration(arg) or 0.0
             deadline = time.monotonic() + seconds
@@ -200,8 +253,15 @@ class ScenarioRun:
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
         elif kind == "finish":
             for wl in self._workloads_of(str(arg)):
-                self._set_condition(wl, {"type": "Finished", "status": "True", "reason": "Succeeded",
-                                         "message": "finished by the scenario"})
+                self._set_condition(
+                    wl,
+                    {
+                        "type": "Finished",
+                        "status": "True",
+                        "reason": "Succeeded",
+                        "message": "finished by the scenario",
+                    },
+                )
         elif kind == "delete":
             self._delete(arg)
         elif kind == "failNode":
@@ -220,8 +280,11 @@ class ScenarioRun:
         if job is None:
             self.outcome.notes.append(f"no workload or job {ref}")
             return []
-        return [w for w in self._list(resources.WORKLOADS, ns)
-                if any(r.get("uid") == job["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or ())]
+        return [
+            w
+            for w in self._list(resources.WORKLOADS, ns)
+            if any(r.get("uid") == job["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or ())
+        ]
 
     def _delete(self, arg: dict[str, Any]) -> None:
         kind, name, ns = str(arg.get("kind")), str(arg.get("name")), arg.get("namespace")
@@ -231,11 +294,19 @@ class ScenarioRun:
         if kind == "Job":
             job = self.client.get_or_none(ref.object_path(name, namespace))
             if job is not None:
-                owned = [w for w in self._list(resources.WORKLOADS, namespace)
-                         if any(r.get("uid") == job["metadata"]["uid"]
-                                for r in w["metadata"].get("ownerReferences") or ())]
-        self.client.request("DELETE", ref.object_path(name, namespace),
-                            {"propagationPolicy": "Background", "gracePeriodSeconds": 0})
+                owned = [
+                    w
+                    for w in self._list(resources.WORKLOADS, namespace)
+                    if any(
+                        r.get("uid") == job["metadata"]["uid"]
+                        for r in w["metadata"].get("ownerReferences") or ()
+                    )
+                ]
+        self.client.request(
+            "DELETE",
+            ref.object_path(name, namespace),
+            {"propagationPolicy": "Background", "gracePeriodSeconds": 0},
+        )
         # No garbage collector runs here: remove what it would remove.
         for wl in owned:
             self._delete_quietly(resources.WORKLOADS.object_path(wl["metadata"]["name"], namespace))
@@ -250,12 +321,16 @@ class ScenarioRun:
 
     def _check_state(self, arg: dict[str, Any]) -> None:
         for wl in self._workloads_of(str(arg["workload"])):
-            path = resources.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"], "status")
+            path = resources.WORKLOADS.object_path(
+                wl["metadata"]["name"], wl["metadata"]["namespace"], "status"
+            )
             for _ in range(10):
                 checks = (wl.get("status") or {}).get("admissionChecks") or []
                 entry = next((c for c in checks if c.get("name") == arg["check"]), None)
                 if entry is None:
-                    self.outcome.notes.append(f"checkState: {wl['metadata']['name']} has no check {arg['check']}")
+                    self.outcome.notes.append(
+                        f"checkState: {wl['metadata']['name']} has no check {arg['check']}"
+                    )
                     return
                 entry["state"] = str(arg["state"])
                 entry["message"] = "set by the scenario"
@@ -275,19 +350,47 @@ class ScenarioRun:
             self.outcome.notes.append(f"Kueue was still busy {when}")
 
     def _emulate(self) -> bool:
-        """What kubelets would report: pods of admitted workloads become ready."""
-        if not self._pods_ready:
-            return False
+        """What the surroundings of Kueue would write: a job controller finishing the
+        eviction of a bare Workload, and kubelets reporting pods of admitted workloads ready
+        (always: Kueue since v0.19 waits for pods ready by default; without the scenario
+        asking for it, ``simulate`` takes pods as ready)."""
         wrote = False
         for wl in self._list(resources.WORKLOADS):
             key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
+            stopped = objects.finished_eviction(wl, _now())
+            if stopped is not None:
+                wrote |= self._put_status(wl, stopped)
+                continue
             conditions = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or ()}
             admitted = conditions.get("Admitted", {}).get("status") == "True"
             ready = conditions.get("PodsReady", {}).get("status") == "True"
             if admitted and not ready and key not in self._never_ready:
-                wrote |= self._set_condition(wl, {"type": "PodsReady", "status": "True", "reason": "PodsReady",
-                                                  "message": "pods ready (scenario)"})
+                wrote |= self._set_condition(
+                    wl,
+                    {
+                        "type": "PodsReady",
+                        "status": "True",
+                        "reason": "PodsReady",
+                        "message": "pods ready (scenario)",
+                    },
+                )
         return wrote
+
+    def _put_status(self, wl: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Write ``status`` as read at ``wl``'s resourceVersion; a conflict means Kueue wrote
+        first, and the next round decides again from what it wrote."""
+        meta = wl["metadata"]
+        try:
+            self.client.request(
+                "PUT",
+                resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status"),
+                {**wl, "status": status},
+            )
+        except ApiError as exc:
+            if exc.conflict or exc.not_found:
+                return True
+            raise
+        return True
 
     def _set_condition(self, wl: dict[str, Any], condition: dict[str, Any]) -> bool:
         meta = wl["metadata"]
@@ -337,7 +440,9 @@ def reset(client: BlockingClient) -> None:
             path = ref.object_path(meta["name"], meta.get("namespace"))
             try:
                 if meta.get("finalizers"):
-                    client.request("PATCH", path, {"metadata": {"finalizers": None}}, content_type=MERGE_PATCH)
+                    client.request(
+                        "PATCH", path, {"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+                    )
                 client.request("DELETE", path, {"propagationPolicy": "Background", "gracePeriodSeconds": 0})
             except ApiError as exc:
                 if not exc.not_found:

@@ -47,8 +47,13 @@ class Verdict:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.path, "result": self.result, "details": self.details, "notes": self.notes,
-                "seconds": round(self.seconds, 1)}
+        return {
+            "scenario": self.path,
+            "result": self.result,
+            "details": self.details,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 1),
+        }
 
 
 def load_inputs(paths: list[str]) -> list[tuple[str, Scenario, dict[str, Any]]]:
@@ -61,10 +66,13 @@ def load_inputs(paths: list[str]) -> list[tuple[str, Scenario, dict[str, Any]]]:
 
 
 def summary(verdicts: list[Verdict], version: str) -> dict[str, Any]:
-    return {"scenarios": len(verdicts), "agree": sum(v.result == "agree" for v in verdicts),
-            "kueue_version": version,
-            "differences": {v.path: v.details for v in verdicts if v.result == "differ"},
-            "skipped": {v.path: v.details for v in verdicts if v.result == "skipped"}}
+    return {
+        "scenarios": len(verdicts),
+        "agree": sum(v.result == "agree" for v in verdicts),
+        "kueue_version": version,
+        "differences": {v.path: v.details for v in verdicts if v.result == "differ"},
+        "skipped": {v.path: v.details for v in verdicts if v.result == "skipped"},
+    }
 
 
 def judge(path: str, outcome_workloads: list[dict[str, Any]], ours: dict[str, Any]) -> Verdict:
@@ -73,8 +81,14 @@ def judge(path: str, outcome_workloads: list[dict[str, Any]], ours: dict[str, An
     return Verdict(path, "differ" if diffs else "agree", diffs)
 
 
-def run(paths: list[str], version: str | None, *, as_json: bool = False, max_advance_s: float = MAX_ADVANCE_S,
-        report: Report = print) -> dict[str, Any]:
+def run(
+    paths: list[str],
+    version: str | None,
+    *,
+    as_json: bool = False,
+    max_advance_s: float = MAX_ADVANCE_S,
+    report: Report = print,
+) -> dict[str, Any]:
     inputs = load_inputs(paths)
     version = kueue_build.check_version(version) if version else kueue_build.pinned()
     kueue_binary = kueue_build.binary(kueue_build.MANAGER, version, report=report)
@@ -104,15 +118,22 @@ def run(paths: list[str], version: str | None, *, as_json: bool = False, max_adv
     return summary(verdicts, version)
 
 
-def _one(plane: ControlPlane, kueue: KueueProcess, served: dict[str, str], path: str, scenario: Scenario,
-         ours: dict[str, Any], max_advance_s: float) -> Verdict:
+def _one(
+    plane: ControlPlane,
+    kueue: KueueProcess,
+    served: dict[str, str],
+    path: str,
+    scenario: Scenario,
+    ours: dict[str, Any],
+    max_advance_s: float,
+) -> Verdict:
     started = time.monotonic()
     kueue.stop()
     reset(plane.client)
     runner = ScenarioRun(plane.client, kueue, served, max_advance_s)
     try:
         outcome = runner.run(scenario)
-    except Exception as exc:  # noqa: BLE001 - one broken scenario must not end the run
+    except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         verdict = Verdict(path, "differ", [f"harness error: {first}"])
     else:

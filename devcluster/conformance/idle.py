@@ -27,13 +27,23 @@ def fingerprint(client: BlockingClient) -> frozenset[tuple[str, str, str]]:
     for ref in _WATCHED:
         for item in client.get(ref.collection_path()).get("items") or ():
             meta = item.get("metadata") or {}
-            seen.add((ref.kind, f"{meta.get('namespace', '')}/{meta.get('name')}",
-                      str(meta.get("resourceVersion"))))
+            seen.add(
+                (
+                    ref.kind,
+                    f"{meta.get('namespace', '')}/{meta.get('name')}",
+                    str(meta.get("resourceVersion")),
+                )
+            )
     return frozenset(seen)
 
 
-def wait_idle(client: BlockingClient, emulate: Callable[[], bool], *, quiet_s: float = QUIET_S,
-              deadline_s: float = DEADLINE_S) -> bool:
+def wait_idle(
+    client: BlockingClient,
+    emulate: Callable[[], bool],
+    *,
+    quiet_s: float = QUIET_S,
+    deadline_s: float = DEADLINE_S,
+) -> bool:
     """Poll until quiet; ``emulate`` runs each round and says whether it wrote anything.
     False when the deadline passed first."""
     started = time.monotonic()

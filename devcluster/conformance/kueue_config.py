@@ -22,13 +22,34 @@ WEBHOOK_SECRET = "kueue-webhook-server-cert"
 # operators, which the private control plane does not have.
 FRAMEWORKS = ("batch/job",)
 
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 # Sections a scenario may set, passed through after the renames below.
-_PASSED = ("waitForPodsReady", "fairSharing", "admissionFairSharing", "resources",
-           "manageJobsWithoutQueueName", "objectRetentionPolicies", "featureGates")
+_PASSED = (
+    "waitForPodsReady",
+    "fairSharing",
+    "admissionFairSharing",
+    "resources",
+    "manageJobsWithoutQueueName",
+    "objectRetentionPolicies",
+    "featureGates",
+)
 # Sections the harness owns: a scenario setting them cannot be run faithfully.
-_OWNED = ("namespace", "health", "metrics", "webhook", "leaderElection", "internalCertManagement",
-          "clientConnection", "integrations", "visibilityServer", "pprofBindAddress", "controller",
-          "tls", "multiKueue", "managedJobsNamespaceSelector")
+_OWNED = (
+    "namespace",
+    "health",
+    "metrics",
+    "webhook",
+    "leaderElection",
+    "internalCertManagement",
+    "clientConnection",
+    "integrations",
+    "visibilityServer",
+    "pprofBindAddress",
+    "controller",
+    "tls",
+    "multiKueue",
+    "managedJobsNamespaceSelector",
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,9 @@ def scenario_sections(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]
         if key in ("fairSharing", "waitForPodsReady"):
             section = _without_enable(value)
             if section is not None:
+                if key == "fairSharing" and not section.get("preemptionStrategies"):
+                    # v1beta2 requires them; these are the defaults the scenario relies on.
+                    section["preemptionStrategies"] = list(FAIR_SHARING_STRATEGIES)
                 sections[key] = section
         elif key in _PASSED:
             sections[key] = copy.deepcopy(value)
@@ -78,13 +102,15 @@ def configuration(config: dict[str, Any], listeners: Listeners) -> tuple[dict[st
         "namespace": NAMESPACE,
         "health": {"healthProbeBindAddress": f"127.0.0.1:{listeners.health_port}"},
         "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": listeners.webhook_port,
-                    "certDir": str(listeners.cert_dir)},
+        "webhook": {"host": "127.0.0.1", "port": listeners.webhook_port, "certDir": str(listeners.cert_dir)},
         "leaderElection": {"leaderElect": False},
         # Kueue then makes its own serving certificate for the webhook Service name and injects
         # its CA; without it Kueue insists on certificate files under /etc.
-        "internalCertManagement": {"enable": True, "webhookServiceName": WEBHOOK_SERVICE,
-                                   "webhookSecretName": WEBHOOK_SECRET},
+        "internalCertManagement": {
+            "enable": True,
+            "webhookServiceName": WEBHOOK_SERVICE,
+            "webhookSecretName": WEBHOOK_SECRET,
+        },
         "clientConnection": {"qps": 500, "burst": 1000},
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "featureGates": gates,

@@ -58,9 +58,13 @@ def crds(source: Path, webhook_port: int) -> list[dict[str, Any]]:
             if doc.get("kind") != "CustomResourceDefinition":
                 continue
             if doc["metadata"]["name"] in converted:
-                doc["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
-                    "clientConfig": {"service": _service(webhook_port, "/convert")},
-                    "conversionReviewVersions": ["v1"]}}
+                doc["spec"]["conversion"] = {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "clientConfig": {"service": _service(webhook_port, "/convert")},
+                        "conversionReviewVersions": ["v1"],
+                    },
+                }
             out.append(doc)
     return out
 
@@ -82,7 +86,9 @@ def webhook_configurations(source: Path, webhook_port: int) -> list[dict[str, An
         doc = copy.deepcopy(doc)
         kept = [h for h in doc.get("webhooks") or () if _wanted(h)]
         for hook in kept:
-            hook["clientConfig"] = {"service": _service(webhook_port, hook["clientConfig"]["service"]["path"])}
+            hook["clientConfig"] = {
+                "service": _service(webhook_port, hook["clientConfig"]["service"]["path"])
+            }
             # The harness restarts Kueue between a scenario's set-up and its run, and edits
             # queues while it is down; with Kueue up every request still goes through it.
             hook["failurePolicy"] = "Ignore"
@@ -95,13 +101,19 @@ def webhook_configurations(source: Path, webhook_port: int) -> list[dict[str, An
 
 def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s: float = 60.0) -> None:
     """Namespace, webhook Service, CRDs (waited for until Established), webhook configurations."""
-    client.apply(f"/api/v1/namespaces/{NAMESPACE}",
-                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    client.apply(f"/api/v1/namespaces/{NAMESPACE}/services/{WEBHOOK_SERVICE}",
-                 host_service(NAMESPACE, WEBHOOK_SERVICE, webhook_port))
+    client.apply(
+        f"/api/v1/namespaces/{NAMESPACE}",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+    )
+    client.apply(
+        f"/api/v1/namespaces/{NAMESPACE}/services/{WEBHOOK_SERVICE}",
+        host_service(NAMESPACE, WEBHOOK_SERVICE, webhook_port),
+    )
     # Kueue's rotator fills this Secret but does not create it (its manifests ship it empty).
-    client.apply(f"/api/v1/namespaces/{NAMESPACE}/secrets/{WEBHOOK_SECRET}",
-                 {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET, "namespace": NAMESPACE}})
+    client.apply(
+        f"/api/v1/namespaces/{NAMESPACE}/secrets/{WEBHOOK_SECRET}",
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET, "namespace": NAMESPACE}},
+    )
     names = []
     for crd in crds(source, webhook_port):
         name = crd["metadata"]["name"]
@@ -111,7 +123,8 @@ def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s:
     def established() -> bool:
         for name in names:
             conditions = (client.get(f"{CRD_PATH}/{urllib.parse.quote(name)}").get("status") or {}).get(
-                "conditions") or []
+                "conditions"
+            ) or []
             if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return False
         return True
@@ -122,7 +135,9 @@ def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s:
         # Established comes before the storage is ready: lists answer 429 for a moment.
         for crd in crds(source, webhook_port):
             try:
-                client.get(f"/apis/{crd['spec']['group']}/{_storage_version(crd)}/{crd['spec']['names']['plural']}")
+                client.get(
+                    f"/apis/{crd['spec']['group']}/{_storage_version(crd)}/{crd['spec']['names']['plural']}"
+                )
             except ApiError:
                 return False
         return True

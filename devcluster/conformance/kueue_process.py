@@ -45,8 +45,12 @@ class KueueProcess:
         config_path.write_text(yaml.safe_dump(document, sort_keys=False))
         self._starts += 1
         env = {**os.environ, "KUBECONFIG": str(self._kubeconfig)}
-        self._record = spawn("kueue", [str(self._binary), f"--config={config_path}"],
-                             self._root / "logs" / f"kueue-{self._starts}.log", env=env)
+        self._record = spawn(
+            "kueue",
+            [str(self._binary), f"--config={config_path}"],
+            self._root / "logs" / f"kueue-{self._starts}.log",
+            env=env,
+        )
         url = f"http://{LOOPBACK}:{self.listeners.health_port}/readyz"
 
         def ready() -> bool:

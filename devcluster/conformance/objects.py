@@ -17,24 +17,56 @@ from typing import Any
 
 from api import keys
 from api.conversion import ConversionError, convert
+from api.quantity import resource_quantity
 from kube import resources
 from kube.resources import ResourceRef
+from manager.core.objects import ObjectError, podset_from
 
 SCENARIO_START = datetime.fromisoformat("2026-01-01T00:00:00+00:00").timestamp()
 # Kinds that enter queues: their relative creation times decide FIFO order.
 QUEUED_KINDS = ("Workload", "Job")
-_SERVER_OWNED = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation",
-                 "selfLink", "deletionTimestamp")
+_SERVER_OWNED = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "managedFields",
+    "generation",
+    "selfLink",
+    "deletionTimestamp",
+)
 
 SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", True, "ServiceAccount")
-KINDS: dict[str, ResourceRef] = {ref.kind: ref for ref in (
-    resources.WORKLOADS, resources.LOCAL_QUEUES, resources.CLUSTER_QUEUES, resources.RESOURCE_FLAVORS,
-    resources.COHORTS, resources.ADMISSION_CHECKS, resources.TOPOLOGIES,
-    resources.WORKLOAD_PRIORITY_CLASSES, resources.NODES, resources.PODS, resources.NAMESPACES,
-    resources.JOBS)}
+KINDS: dict[str, ResourceRef] = {
+    ref.kind: ref
+    for ref in (
+        resources.WORKLOADS,
+        resources.LOCAL_QUEUES,
+        resources.CLUSTER_QUEUES,
+        resources.RESOURCE_FLAVORS,
+        resources.COHORTS,
+        resources.ADMISSION_CHECKS,
+        resources.TOPOLOGIES,
+        resources.WORKLOAD_PRIORITY_CLASSES,
+        resources.NODES,
+        resources.PODS,
+        resources.NAMESPACES,
+        resources.JOBS,
+    )
+}
 # Deleted in this order between scenarios: dependants before what they depend on.
-RESET_ORDER = ("Job", "Workload", "Pod", "LocalQueue", "ClusterQueue", "Cohort", "AdmissionCheck",
-               "ResourceFlavor", "Topology", "WorkloadPriorityClass", "Node")
+RESET_ORDER = (
+    "Job",
+    "Workload",
+    "Pod",
+    "LocalQueue",
+    "ClusterQueue",
+    "Cohort",
+    "AdmissionCheck",
+    "ResourceFlavor",
+    "Topology",
+    "WorkloadPriorityClass",
+    "Node",
+)
 
 
 class Unsupported(ValueError):
@@ -90,8 +122,9 @@ def _node_status(status: dict[str, Any] | None) -> dict[str, Any]:
         out["capacity"] = copy.deepcopy(out["allocatable"])
     conditions = out.setdefault("conditions", [])
     if not any(c.get("type") == "Ready" for c in conditions):
-        conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                           "message": "ready (scenario)"})
+        conditions.append(
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready (scenario)"}
+        )
     return out
 
 
@@ -100,21 +133,46 @@ def _admission_check_status(status: dict[str, Any] | None) -> dict[str, Any]:
     out = copy.deepcopy(status or {})
     conditions = out.setdefault("conditions", [])
     if not any(c.get("type") == "Active" for c in conditions):
-        conditions.append({"type": "Active", "status": "True", "reason": "Active",
-                           "message": "active (scenario)"})
+        conditions.append(
+            {"type": "Active", "status": "True", "reason": "Active", "message": "active (scenario)"}
+        )
     return out
 
 
-def _has_transition_times(status: dict[str, Any]) -> dict[str, Any]:
-    """Conditions need a lastTransitionTime and a reason for the API server's validation."""
+def _has_transition_times(status: dict[str, Any], now: str) -> dict[str, Any]:
+    """Conditions need a lastTransitionTime and a reason for the API server's validation.
+    An unset time is the moment of creation: timeouts counted from a condition (Kueue's
+    PodsReady timeout) start with the scenario, as in ``simulate``."""
     for condition in status.get("conditions") or ():
-        condition.setdefault("lastTransitionTime", "2026-01-01T00:00:00Z")
+        condition.setdefault("lastTransitionTime", now)
         condition.setdefault("reason", condition.get("type", "Scenario"))
         condition.setdefault("message", "")
     return status
 
 
-def request(obj: dict[str, Any], served: dict[str, str]) -> Request:
+def _with_resource_usage(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """Kueue counts an admitted workload's quota from ``resourceUsage`` of each PodSet
+    assignment (it writes them when it admits); a scenario may leave them out, as
+    ``simulate`` derives them from the pod template: fill in the same numbers."""
+    podsets = {str(ps.get("name") or "main"): ps for ps in spec.get("podSets") or () if isinstance(ps, dict)}
+    for psa in (status.get("admission") or {}).get("podSetAssignments") or ():
+        if psa.get("resourceUsage") or str(psa.get("name") or "main") not in podsets:
+            continue
+        name = str(psa.get("name") or "main")
+        try:
+            podset = podset_from(podsets[name], f"PodSet {name}")
+        except ObjectError as exc:
+            raise Unsupported(str(exc)) from exc
+        count = int(psa.get("count", podset.count))
+        psa["resourceUsage"] = {
+            r: str(resource_quantity(r, v * count))
+            for r, v in podset.requests.items()
+            if r in (psa.get("flavors") or {})
+        }
+    return status
+
+
+def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T00:00:00Z") -> Request:
     """The create request for a scenario object; raises Unsupported for kinds it cannot do."""
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         raise Unsupported("an object without metadata")
@@ -135,9 +193,13 @@ def request(obj: dict[str, Any], served: dict[str, str]) -> Request:
     if kind == "Node":
         out_status = _node_status(status)
     elif kind == "AdmissionCheck":
-        out_status = _has_transition_times(_admission_check_status(status))
-    elif kind in ("Workload", "Pod") and status:
-        out_status = _has_transition_times(copy.deepcopy(status))
+        out_status = _has_transition_times(_admission_check_status(status), now)
+    elif kind == "Workload" and status:
+        out_status = _has_transition_times(
+            _with_resource_usage(body.get("spec") or {}, copy.deepcopy(status)), now
+        )
+    elif kind == "Pod" and status:
+        out_status = _has_transition_times(copy.deepcopy(status), now)
     else:
         out_status = None
     return Request(ref, body, out_status)
@@ -173,3 +235,39 @@ def namespaces_of(objects: list[dict[str, Any]]) -> list[str]:
         if ns not in seen:
             seen.append(ns)
     return seen
+
+
+def finished_eviction(wl: dict[str, Any], now: str) -> dict[str, Any] | None:
+    """The status a job controller writes once an evicted workload's job has stopped, for a
+    Workload without an owner (no job, so nothing else would): the reservation is dropped
+    (QuotaReserved False, no admission) and Admitted follows it. Kueue keeps an evicted
+    workload's quota until then, so a scenario's bare Workloads need this to be preempted
+    as ``simulate`` (which plays the job controller) sees it. None: nothing to do."""
+    if (wl.get("metadata") or {}).get("ownerReferences"):
+        return None
+    status = copy.deepcopy(wl.get("status") or {})
+    conditions = {c.get("type"): c for c in status.get("conditions") or ()}
+    evicted = conditions.get("Evicted") or {}
+    if evicted.get("status") != "True" or (conditions.get("QuotaReserved") or {}).get("status") != "True":
+        return None
+    message = str(evicted.get("message") or "evicted")
+    replaced = {
+        "QuotaReserved": {
+            "type": "QuotaReserved",
+            "status": "False",
+            "reason": "Pending",
+            "message": message,
+            "lastTransitionTime": now,
+        }
+    }
+    if (conditions.get("Admitted") or {}).get("status") == "True":
+        replaced["Admitted"] = {
+            "type": "Admitted",
+            "status": "False",
+            "reason": "NoReservation",
+            "message": "The workload has no reservation",
+            "lastTransitionTime": now,
+        }
+    status["conditions"] = [replaced.get(c.get("type"), c) for c in status.get("conditions") or ()]
+    status.pop("admission", None)
+    return status

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from devcluster.operators import BINARY_NAMES, OPERATORS, webhook_configurations
 from devcluster.paths import DEV_MANIFESTS_DIR, GO_DIR
-from devcluster.versions import BINARIES, GoBinary, module_key, pinned_versions
+from devcluster.versions import BINARIES, GoBinary, link_flags, module_key, pinned_versions
 
 
 def _module(root: Path, name: str, require: str) -> Path:
@@ -75,3 +75,12 @@ def test_operator_webhooks_point_at_loopback_with_the_cluster_ca() -> None:
     (validating,) = webhook_configurations(training, "https://127.0.0.1:1", b"CA")
     assert validating["kind"] == "ValidatingWebhookConfiguration"
     assert validating["webhooks"][0]["rules"][0]["resources"] == ["pytorchjobs"]
+
+
+def test_kubernetes_binaries_carry_their_release_version_and_it_is_part_of_their_key() -> None:
+    """Kueue parses the API server's version; an unstamped build says v0.0.0-master."""
+    flags = link_flags("kube")
+    version = pinned_versions()["k8s"]
+    assert f"-X k8s.io/component-base/version.gitVersion={version}" in flags
+    assert link_flags("kwok") == ()
+    assert BINARIES[-1] == GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False)

@@ -1,0 +1,244 @@
+"""The pure parts of ``pykueue dev conformance``: scenario objects as API requests, the
+Configuration Kueue starts with, what the harness refuses to run, and the comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster.conformance import compare, objects
+from devcluster.conformance.driver import unsupported
+from devcluster.conformance.kueue_config import Listeners, configuration, scenario_sections
+from manager.scenario.loader import Scenario
+
+SERVED = {"Workload": "v1beta2", "ClusterQueue": "v1beta2", "LocalQueue": "v1beta2"}
+NOW = "2026-11-25T08:00:00Z"
+
+
+def _workload(status: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    wl: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "resourceVersion": "9", **meta},
+        "spec": {
+            "queueName": "q",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 3,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    if status is not None:
+        wl["status"] = status
+    return wl
+
+
+def _admitted(flavors: dict[str, str], **psa: Any) -> dict[str, Any]:
+    return {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "flavors": flavors, **psa}],
+        },
+        "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}],
+    }
+
+
+def test_a_pre_admitted_workload_gets_the_usage_simulate_counts_and_dated_conditions() -> None:
+    req = objects.request(_workload(_admitted({"cpu": "on-demand"})), SERVED, NOW)
+    assert req.status is not None
+    psa = req.status["admission"]["podSetAssignments"][0]
+    # Kueue counts quota from resourceUsage only; only flavored resources hold quota.
+    assert psa["resourceUsage"] == {"cpu": "1500m"}
+    assert all(c["lastTransitionTime"] == NOW and c["reason"] for c in req.status["conditions"])
+    # Server-owned metadata never goes into the create body, nor does the status.
+    assert "uid" not in req.body["metadata"] and "resourceVersion" not in req.body["metadata"]
+    assert "status" not in req.body
+
+
+def test_usage_follows_the_assignment_count_and_a_given_usage_is_kept() -> None:
+    partial = objects.request(_workload(_admitted({"cpu": "f", "memory": "f"}, count=2)), SERVED, NOW)
+    assert partial.status is not None
+    assert partial.status["admission"]["podSetAssignments"][0]["resourceUsage"] == {
+        "cpu": "1",
+        "memory": "2Gi",
+    }
+    given = objects.request(_workload(_admitted({"cpu": "f"}, resourceUsage={"cpu": "7"})), SERVED, NOW)
+    assert given.status is not None
+    assert given.status["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "7"}
+
+
+def test_nodes_are_ready_with_allocatable_and_unknown_kinds_are_unsupported() -> None:
+    node = objects.request(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"capacity": {"cpu": "4"}},
+        },
+        SERVED,
+        NOW,
+    )
+    assert node.status is not None and node.status["allocatable"] == {"cpu": "4"}
+    assert [c["type"] for c in node.status["conditions"]] == ["Ready"]
+    with pytest.raises(objects.Unsupported, match="PyTorchJob"):
+        objects.request(
+            {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"}}, SERVED, NOW
+        )
+    with pytest.raises(objects.Unsupported, match="generateName"):
+        objects.request({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "p-"}}, SERVED, NOW)
+
+
+def test_queued_objects_come_last_in_timestamp_order_others_in_file_order() -> None:
+    docs = [
+        {"kind": "Workload", "metadata": {"name": "late", "creationTimestamp": "2026-01-01T00:00:10Z"}},
+        {"kind": "ClusterQueue", "metadata": {"name": "cq"}},
+        {"kind": "Workload", "metadata": {"name": "early", "creationTimestamp": "2026-01-01T00:00:05Z"}},
+        {"kind": "LocalQueue", "metadata": {"name": "lq"}},
+    ]
+    order = [(o["metadata"]["name"], queued) for o, queued in objects.creation_order(docs)]
+    assert order == [("cq", False), ("lq", False), ("early", True), ("late", True)]
+
+
+def test_configuration_owns_the_process_settings_and_reports_what_it_cannot_pass() -> None:
+    listeners = Listeners(webhook_port=9443, health_port=8081, cert_dir=Path("certs"))
+    document, left_out = configuration(
+        {
+            "fairSharing": {"enable": True, "preemptionStrategies": ["LessThanOrEqualToFinalShare"]},
+            "waitForPodsReady": {"enable": False},
+            "webhook": {"port": 1},
+            "bogus": 1,
+        },
+        listeners,
+    )
+    assert document["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert document["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
+    assert "waitForPodsReady" not in document  # v1beta1's enable: false means off
+    assert document["webhook"]["port"] == 9443
+    assert sorted(left_out) == [
+        "config.bogus (not a Kueue Configuration field)",
+        "config.webhook (set by the harness)",
+    ]
+    assert scenario_sections({})[1] == []
+
+
+def _scenario(
+    objs: list[dict[str, Any]], steps: list[dict[str, Any]], config: dict[str, Any] | None = None
+) -> Scenario:
+    return Scenario(objects=objs, steps=steps, config=config or {})
+
+
+def test_what_the_harness_cannot_express_is_reported_before_anything_runs() -> None:
+    reasons = unsupported(
+        _scenario(
+            [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"}}],
+            [{"advance": "10m"}, {"advance": "5s"}],
+        ),
+        SERVED,
+        30.0,
+    )
+    assert any("PyTorchJob" in r for r in reasons)
+    assert any(r.startswith("advance 10m") for r in reasons)
+    assert not any(r.startswith("advance 5s") for r in reasons)
+    assert unsupported(_scenario([_workload()], [{"advance": "5s"}]), SERVED, 30.0) == []
+
+
+def _kueue_wl(
+    name: str,
+    conditions: dict[str, str],
+    cq: str = "",
+    flavors: dict[str, str] | None = None,
+    evictions: tuple[tuple[str, int], ...] = (),
+) -> dict[str, Any]:
+    status: dict[str, Any] = {"conditions": [{"type": t, "status": s} for t, s in conditions.items()]}
+    if cq:
+        status["admission"] = {
+            "clusterQueue": cq,
+            "podSetAssignments": [{"name": "main", "count": 1, "flavors": flavors or {}}],
+        }
+    if evictions:
+        status["schedulingStats"] = {"evictions": [{"reason": r, "count": n} for r, n in evictions]}
+    return {"metadata": {"namespace": "ns", "name": name}, "status": status}
+
+
+def test_differences_name_each_field_and_agreement_is_empty() -> None:
+    theirs = [
+        _kueue_wl(
+            "a", {"QuotaReserved": "True", "Admitted": "True"}, "cq", {"cpu": "spot"}, (("Preempted", 1),)
+        ),
+        _kueue_wl("b", {"QuotaReserved": "False"}),
+    ]
+    ours = {
+        "ns/a": {
+            "status": "Admitted",
+            "clusterQueue": "cq",
+            "podSets": {"main": {"count": 1, "flavors": {"cpu": "spot"}}},
+            "evictions": ["Preempted"],
+        },
+        "ns/b": {"status": "Pending"},
+    }
+    assert compare.differences(compare.kueue_views(theirs, ours), ours) == []
+    ours["ns/a"]["podSets"]["main"]["flavors"] = {"cpu": "on-demand"}
+    ours["ns/a"]["evictions"] = []
+    ours["ns/b"] = {"status": "Admitted", "clusterQueue": "cq"}
+    assert compare.differences(compare.kueue_views(theirs, ours), ours) == [
+        "ns/a: podSet main flavors: kueue={cpu:spot} pykueue={cpu:on-demand}",
+        "ns/a: evictions: kueue=['Preempted'] pykueue=[]",
+        "ns/b: status: kueue=Pending pykueue=Admitted",
+    ]
+
+
+def test_a_jobs_workload_is_matched_by_its_owner_whatever_its_name() -> None:
+    theirs = [
+        {
+            "metadata": {
+                "namespace": "ns",
+                "name": "job-j-1a2b3",
+                "ownerReferences": [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": True}
+                ],
+            },
+            "status": {"conditions": []},
+        }
+    ]
+    ours = {"ns/job-j-ffff": {"status": "Pending", "owner": "batch/v1/Job ns/j"}}
+    assert compare.differences(compare.kueue_views(theirs, ours), ours) == []
+    assert compare.differences(compare.kueue_views(theirs, {}), {}) == [
+        "ns/job-j-1a2b3: only Kueue has it (Pending)"
+    ]
+
+
+def test_a_bare_evicted_workload_loses_its_reservation_as_a_stopped_job_would() -> None:
+    evicted = _kueue_wl(
+        "v", {"QuotaReserved": "True", "Admitted": "True", "Evicted": "True"}, "cq", {"cpu": "f"}
+    )
+    status = objects.finished_eviction(evicted, NOW)
+    assert status is not None and "admission" not in status
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert by_type["QuotaReserved"]["status"] == "False" and by_type["Admitted"]["status"] == "False"
+    assert by_type["Evicted"]["status"] == "True"
+    # A job's workload is left to Kueue's job controller; a running one needs nothing.
+    owned = {
+        **evicted,
+        "metadata": {**evicted["metadata"], "ownerReferences": [{"kind": "Job", "name": "j"}]},
+    }
+    assert objects.finished_eviction(owned, NOW) is None
+    running = _kueue_wl("r", {"QuotaReserved": "True", "Admitted": "True"}, "cq", {"cpu": "f"})
+    assert objects.finished_eviction(running, NOW) is None
+
+
+def test_fair_sharing_gets_the_strategies_v1beta2_requires() -> None:
+    sections, _ = scenario_sections({"fairSharing": {"enable": True}})
+    assert sections["fairSharing"] == {
+        "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    }
