@@ -21,6 +21,7 @@ from api.quantity import resource_quantity
 from kube import resources
 from kube.resources import ResourceRef
 from manager.core.objects import ObjectError, podset_from
+from manager.core.tas.assignment import AssignmentError, TopologyAssignment
 
 SCENARIO_START = datetime.fromisoformat("2026-01-01T00:00:00+00:00").timestamp()
 # Kinds that enter queues: their relative creation times decide FIFO order.
@@ -172,6 +173,19 @@ def _with_resource_usage(spec: dict[str, Any], status: dict[str, Any]) -> dict[s
     return status
 
 
+def _v1beta2_topology(status: dict[str, Any]) -> dict[str, Any]:
+    """A scenario may spell a topology assignment in the flat levels/domains layout; the
+    v1beta2 API takes only slices."""
+    for psa in (status.get("admission") or {}).get("podSetAssignments") or ():
+        raw = psa.get("topologyAssignment")
+        if isinstance(raw, dict) and "domains" in raw:
+            try:
+                psa["topologyAssignment"] = TopologyAssignment.from_simple(raw).to_v1beta2()
+            except (AssignmentError, KeyError, ValueError, TypeError) as exc:
+                raise Unsupported(f"topologyAssignment: {exc}") from exc
+    return status
+
+
 def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T00:00:00Z") -> Request:
     """The create request for a scenario object; raises Unsupported for kinds it cannot do."""
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
@@ -195,9 +209,10 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     elif kind == "AdmissionCheck":
         out_status = _has_transition_times(_admission_check_status(status), now)
     elif kind == "Workload" and status:
-        out_status = _has_transition_times(
-            _with_resource_usage(body.get("spec") or {}, copy.deepcopy(status)), now
-        )
+        out_status = _with_resource_usage(body.get("spec") or {}, copy.deepcopy(status))
+        if ref.version == "v1beta2":
+            out_status = _v1beta2_topology(out_status)
+        out_status = _has_transition_times(out_status, now)
     elif kind == "Pod" and status:
         out_status = _has_transition_times(copy.deepcopy(status), now)
     else:
