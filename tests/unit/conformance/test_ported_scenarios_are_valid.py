@@ -18,9 +18,13 @@ from webhook import crd_rules
 
 PORTED = Path(__file__).resolve().parents[2] / "scenarios" / "kueue"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-_RULES = {"ClusterQueue": crd_rules.validate_cluster_queue, "Cohort": crd_rules.validate_cohort,
-          "ResourceFlavor": crd_rules.validate_resource_flavor, "LocalQueue": crd_rules.validate_local_queue,
-          "Workload": crd_rules.validate_workload}
+_RULES = {
+    "ClusterQueue": crd_rules.validate_cluster_queue,
+    "Cohort": crd_rules.validate_cohort,
+    "ResourceFlavor": crd_rules.validate_resource_flavor,
+    "LocalQueue": crd_rules.validate_local_queue,
+    "Workload": crd_rules.validate_workload,
+}
 
 
 def _problems(raw: dict[str, Any]) -> list[str]:
@@ -31,9 +35,13 @@ def _problems(raw: dict[str, Any]) -> list[str]:
     req = objects.request(raw, {}, "2026-01-01T00:00:00Z")
     obj = {**req.body, **({"status": req.status} if req.status is not None else {})}
     name = str((obj.get("metadata") or {}).get("name") or "")
-    out = [] if _NAME.fullmatch(name) and len(name) <= 253 else [f"metadata.name {name!r} is not a valid name"]
-    if str(obj.get("apiVersion", "")).startswith("kueue.x-k8s.io/") and registry.model_for(
-            str(obj["apiVersion"]), kind) is not None:
+    out = (
+        [] if _NAME.fullmatch(name) and len(name) <= 253 else [f"metadata.name {name!r} is not a valid name"]
+    )
+    if (
+        str(obj.get("apiVersion", "")).startswith("kueue.x-k8s.io/")
+        and registry.model_for(str(obj["apiVersion"]), kind) is not None
+    ):
         out += validate(registry.parse(obj))
     rule = _RULES.get(kind)
     if rule is not None:
@@ -43,7 +51,10 @@ def _problems(raw: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("path", sorted(PORTED.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_object_of_a_ported_case_is_valid(path: Path) -> None:
-    problems = [f"{d.get('kind')} {(d.get('metadata') or {}).get('name')}: {p}"
-                for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind") != "Scenario"
-                for p in _problems(d)]
+    problems = [
+        f"{d.get('kind')} {(d.get('metadata') or {}).get('name')}: {p}"
+        for d in yaml.safe_load_all(path.read_text())
+        if isinstance(d, dict) and d.get("kind") != "Scenario"
+        for p in _problems(d)
+    ]
     assert not problems, "\n".join(problems)
