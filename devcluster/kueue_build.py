@@ -23,7 +23,7 @@ MANAGER = f"{MODULE}/cmd/kueue"
 MINIMAL = f"{MODULE}/test/performance/scheduler/minimalkueue"
 PINNED_DIR = "kueue"
 # Releases before this have no v1beta2 API and a different Configuration; not supported.
-OLDEST = (0, 12, 3)
+OLDEST = (0, 15, 0)
 _VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 
 
@@ -44,7 +44,8 @@ def check_version(version: str) -> str:
         raise BuildError(f"Kueue version {version!r} is not an exact release such as v0.19.2")
     if tuple(int(g) for g in match.groups()) < OLDEST:
         raise BuildError(
-            f"Kueue {version} is older than the oldest supported release v{'.'.join(map(str, OLDEST))}"
+            f"Kueue {version} is older than v{'.'.join(map(str, OLDEST))}, the first release with the "
+            "v1beta2 Configuration the harness writes"
         )
     return version
 
