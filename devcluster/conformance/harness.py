@@ -9,6 +9,7 @@ with each difference, or skipped with why) and, last, one JSON line with the tot
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -152,6 +153,11 @@ def main(paths: list[str], version: str | None, as_json: bool) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    def terminated(signum: int, _frame: object) -> None:
+        # As for Ctrl-C: unwind, so etcd, the API server and Kueue are stopped on the way out.
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         result = run(paths, version, as_json=as_json, report=progress)
     except ScenarioError as exc:

@@ -77,7 +77,9 @@ class KueueProcess:
 
     def stop(self) -> None:
         if self._record is not None:
-            stop(self._record)
+            # Killed, not asked: Kueue's graceful shutdown waits seconds for its webhook
+            # server, and everything it would keep is in the API server already.
+            stop(self._record, timeout_s=0.0)
             self._record = None
 
     def log_tail(self) -> str:
