@@ -41,6 +41,8 @@ class Outcome:
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    # (kind, namespace or "", name) -> the UID the API server gave the object
+    uids: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
 
 def _duration(value: Any) -> float | None:
@@ -180,6 +182,7 @@ class ScenarioRun:
                 self._patch(req.ref.object_path(req.name), {"metadata": {"labels": labels}})
             return
         created = self.client.request("POST", req.ref.collection_path(req.namespace), req.body)
+        self.outcome.uids[(req.kind, req.namespace or "", req.name)] = str(created["metadata"]["uid"])
         if queued:
             self._last_queued_second = float(int(time.time()))
         key = f"{req.namespace}/{req.name}"

@@ -8,13 +8,14 @@ with each difference, or skipped with why) and, last, one JSON line with the tot
 
 from __future__ import annotations
 
+import copy
 import json
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,13 @@ from devcluster.conformance import compare, kueue_install
 from devcluster.conformance.control_plane import ControlPlane
 from devcluster.conformance.driver import MAX_ADVANCE_S, ScenarioRun, reset
 from devcluster.conformance.kueue_process import KueueProcess
+from devcluster.conformance.objects import KINDS
 from manager.scenario.loader import Scenario, ScenarioError, load
-from manager.simulate import simulate
+from manager.scenario.report import result
+from manager.scenario.runner import Simulation
 
 Report = Callable[[str], None]
+NAMESPACED_KINDS = frozenset(kind for kind, ref in KINDS.items() if ref.namespaced)
 _NEEDED = ("etcd", "kube-apiserver")
 
 
@@ -57,12 +61,13 @@ class Verdict:
         }
 
 
-def load_inputs(paths: list[str]) -> list[tuple[str, Scenario, dict[str, Any]]]:
+def load_inputs(paths: list[str]) -> list[tuple[str, Scenario]]:
     """Every file parsed and simulated up front, so bad input fails before any start-up."""
     out = []
     for path in paths:
         scenario = load([path])
-        out.append((path, scenario, simulate([path])))
+        simulate_scenario(scenario)
+        out.append((path, scenario))
     return out
 
 
@@ -74,6 +79,37 @@ def summary(verdicts: list[Verdict], version: str) -> dict[str, Any]:
         "differences": {v.path: v.details for v in verdicts if v.result == "differ"},
         "skipped": {v.path: v.details for v in verdicts if v.result == "skipped"},
     }
+
+
+def with_uids(scenario: Scenario, uids: Mapping[tuple[str, str, str], str]) -> Scenario:
+    """The scenario with the UIDs the API server gave its objects. Kueue breaks ties between
+    otherwise equal workloads (preemption candidates, queue order) by UID, which a file
+    rarely sets; ``simulate`` must see the same ones to face the same ties."""
+
+    def stamped(obj: Any) -> Any:
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            return obj
+        meta = obj["metadata"]
+        ns = str(meta.get("namespace") or "default") if obj.get("kind") in NAMESPACED_KINDS else ""
+        uid = uids.get((str(obj.get("kind")), ns, str(meta.get("name"))))
+        return obj if uid is None else {**obj, "metadata": {**meta, "uid": uid}}
+
+    steps = []
+    for step in scenario.steps:
+        arg = step.get("apply")
+        if isinstance(arg, list):
+            step = {"apply": [stamped(o) for o in arg]}
+        elif isinstance(arg, dict):
+            step = {"apply": stamped(arg)}
+        steps.append(step)
+    return replace(scenario, objects=[stamped(o) for o in scenario.objects], steps=steps)
+
+
+def simulate_scenario(scenario: Scenario) -> dict[str, Any]:
+    """``simulate --json``'s result; the scenario is left as it was."""
+    sim = Simulation(copy.deepcopy(scenario))
+    sim.run()
+    return result(sim.core)
 
 
 def judge(path: str, outcome_workloads: list[dict[str, Any]], ours: dict[str, Any]) -> Verdict:
@@ -108,8 +144,8 @@ def run(
             kueue_install.install(plane.client, source, kueue.listeners.webhook_port)
             served = kueue_install.served_versions(plane.client)
             report(f"control plane and Kueue {version} CRDs ready in {time.monotonic() - started:.1f}s")
-            for path, scenario, ours in inputs:
-                verdict = _one(plane, kueue, served, path, scenario, ours, max_advance_s)
+            for path, scenario in inputs:
+                verdict = _one(plane, kueue, served, path, scenario, max_advance_s)
                 verdicts.append(verdict)
                 print(json.dumps(verdict.to_json()) if as_json else verdict.line(), flush=True)
         finally:
@@ -125,7 +161,6 @@ def _one(
     served: dict[str, str],
     path: str,
     scenario: Scenario,
-    ours: dict[str, Any],
     max_advance_s: float,
 ) -> Verdict:
     started = time.monotonic()
@@ -141,7 +176,7 @@ def _one(
         if outcome.skipped:
             verdict = Verdict(path, "skipped", outcome.skipped)
         else:
-            verdict = judge(path, outcome.workloads, ours)
+            verdict = judge(path, outcome.workloads, simulate_scenario(with_uids(scenario, outcome.uids)))
         verdict.notes = outcome.notes
     finally:
         kueue.stop()

@@ -10,6 +10,7 @@ import pytest
 
 from devcluster.conformance import compare, objects
 from devcluster.conformance.driver import unsupported
+from devcluster.conformance.harness import with_uids
 from devcluster.conformance.kueue_config import Listeners, configuration, scenario_sections
 from manager.scenario.loader import Scenario
 
@@ -242,3 +243,16 @@ def test_fair_sharing_gets_the_strategies_v1beta2_requires() -> None:
     assert sections["fairSharing"] == {
         "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     }
+
+
+def test_simulate_sees_the_uids_the_api_server_gave() -> None:
+    step_wl = {**_workload(), "metadata": {"name": "later", "namespace": "ns"}}
+    scenario = _scenario([_workload(), {"kind": "ClusterQueue", "metadata": {"name": "cq"}}],
+                         [{"apply": [step_wl]}, {"advance": "1s"}])
+    uids = {("Workload", "ns", "w"): "uid-w", ("ClusterQueue", "", "cq"): "uid-cq",
+            ("Workload", "ns", "later"): "uid-later"}
+    stamped = with_uids(scenario, uids)
+    assert [o["metadata"]["uid"] for o in stamped.objects] == ["uid-w", "uid-cq"]
+    assert stamped.steps[0]["apply"][0]["metadata"]["uid"] == "uid-later"
+    assert stamped.steps[1] == {"advance": "1s"}
+    assert scenario.objects[0]["metadata"]["uid"] == "u1"  # the input is left alone
