@@ -173,6 +173,17 @@ def _with_resource_usage(spec: dict[str, Any], status: dict[str, Any]) -> dict[s
     return status
 
 
+def _eviction_counted(status: dict[str, Any]) -> dict[str, Any]:
+    """Kueue counts an eviction in ``schedulingStats`` when it evicts; a workload the file
+    shows already evicted has that count, as ``simulate`` reports it among the evictions."""
+    evicted = next((c for c in status.get("conditions") or () if c.get("type") == "Evicted"), None)
+    if evicted is None or evicted.get("status") != "True" or status.get("schedulingStats"):
+        return status
+    reason = str(evicted.get("reason") or "Evicted")
+    status["schedulingStats"] = {"evictions": [{"reason": reason, "underlyingCause": "", "count": 1}]}
+    return status
+
+
 def _v1beta2_topology(status: dict[str, Any]) -> dict[str, Any]:
     """A scenario may spell a topology assignment in the flat levels/domains layout; the
     v1beta2 API takes only slices."""
@@ -209,7 +220,7 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     elif kind == "AdmissionCheck":
         out_status = _has_transition_times(_admission_check_status(status), now)
     elif kind == "Workload" and status:
-        out_status = _with_resource_usage(body.get("spec") or {}, copy.deepcopy(status))
+        out_status = _eviction_counted(_with_resource_usage(body.get("spec") or {}, copy.deepcopy(status)))
         if ref.version == "v1beta2":
             out_status = _v1beta2_topology(out_status)
         out_status = _has_transition_times(out_status, now)

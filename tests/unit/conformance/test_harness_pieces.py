@@ -247,12 +247,29 @@ def test_fair_sharing_gets_the_strategies_v1beta2_requires() -> None:
 
 def test_simulate_sees_the_uids_the_api_server_gave() -> None:
     step_wl = {**_workload(), "metadata": {"name": "later", "namespace": "ns"}}
-    scenario = _scenario([_workload(), {"kind": "ClusterQueue", "metadata": {"name": "cq"}}],
-                         [{"apply": [step_wl]}, {"advance": "1s"}])
-    uids = {("Workload", "ns", "w"): "uid-w", ("ClusterQueue", "", "cq"): "uid-cq",
-            ("Workload", "ns", "later"): "uid-later"}
+    scenario = _scenario(
+        [_workload(), {"kind": "ClusterQueue", "metadata": {"name": "cq"}}],
+        [{"apply": [step_wl]}, {"advance": "1s"}],
+    )
+    uids = {
+        ("Workload", "ns", "w"): "uid-w",
+        ("ClusterQueue", "", "cq"): "uid-cq",
+        ("Workload", "ns", "later"): "uid-later",
+    }
     stamped = with_uids(scenario, uids)
     assert [o["metadata"]["uid"] for o in stamped.objects] == ["uid-w", "uid-cq"]
     assert stamped.steps[0]["apply"][0]["metadata"]["uid"] == "uid-later"
     assert stamped.steps[1] == {"advance": "1s"}
     assert scenario.objects[0]["metadata"]["uid"] == "u1"  # the input is left alone
+
+
+def test_a_workload_written_as_evicted_has_its_eviction_counted_as_kueue_counts_it() -> None:
+    status = _admitted({"cpu": "f"})
+    status["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    req = objects.request(_workload(status), SERVED, NOW)
+    assert req.status is not None
+    assert req.status["schedulingStats"] == {
+        "evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]
+    }
+    plain = objects.request(_workload(_admitted({"cpu": "f"})), SERVED, NOW)
+    assert plain.status is not None and "schedulingStats" not in plain.status
