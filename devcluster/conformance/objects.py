@@ -114,6 +114,19 @@ def _ref(kind: str, version: str) -> ResourceRef:
     return ResourceRef(base.group, version, base.plural, base.namespaced, base.kind)
 
 
+# Scenario pods never run (no kubelet); the API still requires every container to name an image.
+PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def _with_images(pod_spec: Any) -> None:
+    if not isinstance(pod_spec, dict):
+        return
+    for key in ("initContainers", "containers"):
+        for container in pod_spec.get(key) or ():
+            if isinstance(container, dict):
+                container.setdefault("image", PLACEHOLDER_IMAGE)
+
+
 def _node_status(status: dict[str, Any] | None) -> dict[str, Any]:
     """A node is schedulable for Kueue's TAS when Ready; capacity stands in for allocatable."""
     out = copy.deepcopy(status or {})
@@ -213,6 +226,10 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     ref = _ref(kind, str(obj["apiVersion"]).rsplit("/", 1)[-1])
     if ref.namespaced:
         body["metadata"]["namespace"] = meta.get("namespace") or "default"
+    if kind == "Pod":
+        _with_images(body.get("spec"))
+    elif kind == "Job":
+        _with_images(((body.get("spec") or {}).get("template") or {}).get("spec"))
     status = obj.get("status")
     out_status: dict[str, Any] | None
     if kind == "Node":

@@ -273,3 +273,35 @@ def test_a_workload_written_as_evicted_has_its_eviction_counted_as_kueue_counts_
     }
     plain = objects.request(_workload(_admitted({"cpu": "f"})), SERVED, NOW)
     assert plain.status is not None and "schedulingStats" not in plain.status
+
+
+def test_containers_without_an_image_get_a_placeholder_the_api_accepts() -> None:
+    pod = objects.request(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c"}, {"name": "d", "image": "mine"}]},
+        },
+        SERVED,
+        NOW,
+    )
+    assert [c["image"] for c in pod.body["spec"]["containers"]] == [objects.PLACEHOLDER_IMAGE, "mine"]
+    job = objects.request(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j"},
+            "spec": {
+                "template": {"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}]}}
+            },
+        },
+        SERVED,
+        NOW,
+    )
+    template = job.body["spec"]["template"]["spec"]
+    assert (
+        template["initContainers"][0]["image"]
+        == template["containers"][0]["image"]
+        == objects.PLACEHOLDER_IMAGE
+    )
