@@ -114,6 +114,7 @@ def _ref(kind: str, version: str) -> ResourceRef:
     return ResourceRef(base.group, version, base.plural, base.namespaced, base.kind)
 
 
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 # Scenario pods never run (no kubelet); the API still requires every container to name an image.
 PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -217,6 +218,9 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     kind = str(obj.get("kind"))
     if kind not in KINDS:
         raise Unsupported(f"{obj.get('apiVersion')} {kind} (no controller for it in the harness)")
+    if kind == "AdmissionCheck" and (obj.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
+        raise Unsupported("a ProvisioningRequest admission check (the harness serves no ProvisioningRequest "
+                          "API and plays no cluster autoscaler)")
     meta = obj["metadata"]
     if not meta.get("name"):
         raise Unsupported(f"{kind} without a fixed name (generateName)")

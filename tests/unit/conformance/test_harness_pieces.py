@@ -305,3 +305,12 @@ def test_containers_without_an_image_get_a_placeholder_the_api_accepts() -> None
         == template["containers"][0]["image"]
         == objects.PLACEHOLDER_IMAGE
     )
+
+
+def test_a_provisioning_request_check_is_not_run() -> None:
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
+    with pytest.raises(objects.Unsupported, match="ProvisioningRequest"):
+        objects.request(check, SERVED, NOW)
+    custom = {**check, "spec": {"controllerName": "example.com/mine"}}
+    assert objects.request(custom, SERVED, NOW).status is not None  # taken as Active, as simulate does

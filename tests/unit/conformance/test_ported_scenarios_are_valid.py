@@ -32,7 +32,10 @@ def _problems(raw: dict[str, Any]) -> list[str]:
     kind = str(raw.get("kind"))
     if kind not in objects.KINDS:
         return [f"{kind} is not a kind the harness can create"]
-    req = objects.request(raw, {}, "2026-01-01T00:00:00Z")
+    try:
+        req = objects.request(raw, {}, "2026-01-01T00:00:00Z")
+    except objects.Unsupported:
+        return []  # the harness reports the case as skipped, whatever the object says
     obj = {**req.body, **({"status": req.status} if req.status is not None else {})}
     name = str((obj.get("metadata") or {}).get("name") or "")
     out = (
