@@ -133,6 +133,14 @@ def with_topology_requests(workload: dict[str, Any]) -> dict[str, Any]:
     return workload
 
 
+def node_ready(node: Mapping[str, Any]) -> bool:
+    """A node offered to placements: its Ready condition is True."""
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 

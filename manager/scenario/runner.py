@@ -34,14 +34,15 @@ _RECORDED_KINDS = ("Topology", "Node", "Pod", "ProvisioningRequestConfig", "Prio
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, start: float = START) -> None:
+        """``start``: the simulated clock's origin (a live snapshot starts at the time it was read)."""
         try:
             config = config_from(scenario.config)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ScenarioError(f"invalid config: {exc}") from exc
         self.scenario = scenario
         self.tas = TasPlacer()
-        self.core = QueueingCore(config, now=START, topology=self.tas)
+        self.core = QueueingCore(config, now=start, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
         self.recorded: list[dict[str, Any]] = []

@@ -1,0 +1,188 @@
+"""What the given jobs would get on a cluster: the core run forward over a live snapshot.
+
+``predict`` applies the cluster's objects (see :mod:`.cluster_snapshot`) and the submitted
+jobs' Workloads to a fresh core at the time the cluster was read and schedules until idle:
+what it admits now, and why the rest waits. With ``until_admitted`` it goes on in simulated
+time, finishing each workload that holds quota at its expected end, until every submitted
+workload holds quota (or nothing is left to finish). The result is ``simulate --json``'s
+object with, per submitted workload, ``submitted: true``, ``preempts``, ``position`` and,
+under ``until_admitted``, ``predictedAdmission``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from api.wire import JSON
+from manager.core.workload_state import WorkloadRecord
+from manager.jobs.admission import AdmissionPolicy
+
+from .cluster_snapshot import ClusterListing, Submitted, what_if_scenario
+from .report import result
+from .runner import Simulation
+
+# Where a running workload's expected end comes from, in the order they are tried.
+MAX_EXECUTION = "maximumExecutionTimeSeconds"
+ACTIVE_DEADLINE = "activeDeadlineSeconds"
+ASSUMED = "assumedRuntime"
+MAX_STEPS = 100_000
+
+
+@dataclass(frozen=True)
+class Runtime:
+    seconds: float
+    source: str
+
+
+def expected_runtime(rec: WorkloadRecord, assume_s: float) -> Runtime:
+    """How long a workload runs once admitted: its Workload's maximumExecutionTimeSeconds, else
+    its pods' (or its job's, for a submission) activeDeadlineSeconds, else ``assume_s``."""
+    spec = rec.wl.source.get("spec") or {}
+    if spec.get(MAX_EXECUTION):
+        return Runtime(float(spec[MAX_EXECUTION]), MAX_EXECUTION)
+    deadlines = [float(d) for ps in spec.get("podSets") or ()
+                 if (d := (((ps or {}).get("template") or {}).get("spec") or {}).get(ACTIVE_DEADLINE))]
+    job_deadline = ((rec.wl.source.get("metadata") or {}).get("annotations") or {}).get(_JOB_DEADLINE)
+    if job_deadline:
+        deadlines.append(float(job_deadline))
+    if deadlines:
+        return Runtime(max(deadlines), ACTIVE_DEADLINE)
+    return Runtime(assume_s, ASSUMED)
+
+
+# A submitted job's own activeDeadlineSeconds, carried on its what-if Workload only.
+_JOB_DEADLINE = "pykueue.dev/what-if-active-deadline-seconds"
+
+
+def _carry_job_deadlines(submissions: Sequence[JSON], scenario_objects: list[JSON],
+                         submitted: list[Submitted]) -> None:
+    by_key = {f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}": o
+              for o in scenario_objects if o.get("kind") == "Workload"}
+    for obj, sub in zip(submissions, submitted, strict=True):
+        spec = obj.get("spec") or {}
+        deadline = spec.get(ACTIVE_DEADLINE) or (spec.get("runPolicy") or {}).get(ACTIVE_DEADLINE)
+        if not deadline:
+            continue
+        for key in sub.workloads:
+            wl = by_key[key]
+            meta = wl.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), _JOB_DEADLINE: str(deadline)}
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def predict(listing: ClusterListing, submissions: Sequence[JSON], policy: AdmissionPolicy,
+            until_admitted: bool = False, assume_runtime_s: float = 3600.0) -> dict[str, Any]:
+    """Raises ScenarioError (SubmissionError) for input a real submission would not queue."""
+    scenario, submitted = what_if_scenario(listing, submissions, policy)
+    _carry_job_deadlines(submissions, scenario.objects, submitted)
+    sim = Simulation(scenario, start=listing.now)
+    sim.run()
+    core = sim.core
+    ours = {key for sub in submitted for key in sub.workloads}
+    uids = {core.workloads[k].wl.uid: k for k in ours if k in core.workloads}
+    now_view = result(core)
+    for key in ours:
+        entry = now_view["workloads"].get(key)
+        if entry is None:
+            continue
+        entry["submitted"] = True
+        entry["preempts"] = sorted(
+            k for k, r in core.workloads.items()
+            if r.preemption is not None and uids.get(r.preemption.preemptor_uid) == key)
+        place = core.queue_position(key)
+        entry["position"] = place[0] if place else None
+    if until_admitted:
+        _run_until_admitted(sim, ours, assume_runtime_s, now_view)
+    now_view["submitted"] = [{"object": s.ref, "owner": s.owner, "workloads": list(s.workloads)}
+                             for s in submitted]
+    now_view["time"] = _iso(listing.now)
+    return now_view
+
+
+def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: dict[str, Any]) -> None:
+    """Finish workloads at their expected ends until every submitted one holds quota."""
+    core = sim.core
+    start = core.now
+    ends: dict[str, float] = {}
+    finished_by: dict[str, int] = {}
+    admitted_at: dict[str, tuple[float, dict[str, int]]] = {}
+    for _ in range(MAX_STEPS):
+        for key in ours:
+            rec = core.workloads.get(key)
+            if rec is not None and rec.holds_quota and key not in admitted_at:
+                admitted_at[key] = (rec.reserved_at or core.now, dict(finished_by))
+        if all(k in admitted_at for k in ours if k in core.workloads):
+            break
+        for key, rec in core.workloads.items():
+            if rec.holds_quota and key not in ends:
+                runtime = expected_runtime(rec, assume_s)
+                began = rec.reserved_at if rec.reserved_at is not None else core.now
+                ends[key] = max(core.now, began + runtime.seconds)
+                finished_by.setdefault(runtime.source, 0)
+        running = {k: t for k, t in ends.items() if core.workloads.get(k) is not None
+                   and core.workloads[k].holds_quota}
+        if not running:
+            break
+        when = min(running.values())
+        if when > core.now:
+            sim.advance(when - core.now)
+        for key in [k for k, t in running.items() if t <= core.now]:
+            source = expected_runtime(core.workloads[key], assume_s).source
+            finished_by[source] = finished_by.get(source, 0) + 1
+            core.finish(key)
+            ends.pop(key)
+        sim.settle()
+    for key in ours:
+        entry = view["workloads"].get(key)
+        if entry is None:
+            continue
+        if key in admitted_at:
+            t, basis = admitted_at[key]
+            rec = core.workloads[key]
+            entry["predictedAdmission"] = {
+                "time": _iso(t), "inSeconds": round(max(0.0, t - start), 3),
+                "clusterQueue": rec.cluster_queue or "",
+                "flavors": {psa.name: dict(sorted(psa.flavors.items()))
+                            for psa in (rec.assignment.podsets if rec.assignment else ())},
+                # How many running workloads were finished first, by the estimate their end came from.
+                "finishedBefore": {k: v for k, v in sorted(basis.items()) if v},
+                "estimates": sorted(k for k, v in basis.items() if v),
+            }
+        else:
+            entry["predictedAdmission"] = None
+
+
+def submitted_keys(view: Mapping[str, Any]) -> list[str]:
+    return [k for s in view.get("submitted") or () for k in s["workloads"]]
+
+
+def table(view: Mapping[str, Any]) -> str:
+    """The submitted workloads' predictions as a table."""
+    rows: list[tuple[str, ...]] = [("WORKLOAD", "OWNER", "PREDICTION", "CLUSTERQUEUE", "DETAIL")]
+    for key in submitted_keys(view):
+        w = view["workloads"].get(key) or {}
+        if w.get("status") == "Pending":
+            position = f"position {w['position']}; " if w.get("position") else ""
+            detail = f"{position}{w.get('tier', '')}: {w.get('reason', '')}"
+        else:
+            flavors = " ".join(f"{ps}[{','.join(sorted(set(p['flavors'].values())))}]"
+                               for ps, p in (w.get("podSets") or {}).items())
+            preempts = f"; preempts {', '.join(w['preempts'])}" if w.get("preempts") else ""
+            detail = f"flavors {flavors}{preempts}"
+        predicted = w.get("predictedAdmission", False)
+        if predicted:
+            detail += (f"; admitted in {predicted['inSeconds']:.0f}s ({predicted['time']}, estimates: "
+                       f"{', '.join(predicted['estimates']) or 'none needed'})")
+        elif predicted is None:
+            detail += "; no admission predicted"
+        rows.append((key, w.get("owner") or "-", str(w.get("status", "")), w.get("clusterQueue") or "-",
+                     detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join([*(c.ljust(n) for c, n in zip(r, widths, strict=False)), r[-1]]).rstrip()
+                     for r in rows)
