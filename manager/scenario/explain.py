@@ -135,7 +135,7 @@ def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
 
 def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
     """The explanation of each workload (``ns/name``); raises KeyError for one not found."""
-    sim = Simulation(snapshot_scenario(listing), start=listing.now)
+    sim = Simulation(snapshot_scenario(listing), start=listing.now, evaluate_each=True)
     sim.run()
     missing = [k for k in keys if k not in sim.core.workloads]
     if missing:

@@ -81,7 +81,7 @@ def predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admiss
     """Raises ScenarioError (SubmissionError) for input a real submission would not queue."""
     scenario, submitted = what_if_scenario(listing, submissions, policy)
     _carry_job_deadlines(submissions, scenario.objects, submitted)
-    sim = Simulation(scenario, start=listing.now)
+    sim = Simulation(scenario, start=listing.now, evaluate_each=True)
     sim.run()
     core = sim.core
     ours = {key for sub in submitted for key in sub.workloads}
