@@ -413,12 +413,14 @@ class TasPlacer:
               flavors: Mapping[str, Flavor]) -> None:
         """A workload already holding quota (read from its status): charge its assignments."""
         self.release(key)
-        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        per_pod: dict[str, Any] | None = None  # read only for a topology assignment (most have none)
         charges = []
         for psa in assignment.podsets:
             raw = psa.topology_assignment
             if not raw:
                 continue
+            if per_pod is None:
+                per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
             f = _tas_flavor(psa, flavors)
             fname = f.name if f is not None else min(psa.flavors.values(), default="")
             ta = TopologyAssignment.from_any(raw)
