@@ -179,3 +179,30 @@ def test_explain_reports_tier_position_quota_numbers_and_preemption_candidates()
     assert "Position:      1 of 1 pending" in rendered and "team/running" in rendered
     with pytest.raises(KeyError):
         explain(listing, ["team/nothing"])
+
+
+ALL_KINDS = AdmissionPolicy.from_config({"integrations": {"frameworks": [
+    "batch/job", "kubeflow.org/pytorchjob", "leaderworkerset.x-k8s.io/leaderworkerset"]}})
+
+
+def test_pytorchjob_and_leaderworkerset_become_their_workloads() -> None:
+    replicas = {"Master": {"replicas": 1, "template": _pod_template("1")},
+                "Worker": {"replicas": 2, "template": _pod_template("1")}}
+    ptj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+           "metadata": {"name": "train", "namespace": "team", "labels": {keys.QUEUE_NAME: "lq"}},
+           "spec": {"pytorchReplicaSpecs": replicas}}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": "team", "labels": {keys.QUEUE_NAME: "lq"}},
+           "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": _pod_template("1")}}}
+    listing = ClusterListing(_listing(cpu="8").items, {}, now=NOW)
+    view = predict(listing, [ptj, lws], ALL_KINDS)
+    [ptj_sub, lws_sub] = view["submitted"]
+    [ptj_key] = ptj_sub["workloads"]
+    podsets = view["workloads"][ptj_key]["podSets"]
+    assert {n: p["count"] for n, p in podsets.items()} == {"master": 1, "worker": 2}
+    assert view["workloads"][ptj_key]["status"] == "Admitted"
+    assert len(lws_sub["workloads"]) == 2  # one Workload per group
+    assert all(view["workloads"][k]["owner"] == "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet team/serve"
+               for k in lws_sub["workloads"])
+    with pytest.raises(SubmissionError, match="integration is not enabled"):
+        predict(listing, [ptj], POLICY)
