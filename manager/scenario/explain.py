@@ -22,6 +22,7 @@ from manager.core.tiers import record_tier
 from manager.core.workload_state import PENDING, WorkloadRecord
 
 from .cluster_snapshot import ClusterListing, snapshot_scenario
+from .gc_pause import paused_collection
 from .runner import Simulation
 
 
@@ -135,12 +136,13 @@ def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
 
 def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
     """The explanation of each workload (``ns/name``); raises KeyError for one not found."""
-    sim = Simulation(snapshot_scenario(listing), start=listing.now, evaluate_each=True)
-    sim.run()
-    missing = [k for k in keys if k not in sim.core.workloads]
-    if missing:
-        raise KeyError(missing[0])
-    return [explain_record(sim.core, k) for k in keys]
+    with paused_collection():
+        sim = Simulation(snapshot_scenario(listing), start=listing.now, evaluate_each=True)
+        sim.run()
+        missing = [k for k in keys if k not in sim.core.workloads]
+        if missing:
+            raise KeyError(missing[0])
+        return [explain_record(sim.core, k) for k in keys]
 
 
 def text(entry: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from manager.core.workload_state import WorkloadRecord
 from manager.jobs.admission import AdmissionPolicy
 
 from .cluster_snapshot import ClusterListing, Submitted, what_if_scenario
+from .gc_pause import paused_collection
 from .report import result
 from .runner import Simulation
 
@@ -79,6 +80,12 @@ def _iso(t: float) -> str:
 def predict(listing: ClusterListing, submissions: Sequence[JSON], policy: AdmissionPolicy,
             until_admitted: bool = False, assume_runtime_s: float = 3600.0) -> dict[str, Any]:
     """Raises ScenarioError (SubmissionError) for input a real submission would not queue."""
+    with paused_collection():
+        return _predict(listing, submissions, policy, until_admitted, assume_runtime_s)
+
+
+def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: AdmissionPolicy,
+             until_admitted: bool, assume_runtime_s: float) -> dict[str, Any]:
     scenario, submitted = what_if_scenario(listing, submissions, policy)
     _carry_job_deadlines(submissions, scenario.objects, submitted)
     sim = Simulation(scenario, start=listing.now, evaluate_each=True)
