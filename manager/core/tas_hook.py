@@ -356,6 +356,27 @@ class TasPlacer:
         for key in [k for k in self._charges if k.startswith(_HOLD)]:
             self.release(key)
 
+    def closest_domains(self, wl: WorkloadDef, flavor: Flavor, podset: str, implied: bool = False,
+                        limit: int = 3) -> dict[str, Any]:
+        """For ``explain``: the flavor topology's domains, at the pod set's requested level, that
+        take the most of its pods now (``{"levels": [...], "domains": [{"values", "fit"}]}``);
+        empty when the flavor has no usable topology or the pod set asks for none."""
+        snap = self.snapshot_for(flavor)
+        req = next((r for r in podset_requests(wl.source, implied=implied) if r.name == podset), None)
+        if isinstance(snap, str) or req is None or not (req.topology.is_tas or req.implied):
+            return {}
+        found = snap.closest_domains(req, limit)
+        if not found:
+            return {}
+        depth = len(found[0][0])
+        return {"levels": list(self.topologies_levels(flavor)[:depth]),
+                "domains": [{"values": list(values), "fit": fit} for values, fit in found]}
+
+    def topologies_levels(self, flavor: Flavor) -> tuple[str, ...]:
+        topo = self.topologies.get(flavor.topology_name or "") or {}
+        return tuple(str(lv.get("nodeLabel")) for lv in (topo.get("spec") or {}).get("levels") or ()
+                     if isinstance(lv, dict))
+
     def explain(self, key: str) -> str:
         """Why the last placement of this workload failed ("" when it did not)."""
         return self._failures.get(key, "")

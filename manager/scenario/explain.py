@@ -17,7 +17,7 @@ from manager.core.engine import QueueingCore
 from manager.core.objects import FR
 from manager.core.preemption.classical import ClassicalPreemption
 from manager.core.quota import available, local_available
-from manager.core.tas_hook import TasPlacer
+from manager.core.tas_hook import TasPlacer, tas_only
 from manager.core.tiers import record_tier
 from manager.core.workload_state import PENDING, WorkloadRecord
 
@@ -81,7 +81,30 @@ def _podsets(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str,
         for miss in rec.pending.podsets:
             if miss.podset in out:
                 out[miss.podset]["verdicts"] = [v.message() for v in miss.verdicts]
+        _closest_domains(core, rec, cq_name, out)
     return out
+
+
+def _closest_domains(core: QueueingCore, rec: WorkloadRecord, cq_name: str, out: dict[str, Any]) -> None:
+    """For a pending workload, per pod set and topology-aware flavor: where it comes closest."""
+    cq = core.cq_defs.get(cq_name)
+    if not isinstance(core.tas, TasPlacer) or cq is None:
+        return
+    implied = tas_only(cq, core.flavors)
+    for ps in rec.wl.podsets:
+        found: dict[str, Any] = {}
+        for group in cq.groups:
+            if not any(r in group.covered for r in ps.requests):
+                continue
+            for name in group.flavors:
+                flavor = core.flavors.get(name)
+                if flavor is None or not flavor.topology_name:
+                    continue
+                closest = core.tas.closest_domains(rec.wl, flavor, ps.name, implied)
+                if closest:
+                    found[name] = closest
+        if found:
+            out[ps.name]["closestDomains"] = found
 
 
 def _preemptible(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, list[str]]:
@@ -167,6 +190,10 @@ def text(entry: dict[str, Any]) -> str:
                              f"used {n['used']}, borrowable {n['borrowable']}, free {n['free']}{needed}")
         for verdict in ps.get("verdicts") or ():
             lines.append(f"  - {verdict}")
+        for flavor, closest in (ps.get("closestDomains") or {}).items():
+            domains = ", ".join(f"{'/'.join(d['values'])} ({d['fit']} of {ps['count']})"
+                                for d in closest["domains"])
+            lines.append(f"  closest {'/'.join(closest['levels'])} domains in {flavor}: {domains}")
     if entry["preemptionCandidates"]:
         for flavor, victims in entry["preemptionCandidates"].items():
             lines.append(f"Could preempt in {flavor}: {', '.join(victims)}")

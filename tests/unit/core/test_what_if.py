@@ -206,3 +206,33 @@ def test_pytorchjob_and_leaderworkerset_become_their_workloads() -> None:
                for k in lws_sub["workloads"])
     with pytest.raises(SubmissionError, match="integration is not enabled"):
         predict(listing, [ptj], POLICY)
+
+
+def _node(name: str, rack: str, cpu: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"rack": rack, "kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": cpu, "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def test_explain_names_the_closest_topology_domains_of_a_pod_set_that_does_not_fit() -> None:
+    topology = {"metadata": {"name": "default"},
+                "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}}
+    cq = _cq("cq", "100")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "tas"
+    template = _pod_template("1")
+    template["metadata"] = {"annotations": {keys.PODSET_REQUIRED_TOPOLOGY: "rack"}}
+    waits = {"metadata": {"name": "big", "namespace": "team", "uid": "u-big", "creationTimestamp": CREATED},
+             "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 4, "template": template}]}}
+    listing = ClusterListing({
+        "Namespace": [{"metadata": {"name": "team"}}],
+        "ResourceFlavor": [{"metadata": {"name": "tas"}, "spec": {"topologyName": "default"}}],
+        "Topology": [topology], "ClusterQueue": [cq], "LocalQueue": [_lq("team", "lq", "cq")],
+        # Rack r1 takes 3 one-CPU pods, r0 only 1: no rack takes all four.
+        "Node": [_node("n0", "r0", "1"), _node("n1", "r1", "2"), _node("n2", "r1", "1")],
+        "Workload": [waits]}, {}, now=NOW)
+    [entry] = explain(listing, ["team/big"])
+    assert (entry["status"], entry["reason"]) == ("Pending", "TopologyPlacementFailed")
+    closest = entry["podSets"]["main"]["closestDomains"]["tas"]
+    assert closest == {"levels": ["rack"],
+                       "domains": [{"values": ["r1"], "fit": 3}, {"values": ["r0"], "fit": 1}]}
+    assert "closest rack domains in tas: r1 (3 of 4), r0 (1 of 4)" in text(entry)
