@@ -32,6 +32,7 @@ from manager.jobs.ownership import find_managed_ancestor
 from manager.jobs.registry import kind_of
 
 from .loader import Scenario, ScenarioError
+from .runner import Simulation
 
 # The kinds read from the cluster, in the order they are applied to the core.
 LISTED_KINDS: tuple[tuple[str, str], ...] = (
@@ -248,3 +249,23 @@ def what_if_scenario(listing: ClusterListing, submissions: Sequence[JSON],
         scenario.objects.extend(workloads)
         submitted.append(sub)
     return scenario, submitted
+
+
+def apply_snapshot(sim: Simulation, objects: Sequence[JSON],
+                   submitted: Sequence[Submitted] = ()) -> list[str]:
+    """Apply a snapshot's objects and settle. An object of the cluster the core cannot read is
+    left out, as the manager ignores it (its one-line reasons are returned); a submitted one
+    that fails is an error."""
+    ours = {key for sub in submitted for key in sub.workloads}
+    ignored: list[str] = []
+    for obj in objects:
+        meta = _meta(obj)
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        try:
+            sim.apply(obj)
+        except ScenarioError as exc:
+            if obj.get("kind") == "Workload" and key in ours:
+                raise
+            ignored.append(f"{obj.get('kind')} {key if meta.get('namespace') else meta.get('name')}: {exc}")
+    sim.settle()
+    return ignored

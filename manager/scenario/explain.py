@@ -21,7 +21,7 @@ from manager.core.tas_hook import TasPlacer, tas_only
 from manager.core.tiers import record_tier
 from manager.core.workload_state import PENDING, WorkloadRecord
 
-from .cluster_snapshot import ClusterListing, snapshot_scenario
+from .cluster_snapshot import ClusterListing, apply_snapshot, snapshot_scenario
 from .gc_pause import paused_collection
 from .runner import Simulation
 
@@ -160,8 +160,9 @@ def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
 def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
     """The explanation of each workload (``ns/name``); raises KeyError for one not found."""
     with paused_collection():
-        sim = Simulation(snapshot_scenario(listing), start=listing.now, evaluate_each=True)
-        sim.run()
+        scenario = snapshot_scenario(listing)
+        sim = Simulation(scenario, start=listing.now, evaluate_each=True)
+        apply_snapshot(sim, scenario.objects)
         missing = [k for k in keys if k not in sim.core.workloads]
         if missing:
             raise KeyError(missing[0])

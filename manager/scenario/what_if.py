@@ -20,7 +20,7 @@ from api.wire import JSON
 from manager.core.workload_state import WorkloadRecord
 from manager.jobs.admission import AdmissionPolicy
 
-from .cluster_snapshot import ClusterListing, Submitted, what_if_scenario
+from .cluster_snapshot import ClusterListing, Submitted, apply_snapshot, what_if_scenario
 from .gc_pause import paused_collection
 from .report import result
 from .runner import Simulation
@@ -89,7 +89,7 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
     scenario, submitted = what_if_scenario(listing, submissions, policy)
     _carry_job_deadlines(submissions, scenario.objects, submitted)
     sim = Simulation(scenario, start=listing.now, evaluate_each=True)
-    sim.run()
+    ignored = apply_snapshot(sim, scenario.objects, submitted)
     core = sim.core
     ours = {key for sub in submitted for key in sub.workloads}
     uids = {core.workloads[k].wl.uid: k for k in ours if k in core.workloads}
@@ -109,6 +109,8 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
     now_view["submitted"] = [{"object": s.ref, "owner": s.owner, "workloads": list(s.workloads)}
                              for s in submitted]
     now_view["time"] = _iso(listing.now)
+    if ignored:
+        now_view["ignored"] = ignored  # cluster objects the core could not read, as the manager ignores them
     return now_view
 
 

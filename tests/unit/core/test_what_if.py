@@ -10,6 +10,7 @@ from api import keys
 from manager.jobs.admission import AdmissionPolicy
 from manager.scenario.cluster_snapshot import ClusterListing, SubmissionError, what_if_scenario, world_objects
 from manager.scenario.explain import explain, text
+from manager.scenario.loader import ScenarioError
 from manager.scenario.what_if import predict, table
 
 NOW = 1_800_000_000.0
@@ -236,3 +237,15 @@ def test_explain_names_the_closest_topology_domains_of_a_pod_set_that_does_not_f
     assert closest == {"levels": ["rack"],
                        "domains": [{"values": ["r1"], "fit": 3}, {"values": ["r0"], "fit": 1}]}
     assert "closest rack domains in tas: r1 (3 of 4), r0 (1 of 4)" in text(entry)
+
+
+def test_a_cluster_object_the_core_cannot_read_is_ignored_as_the_manager_does() -> None:
+    broken = _admitted("team", "broken", "cq", "1")
+    broken["spec"]["podSets"][0]["template"] = _pod_template("not-a-quantity")
+    view = predict(_listing(workloads=(broken,)), [_job("team", "fits", "1")], POLICY)
+    assert [line.split(":")[0] for line in view["ignored"]] == ["Workload team/broken"]
+    key = view["submitted"][0]["workloads"][0]
+    assert view["workloads"][key]["status"] == "Admitted"
+    bad_job = _job("team", "bad", "not-a-quantity")
+    with pytest.raises(ScenarioError):
+        predict(_listing(), [bad_job], POLICY)
