@@ -31,8 +31,10 @@ def _q(resource: str, value: int) -> str:
 
 
 def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests: dict[str, int],
-                 assigned: dict[str, str]) -> dict[str, Any]:
-    """Per flavor of the ClusterQueue that covers the pod set's resources: the numbers."""
+                 assigned: dict[str, str], before: dict[FR, int]) -> dict[str, Any]:
+    """Per flavor of the ClusterQueue that covers the pod set's resources: the numbers.
+    ``before``: what the workload's earlier pod sets would take of each flavor (pod sets are
+    assigned in order, each charging the quota for the next), updated here."""
     cq = core.cq_defs.get(cq_name)
     node = core.nodes.get(cq_name)
     out: dict[str, Any] = {}
@@ -61,7 +63,8 @@ def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests
                     "free": _q(res, max(0, free)),
                 }
                 if rec.status == PENDING:  # what it lacks; an admitted one's request is in "used"
-                    resources[res]["needed"] = _q(res, max(0, requested - max(0, free)))
+                    resources[res]["needed"] = _q(res, max(0, before.get(fr, 0) + requested - max(0, free)))
+                    before[fr] = before.get(fr, 0) + requested
             out[flavor] = resources
     return out
 
@@ -69,13 +72,14 @@ def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests
 def _podsets(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, Any]:
     assigned = {psa.name: psa.flavors for psa in (rec.assignment.podsets if rec.assignment else ())}
     out: dict[str, Any] = {}
+    before: dict[FR, int] = {}
     for ps in rec.wl.podsets:
         requests = {r: v * ps.count for r, v in ps.requests.items()}
         out[ps.name] = {
             "count": ps.count,
             "requests": {r: _q(r, v) for r, v in sorted(requests.items())},
             "assignedFlavors": dict(sorted(assigned.get(ps.name, {}).items())),
-            "flavors": _flavor_rows(core, rec, cq_name, requests, assigned.get(ps.name, {})),
+            "flavors": _flavor_rows(core, rec, cq_name, requests, assigned.get(ps.name, {}), before),
         }
     if rec.pending is not None:
         for miss in rec.pending.podsets:

@@ -249,3 +249,14 @@ def test_a_cluster_object_the_core_cannot_read_is_ignored_as_the_manager_does() 
     bad_job = _job("team", "bad", "not-a-quantity")
     with pytest.raises(ScenarioError):
         predict(_listing(), [bad_job], POLICY)
+
+
+def test_explain_counts_what_earlier_pod_sets_take_in_the_needed_amount() -> None:
+    two = {"metadata": {"name": "two", "namespace": "team", "uid": "u-two", "creationTimestamp": CREATED},
+           "spec": {"queueName": "lq", "podSets": [
+               {"name": "leader", "count": 1, "template": _pod_template("1")},
+               {"name": "workers", "count": 2, "template": _pod_template("1")}]}}
+    listing = _listing(cpu="2", workloads=(_admitted("team", "running", "cq", "1"), two))
+    [entry] = explain(listing, ["team/two"])
+    needed = {ps: n["flavors"]["default"]["cpu"]["needed"] for ps, n in entry["podSets"].items()}
+    assert needed == {"leader": "0", "workers": "2"}  # 1 CPU free: the leader fits, then 2 more
