@@ -2,8 +2,9 @@
 
 Two ClusterQueues in a cohort with random quotas over two flavors, WorkloadPriorityClasses
 and preemption, a random set of jobs already running; then 30 random jobs are submitted one at
-a time. Before each, the what-if predicts its outcome (admitted with which flavor, or pending
-with which tier); the job is then created and the manager's verdict read from its Workload.
+a time. Before each (once no eviction is in flight), the what-if predicts its outcome
+(admitted with which flavor, or pending with which tier); the job is then created and the
+manager's verdict read from its Workload.
 At least 95 % must agree, and each disagreement is printed with both sides (``-s`` shows them).
 The seed is printed too; ``WHAT_IF_SEED`` replays a run.
 """
@@ -139,6 +140,8 @@ def test_predictions_agree_with_the_manager(dev_cluster: DevCluster, namespace: 
         manifest = _random_job(namespace, f"j-{i}", names, rng)
         path = tmp_path / f"j-{i}.yaml"
         path.write_text(yaml.safe_dump(manifest))
+        # Predict at rest: an eviction in flight resolves on the pods' schedule, not the core's.
+        wait_until("no eviction in flight", lambda: not _evicting(dev_cluster, namespace), 60.0)
         done_before = _finished_jobs(dev_cluster, namespace)
         evicting = _evicting(dev_cluster, namespace)
         result = pykueue("simulate", "--cluster", "--json", "--kubeconfig", str(dev_cluster.kubeconfig),
