@@ -11,13 +11,16 @@ under ``until_admitted``, ``predictedAdmission``.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from api.wire import JSON
-from manager.core.workload_state import WorkloadRecord
+from manager.core.engine import QueueingCore
+from manager.core.tiers import Tier, record_tier
+from manager.core.workload_state import PENDING, WorkloadRecord
 from manager.jobs.admission import AdmissionPolicy
 
 from .cluster_snapshot import ClusterListing, Submitted, apply_snapshot, what_if_scenario
@@ -30,6 +33,9 @@ MAX_EXECUTION = "maximumExecutionTimeSeconds"
 ACTIVE_DEADLINE = "activeDeadlineSeconds"
 ASSUMED = "assumedRuntime"
 MAX_STEPS = 100_000
+# Tiers that waiting for running workloads to finish does not change.
+NOT_HELPED_BY_TIME = frozenset({Tier.DEACTIVATED, Tier.ON_HOLD, Tier.MISCONFIGURED, Tier.NO_MATCHING_FLAVOR,
+                                Tier.SUSPENDED, Tier.ADMISSION_GATED, Tier.EXCEEDS_MAX_QUOTA})
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,12 @@ def _carry_job_deadlines(submissions: Sequence[JSON], scenario_objects: list[JSO
             wl = by_key[key]
             meta = wl.setdefault("metadata", {})
             meta["annotations"] = {**(meta.get("annotations") or {}), _JOB_DEADLINE: str(deadline)}
+
+
+def _current(core: QueueingCore, entry: tuple[float, str, int]) -> bool:
+    """The heap entry still describes a workload holding quota in the same admission."""
+    rec = core.workloads.get(entry[1])
+    return rec is not None and rec.holds_quota and rec.generation == entry[2]
 
 
 def _iso(t: float) -> str:
@@ -118,7 +130,8 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
     """Finish workloads at their expected ends until every submitted one holds quota."""
     core = sim.core
     start = core.now
-    ends: dict[str, float] = {}
+    ends: list[tuple[float, str, int]] = []  # (expected end, key, record generation) as a heap
+    scheduled: dict[str, int] = {}  # key -> the generation its end was computed for
     finished_by: dict[str, int] = {}
     admitted_at: dict[str, tuple[float, dict[str, int]]] = {}
     for _ in range(MAX_STEPS):
@@ -126,26 +139,31 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
             rec = core.workloads.get(key)
             if rec is not None and rec.holds_quota and key not in admitted_at:
                 admitted_at[key] = (rec.reserved_at or core.now, dict(finished_by))
-        if all(k in admitted_at for k in ours if k in core.workloads):
+        waiting = [core.workloads[k] for k in ours if k in core.workloads and k not in admitted_at]
+        if not waiting or all(rec.status == PENDING and record_tier(rec) in NOT_HELPED_BY_TIME
+                              for rec in waiting):
             break
-        for key, rec in core.workloads.items():
-            if rec.holds_quota and key not in ends:
-                runtime = expected_runtime(rec, assume_s)
-                began = rec.reserved_at if rec.reserved_at is not None else core.now
-                ends[key] = max(core.now, began + runtime.seconds)
-                finished_by.setdefault(runtime.source, 0)
-        running = {k: t for k, t in ends.items() if core.workloads.get(k) is not None
-                   and core.workloads[k].holds_quota}
-        if not running:
+        for held in core.holding.values():
+            for key, rec in held.items():
+                if scheduled.get(key) != rec.generation:
+                    scheduled[key] = rec.generation
+                    runtime = expected_runtime(rec, assume_s)
+                    began = rec.reserved_at if rec.reserved_at is not None else core.now
+                    heapq.heappush(ends, (max(core.now, began + runtime.seconds), key, rec.generation))
+                    finished_by.setdefault(runtime.source, 0)
+        while ends and not _current(core, ends[0]):
+            heapq.heappop(ends)
+        if not ends:
             break
-        when = min(running.values())
-        if when > core.now:
-            sim.advance(when - core.now)
-        for key in [k for k, t in running.items() if t <= core.now]:
-            source = expected_runtime(core.workloads[key], assume_s).source
+        if ends[0][0] > core.now:
+            sim.advance(ends[0][0] - core.now)
+        while ends and ends[0][0] <= core.now:
+            entry = heapq.heappop(ends)
+            if not _current(core, entry):
+                continue
+            source = expected_runtime(core.workloads[entry[1]], assume_s).source
             finished_by[source] = finished_by.get(source, 0) + 1
-            core.finish(key)
-            ends.pop(key)
+            core.finish(entry[1])
         sim.settle()
     for key in ours:
         entry = view["workloads"].get(key)

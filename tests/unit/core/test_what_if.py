@@ -260,3 +260,13 @@ def test_explain_counts_what_earlier_pod_sets_take_in_the_needed_amount() -> Non
     [entry] = explain(listing, ["team/two"])
     needed = {ps: n["flavors"]["default"]["cpu"]["needed"] for ps, n in entry["podSets"].items()}
     assert needed == {"leader": "0", "workers": "2"}  # 1 CPU free: the leader fits, then 2 more
+
+
+def test_until_admitted_gives_up_at_once_on_a_workload_time_cannot_help() -> None:
+    listing = _listing(workloads=(_admitted("team", "running", "cq", "2"),))
+    view = predict(listing, [_job("team", "lost", "1", queue="missing"), _job("team", "next", "1")], POLICY,
+                   until_admitted=True, assume_runtime_s=60)
+    lost, nxt = (view["submitted"][i]["workloads"][0] for i in (0, 1))
+    assert view["workloads"][lost]["tier"] == "Misconfigured"
+    assert view["workloads"][lost]["predictedAdmission"] is None
+    assert view["workloads"][nxt]["predictedAdmission"]["inSeconds"] == 60.0
