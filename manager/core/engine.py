@@ -1090,6 +1090,15 @@ class QueueingCore:
         return (r for r in self.workloads.values()
                 if r.status == PENDING and not r.deactivated and r.cluster_queue == cq)
 
+    def queue_position(self, key: str) -> tuple[int, int] | None:
+        """(1-based place, length) of a pending workload among its ClusterQueue's pending
+        workloads in scheduling order; None when it is not waiting in a ClusterQueue."""
+        rec = self.workloads.get(key)
+        if rec is None or rec.status != PENDING or rec.deactivated or not rec.cluster_queue:
+            return None
+        ordered = sorted(self.pending_in(rec.cluster_queue), key=self._sort_key)
+        return 1 + next(i for i, r in enumerate(ordered) if r.key == key), len(ordered)
+
     def usage_of(self, cq: str) -> dict[FR, int]:
         self._ensure()
         node = self.nodes.get(cq)

@@ -133,6 +133,14 @@ def with_topology_requests(workload: dict[str, Any]) -> dict[str, Any]:
     return workload
 
 
+def node_ready(node: Mapping[str, Any]) -> bool:
+    """A node offered to placements: its Ready condition is True."""
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
@@ -348,6 +356,27 @@ class TasPlacer:
         for key in [k for k in self._charges if k.startswith(_HOLD)]:
             self.release(key)
 
+    def closest_domains(self, wl: WorkloadDef, flavor: Flavor, podset: str, implied: bool = False,
+                        limit: int = 3) -> dict[str, Any]:
+        """For ``explain``: the flavor topology's domains, at the pod set's requested level, that
+        take the most of its pods now (``{"levels": [...], "domains": [{"values", "fit"}]}``);
+        empty when the flavor has no usable topology or the pod set asks for none."""
+        snap = self.snapshot_for(flavor)
+        req = next((r for r in podset_requests(wl.source, implied=implied) if r.name == podset), None)
+        if isinstance(snap, str) or req is None or not (req.topology.is_tas or req.implied):
+            return {}
+        found = snap.closest_domains(req, limit)
+        if not found:
+            return {}
+        depth = len(found[0][0])
+        return {"levels": list(self.topologies_levels(flavor)[:depth]),
+                "domains": [{"values": list(values), "fit": fit} for values, fit in found]}
+
+    def topologies_levels(self, flavor: Flavor) -> tuple[str, ...]:
+        topo = self.topologies.get(flavor.topology_name or "") or {}
+        return tuple(str(lv.get("nodeLabel")) for lv in (topo.get("spec") or {}).get("levels") or ()
+                     if isinstance(lv, dict))
+
     def explain(self, key: str) -> str:
         """Why the last placement of this workload failed ("" when it did not)."""
         return self._failures.get(key, "")
@@ -405,12 +434,14 @@ class TasPlacer:
               flavors: Mapping[str, Flavor]) -> None:
         """A workload already holding quota (read from its status): charge its assignments."""
         self.release(key)
-        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        per_pod: dict[str, Any] | None = None  # read only for a topology assignment (most have none)
         charges = []
         for psa in assignment.podsets:
             raw = psa.topology_assignment
             if not raw:
                 continue
+            if per_pod is None:
+                per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
             f = _tas_flavor(psa, flavors)
             fname = f.name if f is not None else min(psa.flavors.values(), default="")
             ta = TopologyAssignment.from_any(raw)

@@ -52,15 +52,21 @@ def result(core: QueueingCore) -> dict[str, Any]:
         unhealthy = core.tas.status_fields(key)[1] if isinstance(core.tas, TasPlacer) else []
         if unhealthy:
             workloads[key]["unhealthyNodes"] = unhealthy
+    # One pass over the workloads for every queue's counts (a snapshot may hold thousands of each).
+    pending_by: dict[str, int] = {}
+    admitted_by: dict[str, int] = {}
+    for r in core.workloads.values():
+        if r.status == PENDING and not r.deactivated and r.cluster_queue:
+            pending_by[r.cluster_queue] = pending_by.get(r.cluster_queue, 0) + 1
+        elif r.status == ADMITTED and r.cluster_queue:
+            admitted_by[r.cluster_queue] = admitted_by.get(r.cluster_queue, 0) + 1
     cqs: dict[str, Any] = {}
     for name in sorted(core.cq_defs):
         used = core.usage_of(name)
         usage: dict[str, dict[str, str]] = {}
         for (flavor, res) in core.cq_defs[name].quotas:
             usage.setdefault(flavor, {})[res] = str(resource_quantity(res, used.get((flavor, res), 0)))
-        pending = sum(1 for _ in core.pending_in(name))
-        admitted = sum(1 for r in core.workloads.values() if r.status == ADMITTED and r.cluster_queue == name)
-        cqs[name] = {"usage": usage, "pending": pending, "admitted": admitted}
+        cqs[name] = {"usage": usage, "pending": pending_by.get(name, 0), "admitted": admitted_by.get(name, 0)}
     return {"workloads": workloads, "clusterQueues": cqs}
 
 

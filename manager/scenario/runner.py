@@ -15,6 +15,7 @@ workloads with pods there get a replacement node or are evicted (``NodeFailures`
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,14 +35,19 @@ _RECORDED_KINDS = ("Topology", "Node", "Pod", "ProvisioningRequestConfig", "Prio
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, start: float = START, evaluate_each: bool = False) -> None:
+        """``start``: the simulated clock's origin (a live snapshot starts at the time it was read).
+        ``evaluate_each``: no equivalence hashing, so every pending workload gets a verdict of its
+        own (admissions are the same; a live snapshot's workloads were each evaluated already)."""
         try:
             config = config_from(scenario.config)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ScenarioError(f"invalid config: {exc}") from exc
+        if evaluate_each:
+            config = replace(config, equivalence_hashing=False)
         self.scenario = scenario
         self.tas = TasPlacer()
-        self.core = QueueingCore(config, now=START, topology=self.tas)
+        self.core = QueueingCore(config, now=start, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
         self.recorded: list[dict[str, Any]] = []

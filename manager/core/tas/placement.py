@@ -520,6 +520,16 @@ class PlacementSearch:
         return current
 
     # -- entry point -----------------------------------------------------------------------
+    def closest(self, limit: int) -> list[tuple[tuple[str, ...], int]]:
+        """The domains of the requested level that take the most of the pod set's pods now,
+        best first, as (domain values, pods that fit); empty when the request is unusable."""
+        level, reason = self._resolve()
+        if reason or level < 0:
+            return []
+        self._fill_in_counts()
+        domains = sorted(self.tree.levels[level].values(), key=lambda d: (-d.state, d.values))
+        return [(d.values, d.state) for d in domains[:limit]]
+
     def run(self) -> dict[str, TopologyAssignment] | str:
         level, reason = self._resolve()
         if reason:

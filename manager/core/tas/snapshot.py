@@ -299,6 +299,13 @@ class TopologySnapshot:
                         held[name] = held.get(name, 0) + amount
         return Placed(result)
 
+    def closest_domains(self, request: PodSetRequest, limit: int) -> list[tuple[tuple[str, ...], int]]:
+        """Where the pod set comes closest to fitting (see PlacementSearch.closest)."""
+        if not self.synced:
+            return []
+        return PlacementSearch(self.tree, self.topology_name, self.flavor_tolerations,
+                               SearchInput(request)).closest(limit)
+
     def search(self, inp: SearchInput) -> dict[str, TopologyAssignment] | str:
         """One raw search (used by place and node replacement)."""
         return PlacementSearch(self.tree, self.topology_name, self.flavor_tolerations, inp).run()

@@ -30,7 +30,7 @@ from kube import resources as res
 from kube.client import KubeClient
 from kube.informer import EventType, Informer
 from manager.core.engine import QueueingCore
-from manager.core.tas_hook import TasPlacer
+from manager.core.tas_hook import TasPlacer, node_ready
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +38,6 @@ log = logging.getLogger(__name__)
 BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 NODE_FAILURES = "NodeFailures"
 NODE_FAILURE_DELAY_S = 30.0  # Kueue's: how long a node may be NotReady before it counts as lost
-
-
-def node_ready(node: JSON) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
 
 
 def not_ready_for(node: JSON, now: float) -> float:

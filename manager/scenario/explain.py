@@ -1,0 +1,209 @@
+"""Why a workload waits, from the core that schedules it, over a live snapshot.
+
+``explain`` applies the cluster's objects to a fresh core at the time they were read and
+schedules until idle, as the manager does, then reads one workload's record: its status and
+tier, the ClusterQueue and its place in the queue, per pod set and flavor what it requests
+against the queue's nominal quota, what it could borrow and what is free (and how much more
+it needs), the admitted workloads the queue's preemption policy would let it preempt, and for
+topology-aware pod sets the placer's explanation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.quantity import resource_quantity
+from manager.core.engine import QueueingCore
+from manager.core.objects import FR
+from manager.core.preemption.classical import ClassicalPreemption
+from manager.core.quota import available, local_available
+from manager.core.tas_hook import TasPlacer, tas_only
+from manager.core.tiers import record_tier
+from manager.core.workload_state import PENDING, WorkloadRecord
+
+from .cluster_snapshot import ClusterListing, apply_snapshot, snapshot_scenario
+from .gc_pause import paused_collection
+from .runner import Simulation
+
+
+def _q(resource: str, value: int) -> str:
+    return str(resource_quantity(resource, value))
+
+
+def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests: dict[str, int],
+                 assigned: dict[str, str], before: dict[FR, int]) -> dict[str, Any]:
+    """Per flavor of the ClusterQueue that covers the pod set's resources: the numbers.
+    ``before``: what the workload's earlier pod sets would take of each flavor (pod sets are
+    assigned in order, each charging the quota for the next), updated here."""
+    cq = core.cq_defs.get(cq_name)
+    node = core.nodes.get(cq_name)
+    out: dict[str, Any] = {}
+    if cq is None or node is None:
+        return out
+    usage = core.usage
+    for group in cq.groups:
+        wanted = [r for r in requests if r in group.covered]
+        if not wanted:
+            continue
+        for flavor in group.flavors:
+            if assigned and flavor not in assigned.values():
+                continue
+            resources: dict[str, Any] = {}
+            for res in wanted:
+                fr: FR = (flavor, res)
+                quota = node.quota(fr)
+                free = available(node, usage, fr)
+                borrowable = max(0, free - local_available(node, usage, fr))
+                requested = requests[res]
+                resources[res] = {
+                    "requested": _q(res, requested),
+                    "nominal": _q(res, quota.nominal),
+                    "used": _q(res, usage.get(node, fr)),
+                    "borrowable": _q(res, borrowable),
+                    "free": _q(res, max(0, free)),
+                }
+                if rec.status == PENDING:  # what it lacks; an admitted one's request is in "used"
+                    resources[res]["needed"] = _q(res, max(0, before.get(fr, 0) + requested - max(0, free)))
+                    before[fr] = before.get(fr, 0) + requested
+            out[flavor] = resources
+    return out
+
+
+def _podsets(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, Any]:
+    assigned = {psa.name: psa.flavors for psa in (rec.assignment.podsets if rec.assignment else ())}
+    out: dict[str, Any] = {}
+    before: dict[FR, int] = {}
+    for ps in rec.wl.podsets:
+        requests = {r: v * ps.count for r, v in ps.requests.items()}
+        out[ps.name] = {
+            "count": ps.count,
+            "requests": {r: _q(r, v) for r, v in sorted(requests.items())},
+            "assignedFlavors": dict(sorted(assigned.get(ps.name, {}).items())),
+            "flavors": _flavor_rows(core, rec, cq_name, requests, assigned.get(ps.name, {}), before),
+        }
+    if rec.pending is not None:
+        for miss in rec.pending.podsets:
+            if miss.podset in out:
+                out[miss.podset]["verdicts"] = [v.message() for v in miss.verdicts]
+        _closest_domains(core, rec, cq_name, out)
+    return out
+
+
+def _closest_domains(core: QueueingCore, rec: WorkloadRecord, cq_name: str, out: dict[str, Any]) -> None:
+    """For a pending workload, per pod set and topology-aware flavor: where it comes closest."""
+    cq = core.cq_defs.get(cq_name)
+    if not isinstance(core.tas, TasPlacer) or cq is None:
+        return
+    implied = tas_only(cq, core.flavors)
+    for ps in rec.wl.podsets:
+        found: dict[str, Any] = {}
+        for group in cq.groups:
+            if not any(r in group.covered for r in ps.requests):
+                continue
+            for name in group.flavors:
+                flavor = core.flavors.get(name)
+                if flavor is None or not flavor.topology_name:
+                    continue
+                closest = core.tas.closest_domains(rec.wl, flavor, ps.name, implied)
+                if closest:
+                    found[name] = closest
+        if found:
+            out[ps.name]["closestDomains"] = found
+
+
+def _preemptible(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, list[str]]:
+    """Per flavor, the workloads holding quota that the queue's policy lets it preempt."""
+    cq = core.cq_defs.get(cq_name)
+    if cq is None or cq_name not in core.nodes or rec.status != PENDING:
+        return {}
+    snap = core.snapshot()
+    search = ClassicalPreemption()
+    out: dict[str, list[str]] = {}
+    for group in cq.groups:
+        for flavor in group.flavors:
+            request: dict[FR, int] = {}
+            for ps in rec.wl.podsets:
+                for res, v in ps.requests.items():
+                    if res in group.covered:
+                        request[(flavor, res)] = request.get((flavor, res), 0) + v * ps.count
+            if not request:
+                continue
+            found = search.candidates(snap, cq_name, rec.priority, rec.queue_ts, request, frozenset(request))
+            keys = sorted({c.key for c in found if c.key != rec.key})
+            if keys:
+                out[flavor] = keys
+    return out
+
+
+def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
+    rec = core.workloads[key]
+    cq_name = rec.cluster_queue or ""
+    place = core.queue_position(key)
+    pending = rec.status == PENDING
+    out: dict[str, Any] = {
+        "workload": key,
+        "owner": rec.wl.owner or "",
+        "status": rec.status,
+        "reason": record_tier(rec).value if pending else "",
+        "message": rec.reason if pending else "",
+        "clusterQueue": cq_name,
+        "localQueue": rec.wl.queue_name,
+        "priority": rec.priority,
+        "position": place[0] if place else None,
+        "queueLength": place[1] if place else None,
+        "podSets": _podsets(core, rec, cq_name),
+        "preemptionCandidates": _preemptible(core, rec, cq_name),
+    }
+    if isinstance(core.tas, TasPlacer) and pending:
+        topology = core.tas.explain(key)
+        if topology:
+            out["topology"] = topology
+    return out
+
+
+def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
+    """The explanation of each workload (``ns/name``); raises KeyError for one not found."""
+    with paused_collection():
+        scenario = snapshot_scenario(listing)
+        sim = Simulation(scenario, start=listing.now, evaluate_each=True)
+        apply_snapshot(sim, scenario.objects)
+        missing = [k for k in keys if k not in sim.core.workloads]
+        if missing:
+            raise KeyError(missing[0])
+        return [explain_record(sim.core, k) for k in keys]
+
+
+def text(entry: dict[str, Any]) -> str:
+    """The explanation as lines for a terminal."""
+    owner = f"  (owner {entry['owner']})" if entry["owner"] else ""
+    lines = [f"Workload:      {entry['workload']}{owner}",
+             f"Status:        {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else "")]
+    if entry["message"]:
+        lines.append(f"Message:       {entry['message']}")
+    lines.append(f"ClusterQueue:  {entry['clusterQueue'] or '-'} (LocalQueue {entry['localQueue'] or '-'})")
+    if entry["position"] is not None:
+        lines.append(f"Position:      {entry['position']} of {entry['queueLength']} pending")
+    for name, ps in entry["podSets"].items():
+        reqs = ", ".join(f"{r}={q}" for r, q in ps["requests"].items())
+        lines.append(f"PodSet {name}: {ps['count']} pod(s), requests {reqs}")
+        if ps["assignedFlavors"]:
+            lines.append("  assigned: " + ", ".join(f"{r}->{f}" for r, f in ps["assignedFlavors"].items()))
+        for flavor, resources in ps["flavors"].items():
+            for res, n in resources.items():
+                needed = f", needed {n['needed']}" if "needed" in n else ""
+                lines.append(f"  flavor {flavor} {res}: requested {n['requested']}, nominal {n['nominal']}, "
+                             f"used {n['used']}, borrowable {n['borrowable']}, free {n['free']}{needed}")
+        for verdict in ps.get("verdicts") or ():
+            lines.append(f"  - {verdict}")
+        for flavor, closest in (ps.get("closestDomains") or {}).items():
+            domains = ", ".join(f"{'/'.join(d['values'])} ({d['fit']} of {ps['count']})"
+                                for d in closest["domains"])
+            lines.append(f"  closest {'/'.join(closest['levels'])} domains in {flavor}: {domains}")
+    if entry["preemptionCandidates"]:
+        for flavor, victims in entry["preemptionCandidates"].items():
+            lines.append(f"Could preempt in {flavor}: {', '.join(victims)}")
+    elif entry["status"] == PENDING and entry["clusterQueue"]:
+        lines.append("Could preempt: none under the ClusterQueue's preemption policy")
+    if entry.get("topology"):
+        lines.append(f"Topology:      {entry['topology']}")
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""Reading a live cluster for ``explain`` and ``simulate --cluster``: GET and LIST only.
+
+Everything the core needs is listed (paged) in parallel through ``kube.client``; nothing is
+ever written, so a role with get/list on these resources suffices. The manager's Kueue
+Configuration comes from ``--config``, else the ConfigMap ``pykueue-manager-config`` in
+``pykueue-system`` when it is readable, else Kueue's defaults (with every built-in job
+integration on). The conversion of what was read into the core's input is pure and lives in
+``manager.scenario.cluster_snapshot``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from api.wire import JSON
+from kube import resources as res
+from kube.client import ApiError, KubeClient, connect
+from kube.config_file import load_config
+from manager.jobs.registry import kinds
+from manager.runtime.controllers.topology import BOUND_PODS
+from manager.scenario.cluster_snapshot import ClusterListing
+
+READ_TIMEOUT_S = 60.0
+PAGE = 2000
+CONFIG_NAMESPACE = "pykueue-system"
+CONFIG_MAP = "pykueue-manager-config"
+CONFIG_KEY = "controller_manager_config.yaml"
+LISTED: tuple[res.ResourceRef, ...] = (
+    res.NAMESPACES, res.RESOURCE_FLAVORS, res.COHORTS, res.CLUSTER_QUEUES, res.LOCAL_QUEUES,
+    res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.TOPOLOGIES, res.NODES, res.PODS, res.WORKLOADS,
+)
+# Served only when their CRD or feature is installed: absent means none.
+OPTIONAL = frozenset({"Cohort", "Topology", "AdmissionCheck", "WorkloadPriorityClass"})
+
+
+class ClusterReadError(Exception):
+    """The cluster could not be read; the message is the one line the CLI prints."""
+
+
+async def list_all(client: KubeClient, ref: res.ResourceRef, field_selector: str = "") -> list[JSON]:
+    items: list[JSON] = []
+    query: dict[str, str | int | bool] = {"limit": PAGE}
+    if field_selector:
+        query["fieldSelector"] = field_selector
+    while True:
+        page = await client.get(ref.collection_path(), query)
+        items.extend(page.get("items") or ())
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+        query["continue"] = token
+
+
+async def _list_kind(client: KubeClient, ref: res.ResourceRef) -> list[JSON]:
+    try:
+        return await list_all(client, ref, BOUND_PODS if ref.kind == "Pod" else "")
+    except ApiError as exc:
+        if exc.not_found and ref.kind in OPTIONAL:
+            return []
+        raise ClusterReadError(f"cannot list {ref.plural}: {exc}") from exc
+
+
+def default_config() -> dict[str, Any]:
+    """Kueue's defaults, with every built-in job integration enabled."""
+    return {"integrations": {"frameworks": sorted({k.name for k in kinds() if k.to_workloads is not None})}}
+
+
+async def manager_config(client: KubeClient, path: str | None) -> dict[str, Any]:
+    if path:
+        try:
+            return load_config(path)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise ClusterReadError(f"--config {path}: {exc}") from exc
+    try:
+        cm = await client.get(res.CONFIG_MAPS.object_path(CONFIG_MAP, CONFIG_NAMESPACE))
+    except ApiError:
+        return default_config()  # not installed that way, or not readable by this role
+    try:
+        data = yaml.safe_load(((cm.get("data") or {}).get(CONFIG_KEY)) or "")
+    except yaml.YAMLError:
+        return default_config()
+    return data if isinstance(data, dict) else default_config()
+
+
+async def read_listing(client: KubeClient, config_path: str | None) -> ClusterListing:
+    lists = await asyncio.gather(*(_list_kind(client, ref) for ref in LISTED))
+    config = await manager_config(client, config_path)
+    return ClusterListing({ref.kind: items for ref, items in zip(LISTED, lists, strict=True)}, config,
+                          now=time.time())
+
+
+async def with_client(kubeconfig: str | None, work: Any) -> Any:
+    """Run ``work(client)`` against the cluster, turning every failure into ClusterReadError."""
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise ClusterReadError(f"kubeconfig {kubeconfig} not found")
+    try:
+        client = await connect(kubeconfig)
+    except Exception as exc:  # kubeconfig missing or malformed: the library raises many kinds
+        raise ClusterReadError(f"cannot load the kubeconfig: {_one_line(exc)}") from exc
+    try:
+        async with client:
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                return await work(client)
+    except ClusterReadError:
+        raise
+    except TimeoutError as exc:
+        raise ClusterReadError(f"the cluster did not answer within {READ_TIMEOUT_S:.0f}s") from exc
+    except ApiError as exc:
+        raise ClusterReadError(f"the API server refused the request: {exc}") from exc
+    except Exception as exc:  # transport errors: connection refused, TLS, DNS
+        raise ClusterReadError(f"cannot reach the cluster: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
