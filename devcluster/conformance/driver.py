@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,17 +211,13 @@ class ScenarioRun:
 
     def _write_status(self, req: Request, current: dict[str, Any]) -> None:
         """The file's status over what the server has (Kueue may have written some already)."""
-        path = req.ref.object_path(req.name, req.namespace, "status")
-        for _ in range(10):
-            current["status"] = {**(current.get("status") or {}), **copy.deepcopy(req.status or {})}
-            try:
-                self.client.request("PUT", path, current)
-                return
-            except ApiError as exc:
-                if not exc.conflict:
-                    raise
-                current = self.client.get(path)
-        raise RuntimeError(f"cannot write the status of {req.kind} {req.name}: conflicts persist")
+
+        def overlay(obj: dict[str, Any]) -> bool:
+            obj["status"] = {**(obj.get("status") or {}), **copy.deepcopy(req.status or {})}
+            return True
+
+        if not self._update_status(req.ref.object_path(req.name, req.namespace, "status"), current, overlay):
+            raise RuntimeError(f"cannot write the status of {req.kind} {req.name}")
 
     def _wait_job_workloads(self) -> None:
         """Kueue's job controller makes one Workload per Job; wait for all of them."""
@@ -323,28 +320,22 @@ class ScenarioRun:
         self._delete_quietly(resources.NODES.object_path(name))
 
     def _check_state(self, arg: dict[str, Any]) -> None:
+        def verdict(obj: dict[str, Any]) -> bool:
+            checks = (obj.get("status") or {}).get("admissionChecks") or []
+            entry = next((c for c in checks if c.get("name") == arg["check"]), None)
+            if entry is None:
+                self.outcome.notes.append(
+                    f"checkState: {obj['metadata']['name']} has no check {arg['check']}"
+                )
+                return False
+            entry.update(state=str(arg["state"]), message="set by the scenario", lastTransitionTime=_now())
+            return True
+
         for wl in self._workloads_of(str(arg["workload"])):
-            path = resources.WORKLOADS.object_path(
-                wl["metadata"]["name"], wl["metadata"]["namespace"], "status"
+            meta = wl["metadata"]
+            self._update_status(
+                resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status"), wl, verdict
             )
-            for _ in range(10):
-                checks = (wl.get("status") or {}).get("admissionChecks") or []
-                entry = next((c for c in checks if c.get("name") == arg["check"]), None)
-                if entry is None:
-                    self.outcome.notes.append(
-                        f"checkState: {wl['metadata']['name']} has no check {arg['check']}"
-                    )
-                    return
-                entry["state"] = str(arg["state"])
-                entry["message"] = "set by the scenario"
-                entry["lastTransitionTime"] = _now()
-                try:
-                    self.client.request("PUT", path, wl)
-                    return
-                except ApiError as exc:
-                    if not exc.conflict:
-                        raise
-                    wl = self.client.get(path)
 
     # -- Kueue's surroundings ---------------------------------------------------------------
 
@@ -396,21 +387,35 @@ class ScenarioRun:
         return True
 
     def _set_condition(self, wl: dict[str, Any], condition: dict[str, Any]) -> bool:
-        meta = wl["metadata"]
-        path = resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status")
-        for _ in range(10):
-            status = wl.setdefault("status", {})
+        def set_it(obj: dict[str, Any]) -> bool:
+            status = obj.setdefault("status", {})
             kept = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
             status["conditions"] = [*kept, {**condition, "lastTransitionTime": _now()}]
+            return True
+
+        meta = wl["metadata"]
+        return self._update_status(
+            resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status"), wl, set_it
+        )
+
+    def _update_status(
+        self, path: str, current: dict[str, Any], change: Callable[[dict[str, Any]], bool]
+    ) -> bool:
+        """PUT ``current`` after ``change`` edits it, reading it again on a conflict (Kueue writes
+        the same objects). False when ``change`` finds nothing to do, the object is gone, or
+        conflicts persist."""
+        for _ in range(10):
+            if not change(current):
+                return False
             try:
-                self.client.request("PUT", path, wl)
+                self.client.request("PUT", path, current)
                 return True
             except ApiError as exc:
                 if exc.not_found:
                     return False
                 if not exc.conflict:
                     raise
-                wl = self.client.get(path)
+                current = self.client.get(path)
         return False
 
     # -- plumbing ----------------------------------------------------------------------------
