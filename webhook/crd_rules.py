@@ -17,6 +17,7 @@ from api import keys
 from api.field_errors import duplicate, forbidden, invalid, not_found, not_supported, required, too_many
 from api.fields import FieldError
 from api.quantity import Quantity, QuantityError
+from api.reservation import admission_changed
 from api.wire import JSON
 from manager.jobs.names import (
     annotation_path,
@@ -484,18 +485,9 @@ def _workload_update_errors(obj: JSON, old: JSON, reserved: bool) -> list[FieldE
         errors.append(invalid("spec.podSets", "...", "field is immutable while the quota is reserved"))
     old_admission = _d(old.get("status")).get("admission")
     new_admission = _d(obj.get("status")).get("admission")
-    if old_admission is not None and new_admission is not None and old_reserved and reserved:
-        strip = ("topologyAssignment", "delayedTopologyRequest")
-
-        def plain(adm: Any) -> Any:
-            a = dict(_d(adm))
-            a["podSetAssignments"] = [
-                {k: v for k, v in _d(p).items() if k not in strip} for p in _l(a.get("podSetAssignments"))
-            ]
-            return a
-
-        if plain(old_admission) != plain(new_admission):
-            errors.append(invalid("status.admission", "...", "field is immutable"))
+    if old_admission is not None and new_admission is not None and old_reserved and reserved and \
+            admission_changed(old_admission, new_admission):
+        errors.append(invalid("status.admission", "...", "field is immutable"))
     return errors
 
 

@@ -257,10 +257,12 @@ class JobReconciler:
             return
         rec = self.core.workloads.get(wl_key)
         if rec is not None and rec.stopping is not None:
-            # Evicted: stop it, and give the quota back once none of its pods runs.
+            # Evicted: stop it, and give the quota back once none of its pods runs. What the
+            # job reports is only believed once it is seen stopped: a job started a moment ago
+            # may not count its pods yet (the update of the stop brings it back here).
             if lc.is_active(job):
                 await self._apply(lc.stop(job))
-            if not lc.still_running(job) and self.core.job_stopped(wl_key):
+            elif not lc.still_running(job) and self.core.job_stopped(wl_key):
                 self._kick()
             return
         # The core decides: a copy still saying admitted after a release must not restart it.

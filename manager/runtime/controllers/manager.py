@@ -57,6 +57,7 @@ from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
+from .reservation_moves import released, reservation_moved
 from .retention import FinishedRetention, after_finished
 from .topology import TopologyFeed
 
@@ -456,6 +457,10 @@ class QueueManager:
                 # evictions while the client's request budget runs low; it may be outdated
                 # (admitted meanwhile) by the time budget is back.
                 return PENDING_NOTICE_RETRY_S
+            if reservation_moved(old_status, new_status):
+                # Released and reserved again elsewhere before the release was written: the
+                # API takes no change of a reserved admission, so the release goes first.
+                new_status = released(old_status, new_status, _timestamp(self.core.now))
             try:
                 # Only what changed, on the copy it was computed from (409 if that is stale).
                 written = await self.client.patch(path, {
@@ -471,6 +476,9 @@ class QueueManager:
             self._written[key] = (_rv(current), written)
             self._written_at[key] = time.monotonic()
             self._agreed[key] = (_topology_of(written), _checks_of(written))
+            if reservation_moved(old_status, _keep_times(old_status, status)):
+                current, trusted = written, True  # now the new reservation, on the released copy
+                continue
             return None
         log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
         return None

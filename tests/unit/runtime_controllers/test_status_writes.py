@@ -17,6 +17,7 @@ from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, Po
 from manager.core.workload_state import FINISHED
 from manager.runtime.controllers import manager as manager_module
 from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed, pending_notice
+from webhook.crd_rules import validate_workload
 
 from .test_queue_status import _objects
 
@@ -40,6 +41,8 @@ class FakeApi:
         self.round_trip_s: dict[str, float] = {}  # by Workload name; 0.01 s if not set
         self.most_holding = 0  # the most Workloads ever stored holding quota and unfinished
         self.patch_bytes = 0
+        self.validate = False  # refuse what pykueue's validating webhook refuses
+        self.admissions: dict[str, list[Any]] = {}  # by name: each stored admission's flavors
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
@@ -69,7 +72,14 @@ class FakeApi:
         assert content_type == MERGE_PATCH and set(body) == {"metadata", "status"}, body
         self.patch_bytes += len(json.dumps(body))
         def patched(current: dict[str, Any]) -> dict[str, Any]:
-            return {**current, "status": apply_merge_patch(current.get("status") or {}, body["status"])}
+            new = {**current, "status": apply_merge_patch(current.get("status") or {}, body["status"])}
+            errors = validate_workload(new, current) if self.validate else []
+            if errors:
+                raise ApiError(403, str(errors[0]))
+            name = new["metadata"]["name"]
+            psas = (new["status"].get("admission") or {}).get("podSetAssignments") or [{}]
+            self.admissions.setdefault(name, []).append(psas[0].get("flavors"))
+            return new
 
         return await self._compare_and_swap(path, body["metadata"].get("resourceVersion"), patched)
 
@@ -245,5 +255,29 @@ def test_pending_notices_give_way_while_the_request_budget_is_low() -> None:
         assert await manager._write_workload_status("ns/w2") is None
         assert sorted(api.puts) == ["w0", "w1", "w2"]
         await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
+
+
+def test_a_reservation_that_moved_is_written_as_its_release_then_the_new_one() -> None:
+    """Released and reserved again with another flavor before the release was written:
+    Kueue's API refuses a reserved admission that changes, so the release goes first."""
+    async def go() -> None:
+        manager, api = _setup()
+        api.validate = True
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert api.admissions["w0"] == [{"cpu": "on-demand"}]
+        rec = manager.core.workloads["ns/w0"]
+        assert rec.assignment is not None
+        rec.assignment.podsets[0].flavors = {"cpu": "spot"}  # the core's new reservation
+        manager.core.changed.add("ns/w0")
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert manager.status_writes.failures("ns/w0") == 0
+        assert api.admissions["w0"] == [{"cpu": "on-demand"}, None, {"cpu": "spot"}]
+        assert _holds_quota(api.objects[WORKLOADS + "w0"])
+        await manager.status_writes.shutdown()
 
     asyncio.run(go())
