@@ -445,6 +445,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "manager_mcpu": round(stats.cpu_s * 1000 / stats.wall_s) if stats.wall_s else None,
         "manager_peak_rss_mb": round(stats.peak_rss_mb, 1), "api_requests": stats.api_requests,
         "api_requests_by_verb": stats.api_requests_by_verb, "throttled_s": stats.throttled_s,
+        "manager_stop_s": None if stats.stop_s is None else round(stats.stop_s, 2),
         "runner_requests": runner_requests, "generation_s": round(gen_s, 2),
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,

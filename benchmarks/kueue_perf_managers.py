@@ -48,6 +48,7 @@ class ManagerStats:
     api_requests: int | None = None
     api_requests_by_verb: dict[str, int] = field(default_factory=dict)
     throttled_s: float | None = None
+    stop_s: float | None = None  # from the stop signal to the exit (part of wall_s)
 
 
 class Manager(Protocol):
@@ -111,10 +112,11 @@ class _ChildProcess:
                                    f"see {self.log_path}")
             await asyncio.sleep(0.2)
 
-    async def reap(self, sig: int) -> tuple[float, float, float]:
-        """Signal the process, wait for its exit (killing it after a deadline); wall, CPU, RSS."""
+    async def reap(self, sig: int) -> ManagerStats:
+        """Signal the process and wait for its exit (killing it after a deadline)."""
         assert self.proc is not None
         pid = self.proc.pid
+        signalled = time.monotonic()
         self.proc.send_signal(sig)
 
         def wait() -> tuple[int, int, Any]:
@@ -126,8 +128,9 @@ class _ChildProcess:
             self.proc.kill()
             _, _, usage = await asyncio.to_thread(wait)
         self.proc.returncode = 0  # reaped here: Popen must not wait for it again
-        wall = time.monotonic() - self.started
-        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+        now = time.monotonic()
+        return ManagerStats(now - self.started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0,
+                            stop_s=now - signalled)
 
 
 class OwnManager:
@@ -156,8 +159,7 @@ class OwnManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
-        wall, cpu, rss = await self.child.reap(signal.SIGTERM)
-        stats = ManagerStats(wall, cpu, rss)
+        stats = await self.child.reap(signal.SIGTERM)
         match = REQUESTS_LINE.search(self.child.log_path.read_text(errors="replace"))
         if match:
             stats.api_requests = int(match.group(1))
@@ -187,8 +189,7 @@ class KueueManager:
 
     async def stop(self) -> ManagerStats:
         text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
-        wall, cpu, rss = await self.child.reap(signal.SIGINT)
-        stats = ManagerStats(wall, cpu, rss)
+        stats = await self.child.reap(signal.SIGINT)
         if text is not None:
             stats.api_requests, stats.api_requests_by_verb = client_requests(text)
         return stats
