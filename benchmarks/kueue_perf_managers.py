@@ -9,10 +9,11 @@ kubeconfig, waited for until they work, and stopped by a signal at the end of th
   from the run's QPS/burst; ready when ``/readyz`` answers; API requests from the count it
   logs on shutdown.
 * Kueue: ``minimalkueue`` (client limits compiled in, see ``devcluster.kueue_minimal``);
-  it serves no health probe, so it counts as ready once its ResourceFlavor controller has
-  put Kueue's finalizer on the run's flavor (its caches are synced and its controllers
-  run); stopped with SIGINT like Kueue's runner does; API requests from client-go's
-  ``rest_client_requests_total`` on its metrics port, read just before the stop.
+  it serves no health probe, so it counts as ready once its metrics server answers and its
+  ResourceFlavor controller has put Kueue's finalizer on the run's flavor (its caches are
+  synced and its controllers run); stopped with SIGINT like Kueue's runner does; API
+  requests from client-go's ``rest_client_requests_total`` on its metrics port, read just
+  before the stop.
 """
 
 from __future__ import annotations
@@ -185,7 +186,12 @@ class KueueManager:
         if self.enable_tas:
             argv.append("--enableTAS")
         self.child.spawn(argv, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
-        await self.child.wait_ready(self.ready)
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+        async def ready() -> bool:  # its own metrics server too: the finalizer alone could be old
+            return await self.ready() and await asyncio.to_thread(http_get, url) is not None
+
+        await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
         text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
