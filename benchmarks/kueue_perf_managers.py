@@ -1,8 +1,11 @@
 """The managers ``kueue_perf`` measures: pykueue's, Kueue's ``minimalkueue``, or one already running.
 
-The two it starts are child processes, so their CPU seconds and peak RSS come from ``wait4``
-(as Kueue's runner takes ``minimalkueue.stats.yaml``), and their wall time runs from the
-start of the process to its exit. Both are started the same way: with the cluster's
+The two it starts are child processes, so their CPU seconds come from ``wait4`` (as Kueue's
+runner takes ``minimalkueue.stats.yaml``), and their wall time runs from the start of the
+process to its exit. Peak RSS is the process' ``VmHWM`` read just before the stop signal:
+``wait4``'s ``ru_maxrss`` is not used because Linux carries the spawning process' own
+peak over ``exec`` into it (a benchmark holding 15,000 Workloads would floor every
+manager's figure at its own size). Both are started the same way: with the cluster's
 kubeconfig, waited for until they work, and stopped by a signal at the end of the run.
 
 * pykueue: ``pykueue manager`` without webhooks or leader election, ``clientConnection``
@@ -72,6 +75,17 @@ def http_get(url: str) -> str | None:
         return None
 
 
+def peak_rss_mb(pid: int) -> float | None:
+    """The high-water mark of a live process' own memory (``VmHWM``), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds a live process has used (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -117,6 +131,9 @@ class _ChildProcess:
         """Signal the process and wait for its exit (killing it after a deadline)."""
         assert self.proc is not None
         pid = self.proc.pid
+        # Peak RSS from the process' own memory map, read before it exits: rusage's ru_maxrss
+        # also counts the memory of this (forking) process at exec time, which would floor it.
+        hwm = peak_rss_mb(pid)
         signalled = time.monotonic()
         self.proc.send_signal(sig)
 
@@ -130,8 +147,8 @@ class _ChildProcess:
             _, _, usage = await asyncio.to_thread(wait)
         self.proc.returncode = 0  # reaped here: Popen must not wait for it again
         now = time.monotonic()
-        return ManagerStats(now - self.started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0,
-                            stop_s=now - signalled)
+        rss = hwm if hwm is not None else usage.ru_maxrss / 1024.0
+        return ManagerStats(now - self.started, usage.ru_utime + usage.ru_stime, rss, stop_s=now - signalled)
 
 
 class OwnManager:
@@ -213,8 +230,5 @@ class ExternalManager:
         self.started, self.cpu0 = time.monotonic(), process_cpu_s(self.pid)
 
     async def stop(self) -> ManagerStats:
-        hwm = 0.0
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                hwm = int(line.split()[1]) / 1024.0  # over the process' whole life
+        hwm = peak_rss_mb(self.pid) or 0.0  # over the process' whole life
         return ManagerStats(time.monotonic() - self.started, process_cpu_s(self.pid) - self.cpu0, hwm)

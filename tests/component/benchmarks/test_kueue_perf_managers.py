@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.kueue_perf_managers import KueueManager
+from benchmarks.kueue_perf_managers import KueueManager, peak_rss_mb
 
 STAND_IN = """\
 import argparse, http.server, signal, sys, threading, time
@@ -70,6 +70,9 @@ async def test_started_waited_for_read_and_stopped(stand_in: Path, tmp_path: Pat
     stats = await manager.stop()
     assert stats.api_requests == 12 and stats.api_requests_by_verb == {"get": 7, "put": 5}
     assert stats.cpu_s >= 0.15 and stats.peak_rss_mb > 1
+    # Its own peak, not floored by this (larger) test process as rusage's ru_maxrss would be.
+    ours = peak_rss_mb(os.getpid())
+    assert ours is not None and stats.peak_rss_mb < ours
     assert 0 < stats.wall_s <= time.monotonic() - started
     assert stats.stop_s is not None and stats.stop_s < 10
     assert manager.child.proc is not None
