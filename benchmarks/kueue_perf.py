@@ -1,4 +1,4 @@
-"""Kueue's scheduler scalability test, reproduced on the local control plane with pykueue.
+"""Kueue's scheduler scalability test, reproduced on the local control plane.
 
 Method (Kueue's ``test/performance/scheduler``, kept so the numbers compare): a manager
 process under test with no webhooks, no job integrations at work and no leader election;
@@ -8,20 +8,24 @@ workload set's ``creationIntervalMs``, sleeping before each create; a finisher t
 reservation of an evicted one; a recorder that timestamps watch events. The run ends when
 generation is done and no Active ClusterQueue reports pending or reserving workloads;
 then the manager is stopped and its wall time (process start to exit), CPU seconds and
-peak RSS (``wait4`` rusage, like Kueue's ``minimalkueue.stats.yaml``) are taken. The
-manager's API request count comes from its own client counter, logged on shutdown.
+peak RSS (``wait4`` rusage, like Kueue's ``minimalkueue.stats.yaml``) are taken.
 
 Manager modes: ``own`` (default) takes over a dev cluster: it stops the cluster's pykueue,
 removes the dev webhook configurations (Kueue's harness runs none) and runs
 ``pykueue manager`` with ``clientConnection.qps/burst`` from ``--qps/--burst``; at the end
-``pykueue dev up`` restores the cluster's own pykueue. ``external`` measures the manager
-already running (the dev cluster's) from outside via ``/proc`` (for the shared CI cluster).
+``pykueue dev up`` restores the cluster's own pykueue. ``kueue`` does the same with
+Kueue's benchmark manager ``minimalkueue`` (``--kueue-version``, default the pinned one;
+built with the run's client limits, see ``devcluster.kueue_minimal``). ``--compare`` runs
+both, alternating (pykueue, then Kueue, per setting and round; ``--rounds N``).
+``external`` measures the manager already running (the dev cluster's) from outside via
+``/proc`` (for the shared CI cluster). The managers are in ``kueue_perf_managers``.
 
 Without ``--qps`` both client settings run, Kueue's harness 50/100 and the production
-default 300/500; the JSON line's top-level metrics are the 300/500 run, ``runs`` holds
-both. ``--quick`` runs ``configs/kueue_perf/quick.yaml``. Results (with the
-admitted/pending timeline) go to ``benchmarks/results/``; ``benchmarks.plot_kueue_perf``
-renders the README table and the PNG from them.
+default 300/500. The JSON line's top-level metrics are the last pykueue run (or the last
+run), ``runs`` lists every run, ``compare`` the pykueue/Kueue ratios (``kueue_perf_results``).
+``--quick`` runs ``configs/kueue_perf/quick.yaml``. Results (with the admitted/pending
+timelines) go to ``benchmarks/results/``; ``benchmarks.plot_kueue_perf`` renders the README
+table and the PNG from them.
 """
 
 from __future__ import annotations
@@ -32,15 +36,12 @@ import contextlib
 import json
 import os
 import platform
-import re
-import signal
-import socket
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
-import urllib.request
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,9 @@ from benchmarks.kueue_perf_config import (
     topology_objects,
     workload_object,
 )
+from benchmarks.kueue_perf_managers import ExternalManager, KueueManager, Manager, OwnManager, process_cpu_s
 from benchmarks.kueue_perf_recorder import Recorder
+from benchmarks.kueue_perf_results import KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
 from kube import resources as res
 from kube.client import JSON_PATCH, ApiError, KubeClient, connect
 from kube.informer import EventType, Informer
@@ -81,120 +84,11 @@ TIMEOUT_S = {"large-scale": 1800.0, "tas": 1200.0, "quick": 150.0}
 DEFAULT_TIMEOUT_S = 600.0
 VISIBILITY_API_SERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.visibility.kueue.x-k8s.io"
 WEBHOOK_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
-REQUESTS_LINE = re.compile(r"shutting down: (\d+) API requests (\{.*?\}), ([\d.]+)s throttled")
+RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Kueue's controllers put it on queues and flavors
 
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------------- manager under test
-
-@dataclass
-class ManagerStats:
-    wall_s: float
-    cpu_s: float
-    peak_rss_mb: float
-    api_requests: int | None = None
-    api_requests_by_verb: dict[str, int] = field(default_factory=dict)
-    throttled_s: float | None = None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class OwnManager:
-    """``pykueue manager`` as a child process, so ``wait4`` gives its rusage."""
-
-    def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path) -> None:
-        self.kubeconfig, self.qps, self.burst, self.workdir = kubeconfig, qps, burst, workdir
-        self.log_path = workdir / f"manager-qps{int(qps)}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.started = 0.0
-
-    async def start(self) -> None:
-        config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                  "namespace": "kueue-system", "leaderElection": {"leaderElect": False},
-                  "clientConnection": {"qps": self.qps, "burst": self.burst}}
-        path = self.workdir / f"manager-qps{int(self.qps)}.yaml"
-        path.write_text(json.dumps(config))
-        health = _free_port()
-        argv = [sys.executable, "-m", "pykueue", "manager", "--kubeconfig", str(self.kubeconfig),
-                "--config", str(path), "--no-leader-elect", "--log-level", "INFO",
-                "--metrics-bind-address", f"127.0.0.1:{_free_port()}",
-                "--health-probe-bind-address", f"127.0.0.1:{health}"]
-        self.started = time.monotonic()
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=HERE.parent)
-        url = f"http://127.0.0.1:{health}/readyz"
-        deadline = time.monotonic() + 60.0
-        while not await asyncio.to_thread(_http_ok, url):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the manager did not become ready; see {self.log_path}")
-            await asyncio.sleep(0.2)
-
-    async def stop(self) -> ManagerStats:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        pid = self.proc.pid
-
-        def reap() -> tuple[int, int, Any]:
-            return os.wait4(pid, 0)
-
-        try:
-            _, _, usage = await asyncio.wait_for(asyncio.to_thread(reap), 30.0)
-        except TimeoutError:
-            self.proc.kill()
-            _, _, usage = await asyncio.to_thread(reap)
-        self.proc.returncode = 0
-        wall = time.monotonic() - self.started
-        stats = ManagerStats(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0)
-        match = REQUESTS_LINE.search(self.log_path.read_text(errors="replace"))
-        if match:
-            stats.api_requests = int(match.group(1))
-            stats.api_requests_by_verb = {str(k): int(v) for k, v in
-                                          json.loads(match.group(2).replace("'", '"')).items()}
-            stats.throttled_s = float(match.group(3))
-        return stats
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds a live process has used (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class ExternalManager:
-    """A manager we did not start (the shared cluster's): CPU and RSS read from ``/proc``."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.started = 0.0
-        self.cpu0 = 0.0
-
-    def _cpu(self) -> float:
-        return process_cpu_s(self.pid)
-
-    async def start(self) -> None:
-        self.started, self.cpu0 = time.monotonic(), self._cpu()
-
-    async def stop(self) -> ManagerStats:
-        hwm = 0.0
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                hwm = int(line.split()[1]) / 1024.0  # over the process' whole life
-        return ManagerStats(time.monotonic() - self.started, self._cpu() - self.cpu0, hwm)
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------------------------- the runner
@@ -399,6 +293,8 @@ async def cleanup(client: KubeClient, deadline_s: float = 180.0) -> None:
     Namespaces stay for the next run: deleting one waits for API discovery to be complete,
     and with the dev cluster's pykueue stopped its aggregated visibility API is not, so the
     namespaces would hang in Terminating. Their Workloads and LocalQueues are deleted.
+    Kueue's controllers put their ``resource-in-use`` finalizer on the queues and the flavor;
+    no manager runs now to take it off, so the deleted ones are released here.
     """
     selector = {"labelSelector": CLEANUP_LABEL}
     listed = await client.get(res.NAMESPACES.collection_path(), selector)
@@ -407,19 +303,43 @@ async def cleanup(client: KubeClient, deadline_s: float = 180.0) -> None:
         for ref in (res.WORKLOADS, res.LOCAL_QUEUES):
             with contextlib.suppress(ApiError):
                 await client.request("DELETE", ref.collection_path(ns))
-    for ref in (res.CLUSTER_QUEUES, res.RESOURCE_FLAVORS, res.TOPOLOGIES, res.NODES):
+    cluster_scoped = (res.CLUSTER_QUEUES, res.RESOURCE_FLAVORS, res.TOPOLOGIES, res.NODES)
+    for ref in cluster_scoped:
         with contextlib.suppress(ApiError):
             await client.request("DELETE", ref.collection_path(), query=selector)
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         left = await client.get(res.WORKLOADS.collection_path(), {"labelSelector": CLASS_LABEL, "limit": 1})
-        cqs = await client.get(res.CLUSTER_QUEUES.collection_path(), selector)
+        remaining = [await _release_finalizers(client, ref, selector) for ref in cluster_scoped[:3]]
         namespaces = (await client.get(res.NAMESPACES.collection_path(), selector)).get("items") or ()
         terminating = [ns for ns in namespaces if (ns.get("status") or {}).get("phase") == "Terminating"]
-        if not left.get("items") and not cqs.get("items") and not terminating:
+        if not left.get("items") and not any(remaining) and not terminating:
             return
         await asyncio.sleep(1.0)
     raise TimeoutError("objects of an earlier run are still being deleted")
+
+
+async def _release_finalizers(client: KubeClient, ref: res.ResourceRef, selector: dict[str, str]) -> int:
+    """Take Kueue's finalizer off the deleted ``ref`` objects of a run; how many are left."""
+    items = (await client.get(ref.collection_path(), selector)).get("items") or ()
+    for item in items:
+        meta = item["metadata"]
+        finalizers = meta.get("finalizers") or []
+        if meta.get("deletionTimestamp") and RESOURCE_IN_USE in finalizers:
+            patch = {"metadata": {"resourceVersion": meta["resourceVersion"],
+                                  "finalizers": [f for f in finalizers if f != RESOURCE_IN_USE]}}
+            with contextlib.suppress(ApiError):  # a conflict is retried on the next pass
+                await client.patch(ref.object_path(meta["name"], None), patch)
+    return len(items)
+
+
+async def resource_in_use(client: KubeClient, flavor: str) -> bool:
+    """Kueue's ResourceFlavor controller has put its finalizer on ``flavor``."""
+    try:
+        obj = await client.get(res.RESOURCE_FLAVORS.object_path(flavor, None))
+    except ApiError:
+        return False
+    return RESOURCE_IN_USE in ((obj.get("metadata") or {}).get("finalizers") or ())
 
 
 def _dev_state() -> tuple[Path, dict[str, Any] | None, int | None]:
@@ -461,20 +381,49 @@ def restore_dev_cluster() -> None:
 
 # ---------------------------------------------------------------------------------- one run
 
-async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, qps: float | None, burst: int | None,
-                   external_pid: int | None, prefix: str, workdir: Path,
-                   apiserver_pid: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunSpec:
+    """One measured run: which manager (``own``, ``kueue`` or ``external``), its client
+    limits (none for ``external``) and the round it belongs to."""
+
+    mode: str
+    qps: float | None
+    burst: int | None
+    round_no: int = 1
+
+    @property
+    def manager(self) -> str:
+        return KUEUE if self.mode == "kueue" else PYKUEUE
+
+    @property
+    def label(self) -> str:
+        return run_label(self.manager, self.qps, self.burst, self.round_no)
+
+    @property
+    def tag(self) -> str:
+        return f"-{self.label.replace(' ', '-').replace('/', '-').replace('#', '')}"
+
+
+Setting = tuple[float | None, int | None]
+
+
+def plan_runs(modes: list[str], settings: list[Setting], rounds: int) -> list[RunSpec]:
+    """Per round, per setting, each manager in turn (pykueue first when comparing)."""
+    return [RunSpec(mode, qps, burst, r) for r in range(1, rounds + 1) for qps, burst in settings
+            for mode in modes]
+
+
+ManagerFactory = Callable[[KubeClient, RunSpec], Manager]
+
+
+async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: RunSpec, make: ManagerFactory,
+                   prefix: str, apiserver_pid: int | None = None) -> dict[str, Any]:
     client = await connect(kubeconfig, qps=RUNNER_QPS, burst=RUNNER_BURST)
     try:
         await cleanup(client)
         runner = Runner(client, config, prefix, TIMEOUT_S.get(name, DEFAULT_TIMEOUT_S))
         await runner.setup_cluster_scoped()
-        manager: OwnManager | ExternalManager
-        if external_pid is None:
-            assert qps is not None and burst is not None
-            manager = OwnManager(kubeconfig, qps, burst, workdir)
-        else:
-            manager = ExternalManager(external_pid)
+        manager = make(client, spec)
         api_cpu0 = process_cpu_s(apiserver_pid) if apiserver_pid else 0.0
         await manager.start()
         try:
@@ -490,19 +439,20 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, qps: fl
     pending, admitted, finished = rec.counts()
     usage = rec.usage_pct()
     metrics: dict[str, Any] = {
-        "config": name, "qps": qps, "burst": burst, "wall_s": round(stats.wall_s, 2),
+        "config": name, "qps": spec.qps, "burst": spec.burst, "wall_s": round(stats.wall_s, 2),
         "usage_pct": usage.get("cq", next(iter(usage.values()), 0.0)), "usage_pct_by_class": usage,
         "tta_ms": rec.time_to_admission_ms(), "manager_cpu_s": round(stats.cpu_s, 2),
         "manager_mcpu": round(stats.cpu_s * 1000 / stats.wall_s) if stats.wall_s else None,
         "manager_peak_rss_mb": round(stats.peak_rss_mb, 1), "api_requests": stats.api_requests,
         "api_requests_by_verb": stats.api_requests_by_verb, "throttled_s": stats.throttled_s,
+        "manager_stop_s": None if stats.stop_s is None else round(stats.stop_s, 2),
         "runner_requests": runner_requests, "generation_s": round(gen_s, 2),
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
         "evictions": rec.evictions(), "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
-        "manager": "own" if external_pid is None else "external",
+        "manager": spec.mode,
     }
     if api_cpu_s is not None and metrics["admitted_ever"]:
         metrics["apiserver_cpu_ms_per_admission"] = round(api_cpu_s * 1000 / metrics["admitted_ever"], 2)
@@ -523,7 +473,66 @@ def _env() -> dict[str, Any]:
             "system": platform.system()}
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass
+class Bench:
+    """What every run of one invocation shares: the cluster, the config, the Kueue builds."""
+
+    kubeconfig: Path
+    config: GeneratorConfig
+    name: str
+    prefix: str
+    workdir: Path
+    apiserver_pid: int | None
+    external_pid: int | None
+    kueue_version: str
+    binaries: dict[tuple[float, int], Path]
+
+    def manager(self, client: KubeClient, spec: RunSpec) -> Manager:
+        if spec.mode == "external":
+            assert self.external_pid is not None
+            return ExternalManager(self.external_pid)
+        assert spec.qps is not None and spec.burst is not None
+        if spec.mode == "own":
+            return OwnManager(self.kubeconfig, spec.qps, spec.burst, self.workdir, spec.tag)
+        flavor = self.config.flavor.name
+
+        async def ready() -> bool:
+            return await resource_in_use(client, flavor)
+
+        return KueueManager(self.binaries[(spec.qps, spec.burst)], self.kubeconfig, ready, self.workdir,
+                            enable_tas=self.config.topology is not None, tag=spec.tag)
+
+    async def measure(self, specs: list[RunSpec], record: dict[str, Any] | None
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+        """Take the cluster over (unless measuring its own manager), then run ``specs`` in
+        order; the ``runs`` entries, each run's own metrics, and the timelines by label."""
+        import pykueue
+
+        if self.external_pid is None:
+            client = await connect(self.kubeconfig)
+            try:
+                await take_over(client, record)
+            finally:
+                await client.close()
+        entries: list[dict[str, Any]] = []
+        tops: list[dict[str, Any]] = []
+        timelines: dict[str, Any] = {}
+        for spec in specs:
+            _log(f"kueue_perf {self.name}: {self.config.workload_count} workloads, {spec.label}")
+            result = await run_once(self.kubeconfig, self.config, self.name, spec, self.manager, self.prefix,
+                                    self.apiserver_pid)
+            m = result["metrics"]
+            version = self.kueue_version if spec.manager == KUEUE else pykueue.__version__
+            entries.append(run_entry(spec.manager, version, m, spec.label))
+            tops.append(m)
+            timelines[spec.label] = result["timeline"]
+            _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% tta {m['tta_ms']} "
+                 f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "
+                 f"requests {m['api_requests']} evictions {m['evictions']}")
+        return entries, tops, timelines
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.kueue_perf",
                                      description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--config", default=None,
@@ -533,26 +542,92 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qps", type=float, default=None,
                         help="manager client QPS (default: run 50 and 300)")
     parser.add_argument("--burst", type=int, default=None, help="manager client burst (with --qps)")
-    parser.add_argument("--manager", choices=("own", "external"), default="own",
-                        help="own: run pykueue manager ourselves; external: measure the dev cluster's")
+    parser.add_argument("--manager", choices=("own", "kueue", "external"), default="own",
+                        help="own: run pykueue manager ourselves; kueue: run Kueue's minimalkueue; "
+                             "external: measure the dev cluster's pykueue")
+    parser.add_argument("--compare", action="store_true",
+                        help="run pykueue's manager and Kueue's minimalkueue, alternating")
+    parser.add_argument("--rounds", type=int, default=1, help="with --compare: rounds of both (default 1)")
+    parser.add_argument("--kueue-version", default=None,
+                        help="Kueue release of minimalkueue, e.g. v0.19.2 (default: the pinned one)")
     parser.add_argument("--kubeconfig", default=None, help="default: the dev cluster's")
     parser.add_argument("--prefix", default="", help="prefix for cohort (and so queue) names")
     parser.add_argument("--output", default=None, help="result JSON file (default benchmarks/results/...)")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def _usage_error(args: argparse.Namespace) -> str | None:
+    if (args.qps is None) != (args.burst is None):
+        return "give --qps and --burst together"
+    if args.qps is not None and (args.qps <= 0 or args.burst < 1):
+        return "--qps and --burst must be positive"
+    if args.compare and args.manager != "own":
+        return "--compare runs pykueue's manager and Kueue's; leave out --manager"
+    if args.rounds < 1 or (args.rounds > 1 and not args.compare):
+        return "--rounds N (N >= 1) goes with --compare"
+    if args.kueue_version and not (args.compare or args.manager == "kueue"):
+        return "--kueue-version goes with --manager kueue or --compare"
+    return None
+
+
+def _output_path(args: argparse.Namespace, name: str) -> Path:
+    if args.output:
+        return Path(args.output)
+    if args.compare or args.manager == "kueue":
+        kind = "compare" if args.compare else "kueue"
+        limits = "" if args.qps is None else f"-{args.qps:g}-{args.burst}"
+        return RESULTS / f"kueue_perf-{name}-{kind}{limits}.json"
+    return RESULTS / f"kueue_perf-{name}.json"
+
+
+def _kueue_binaries(version: str, specs: list[RunSpec]) -> dict[tuple[float, int], Path]:
+    """minimalkueue of Kueue ``version`` for each client setting of the Kueue runs (built now)."""
+    from devcluster import kueue_minimal
+
+    binaries: dict[tuple[float, int], Path] = {}
+    for spec in specs:
+        if spec.mode == "kueue" and spec.qps is not None and spec.burst is not None:
+            key = (spec.qps, spec.burst)
+            if key not in binaries:
+                binaries[key] = kueue_minimal.binary(version, spec.qps, spec.burst, report=_log)
+    return binaries
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     name = args.config or ("quick" if args.quick else "baseline")
     path = CONFIGS / f"{name}.yaml" if (CONFIGS / f"{name}.yaml").exists() else Path(name)
     if path != CONFIGS / f"{name}.yaml":
         name = path.stem
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"kueue_perf: {problem}", file=sys.stderr)
+        return 2
     try:
         config = load_config(path)
     except ConfigError as exc:
         print(f"kueue_perf: {exc}", file=sys.stderr)
         return 2
-    if (args.qps is None) != (args.burst is None):
-        print("kueue_perf: give --qps and --burst together", file=sys.stderr)
+    settings: list[Setting] = [(args.qps, args.burst)] if args.qps is not None else list(QPS_SETTINGS)
+    modes = ["own", "kueue"] if args.compare else [args.manager]
+    if args.manager == "external":
+        settings = [(None, None)]
+    specs = plan_runs(modes, settings, args.rounds)
+
+    from devcluster import kueue_build
+    from devcluster.build import BuildError
+
+    try:
+        kueue_version = kueue_build.check_version(args.kueue_version) if args.kueue_version \
+            else kueue_build.pinned()
+    except BuildError as exc:
+        print(f"kueue_perf: {exc}", file=sys.stderr)
         return 2
-    settings = [(args.qps, args.burst)] if args.qps is not None else list(QPS_SETTINGS)
+    try:
+        binaries = _kueue_binaries(kueue_version, specs) if "kueue" in modes else {}
+    except BuildError as exc:
+        print(f"kueue_perf: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
 
     kubeconfig, record, apiserver_pid = _dev_state() if args.kubeconfig is None \
         else (Path(args.kubeconfig), None, None)
@@ -562,40 +637,27 @@ def main(argv: list[str] | None = None) -> int:
             print("kueue_perf: --manager external needs the dev cluster's pykueue process", file=sys.stderr)
             return 2
         external_pid = int(record["pid"])
-        settings = [(None, None)]
 
-    runs: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="kueue-perf-") as tmp:
-        async def go() -> None:
-            if external_pid is None:
-                client = await connect(kubeconfig)
-                try:
-                    await take_over(client, record)
-                finally:
-                    await client.close()
-            for qps, burst in settings:
-                label = "external" if qps is None else f"{int(qps)}/{burst}"
-                _log(f"kueue_perf {name}: {config.workload_count} workloads, manager {label}")
-                runs[label] = await run_once(kubeconfig, config, name, qps, burst, external_pid,
-                                             args.prefix, Path(tmp), apiserver_pid)
-                m = runs[label]["metrics"]
-                _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% tta {m['tta_ms']} "
-                     f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "
-                     f"requests {m['api_requests']}")
-        try:
-            asyncio.run(go())
-        finally:
-            if external_pid is None and args.kubeconfig is None:
-                restore_dev_cluster()
+    # The managers' logs; kept when a run fails (the error names them), removed otherwise.
+    workdir = Path(tempfile.mkdtemp(prefix="kueue-perf-"))
+    bench = Bench(kubeconfig, config, name, args.prefix, workdir, apiserver_pid, external_pid,
+                  kueue_version, binaries)
+    try:
+        entries, tops, timelines = asyncio.run(bench.measure(specs, record))
+    except (ApiError, RuntimeError, TimeoutError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"kueue_perf: {type(exc).__name__}: {first} (manager logs in {workdir})", file=sys.stderr)
+        return 1
+    finally:
+        if external_pid is None and args.kubeconfig is None:
+            restore_dev_cluster()
+    shutil.rmtree(workdir, ignore_errors=True)
 
-    last = runs[list(runs)[-1]]
-    metrics = dict(last["metrics"])
-    metrics["runs"] = {label: r["metrics"] for label, r in runs.items()}
+    metrics = summary(entries, tops[top_index(entries)])
     result = {"benchmark": "kueue_perf", "metrics": metrics, "env": _env()}
-    out = Path(args.output) if args.output else RESULTS / f"kueue_perf-{name}.json"
+    out = _output_path(args, name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**result, "timelines": {label: r["timeline"] for label, r in runs.items()}},
-                              indent=1) + "\n")
+    out.write_text(json.dumps({**result, "timelines": timelines}, indent=1) + "\n")
     print(json.dumps(result))
     return 0
 

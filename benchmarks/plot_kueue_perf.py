@@ -75,16 +75,26 @@ def _fmt_ratio(value: float | None, ref: float | None) -> str:
     return f"{value / ref:.2f}x"
 
 
+def _runs(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(row label, run) pairs: ``runs`` is a list now, a dict keyed by setting in older results."""
+    runs = metrics.get("runs")
+    if isinstance(runs, list):
+        return [(str(r.get("label") or f"{r['manager']} {r.get('qps')}/{r.get('burst')}"), r) for r in runs]
+    if isinstance(runs, dict):
+        return [(f"pykueue {label}", run) for label, run in runs.items()]
+    return [("pykueue", metrics)]
+
+
 def table_rows(result: dict[str, Any]) -> list[str]:
     """Markdown rows: one per run, then Kueue's published mean for the same config."""
     m = result["metrics"]
     out = []
     ref = m.get("reference") or {}
     classes = ("large", "medium", "small")
-    for label, run in (m.get("runs") or {"": m}).items():
+    for label, run in _runs(m):
         tta = run.get("tta_ms") or {}
         ref_tta = ref.get("tta_ms") or {}
-        cells = [f"pykueue {label}".strip(),
+        cells = [label.replace("kueue ", "Kueue ") if label.startswith("kueue ") else label,
                  f"{run['wall_s']:.0f} ({_fmt_ratio(run['wall_s'], ref.get('wall_s'))})",
                  f"{run['usage_pct']:.1f} ({_fmt_ratio(run['usage_pct'], ref.get('usage_pct'))})"]
         cells += [f"{tta[c] / 1000:.1f} ({_fmt_ratio(tta[c], ref_tta.get(c))})" if c in tta else "-"
@@ -97,6 +107,26 @@ def table_rows(result: dict[str, Any]) -> list[str]:
         cells = ["Kueue (published mean)", f"{ref['wall_s']:.0f}", f"{ref['usage_pct']:.1f}"]
         cells += [f"{ref_tta[c] / 1000:.1f}" if c in ref_tta else "-" for c in classes]
         cells += ["-", "-", "-"]
+        out.append(f"| {m['config']} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def compare_rows(result: dict[str, Any]) -> list[str]:
+    """Markdown rows of pykueue / Kueue from one ``--compare`` run (medians over its rounds)."""
+    m = result["metrics"]
+    out = []
+    for setting, block in (m.get("compare") or {}).items():
+        ratio = block["ratio"]
+        tta = ratio.get("tta") or {}
+        cells = [f"pykueue / Kueue {setting} ({block['pykueue']['runs']} + {block['kueue']['runs']} runs)",
+                 _x(ratio.get("wall")), _x(ratio.get("usage"))]
+        cells += [_x(tta.get(c)) for c in ("large", "medium", "small")]
+        cells += [_x(ratio.get("manager_cpu")), _x(ratio.get("manager_peak_rss")),
+                  _x(ratio.get("api_requests"))]
         out.append(f"| {m['config']} | " + " | ".join(cells) + " |")
     return out
 
@@ -119,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"{path}: not a kueue_perf result ({exc})", file=sys.stderr)
             return 2
-        print("\n".join(rows))
+        print("\n".join(rows + compare_rows(result)))
         if result.get("timelines"):
             path.with_suffix(".png").write_bytes(timeline_png(result["timelines"]))
     return 0

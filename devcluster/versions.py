@@ -41,7 +41,10 @@ BINARIES: tuple[GoBinary, ...] = (
     # dependencies stay in the module graph, built by its import path.
     GoBinary("training-operator", "training-operator", "."),
     GoBinary("lws-controller", "lws", "sigs.k8s.io/lws/cmd"),
-    # Real Kueue, the oracle of ``dev conformance``; declared as a tool like LWS.
+    # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
+    # and real Kueue, the oracle of ``dev conformance``; both declared as tools like LWS.
+    GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
+             dev_cluster=False),
     GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False),
 )
 

@@ -44,7 +44,8 @@ def test_quick_run_admits_and_finishes_everything(dev_cluster: DevCluster, tmp_p
     assert m["errors"] == []
     saved = json.loads(out.read_text())
     assert saved["metrics"]["workloads"] == QUICK_WORKLOADS
-    assert saved["timelines"]["external"], "the admitted/pending timeline was recorded"
+    assert saved["timelines"]["pykueue external"], "the admitted/pending timeline was recorded"
+    assert [r["manager"] for r in m["runs"]] == ["pykueue"] and m["runs"][0]["mode"] == "external"
     left = dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", "-l", CLEANUP_LABEL)
     assert left["items"] == [], "the run removed its ClusterQueues"
     wls = dev_cluster.get_json("workloads.kueue.x-k8s.io", "-A", "-l", CLASS_LABEL)

@@ -1,0 +1,234 @@
+"""The managers ``kueue_perf`` measures: pykueue's, Kueue's ``minimalkueue``, or one already running.
+
+The two it starts are child processes, so their CPU seconds come from ``wait4`` (as Kueue's
+runner takes ``minimalkueue.stats.yaml``), and their wall time runs from the start of the
+process to its exit. Peak RSS is the process' ``VmHWM`` read just before the stop signal:
+``wait4``'s ``ru_maxrss`` is not used because Linux carries the spawning process' own
+peak over ``exec`` into it (a benchmark holding 15,000 Workloads would floor every
+manager's figure at its own size). Both are started the same way: with the cluster's
+kubeconfig, waited for until they work, and stopped by a signal at the end of the run.
+
+* pykueue: ``pykueue manager`` without webhooks or leader election, ``clientConnection``
+  from the run's QPS/burst; ready when ``/readyz`` answers; API requests from the count it
+  logs on shutdown.
+* Kueue: ``minimalkueue`` (client limits compiled in, see ``devcluster.kueue_minimal``);
+  it serves no health probe, so it counts as ready once its metrics server answers and its
+  ResourceFlavor controller has put Kueue's finalizer on the run's flavor (its caches are
+  synced and its controllers run); stopped with SIGINT like Kueue's runner does; API
+  requests from client-go's ``rest_client_requests_total`` on its metrics port, read just
+  before the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+HERE = Path(__file__).resolve().parent
+READY_DEADLINE_S = 60.0
+STOP_DEADLINE_S = 30.0
+REQUESTS_LINE = re.compile(r"shutting down: (\d+) API requests (\{.*?\}), ([\d.]+)s throttled")
+_CLIENT_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\}\s+(\S+)", re.MULTILINE)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class ManagerStats:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    api_requests: int | None = None
+    api_requests_by_verb: dict[str, int] = field(default_factory=dict)
+    throttled_s: float | None = None
+    stop_s: float | None = None  # from the stop signal to the exit (part of wall_s)
+
+
+class Manager(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> ManagerStats: ...
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.read().decode(errors="replace") if resp.status == 200 else None
+    except OSError:
+        return None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The high-water mark of a live process' own memory (``VmHWM``), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a live process has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def client_requests(metrics_text: str) -> tuple[int, dict[str, int]]:
+    """Total and per-method (lower case) of client-go's ``rest_client_requests_total``."""
+    by_method: dict[str, int] = {}
+    for labels, value in _CLIENT_REQUESTS.findall(metrics_text):
+        method = dict(_LABEL.findall(labels)).get("method", "").lower() or "unknown"
+        by_method[method] = by_method.get(method, 0) + int(float(value))
+    return sum(by_method.values()), dict(sorted(by_method.items()))
+
+
+class _ChildProcess:
+    """A manager we start: spawned with its output in a log, reaped with ``wait4``."""
+
+    def __init__(self, name: str, log_path: Path) -> None:
+        self.name, self.log_path = name, log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+
+    def spawn(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.started = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=HERE.parent, env=env)
+
+    async def wait_ready(self, ready: Callable[[], Awaitable[bool]]) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while not await ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}) before it was ready; "
+                                   f"see {self.log_path}")
+            if time.monotonic() > deadline:
+                await self.reap(signal.SIGKILL)
+                raise RuntimeError(f"{self.name} was not ready after {READY_DEADLINE_S:.0f}s; "
+                                   f"see {self.log_path}")
+            await asyncio.sleep(0.2)
+
+    async def reap(self, sig: int) -> ManagerStats:
+        """Signal the process and wait for its exit (killing it after a deadline)."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        # Peak RSS from the process' own memory map, read before it exits: rusage's ru_maxrss
+        # also counts the memory of this (forking) process at exec time, which would floor it.
+        hwm = peak_rss_mb(pid)
+        signalled = time.monotonic()
+        self.proc.send_signal(sig)
+
+        def wait() -> tuple[int, int, Any]:
+            return os.wait4(pid, 0)
+
+        try:
+            _, _, usage = await asyncio.wait_for(asyncio.to_thread(wait), STOP_DEADLINE_S)
+        except TimeoutError:
+            self.proc.kill()
+            _, _, usage = await asyncio.to_thread(wait)
+        self.proc.returncode = 0  # reaped here: Popen must not wait for it again
+        now = time.monotonic()
+        rss = hwm if hwm is not None else usage.ru_maxrss / 1024.0
+        return ManagerStats(now - self.started, usage.ru_utime + usage.ru_stime, rss, stop_s=now - signalled)
+
+
+class OwnManager:
+    """``pykueue manager`` as a child process."""
+
+    def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path, tag: str = "") -> None:
+        self.kubeconfig, self.qps, self.burst, self.workdir = kubeconfig, qps, burst, workdir
+        self.child = _ChildProcess("pykueue manager", workdir / f"pykueue-qps{int(qps)}{tag}.log")
+
+    async def start(self) -> None:
+        config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                  "namespace": "kueue-system", "leaderElection": {"leaderElect": False},
+                  "clientConnection": {"qps": self.qps, "burst": self.burst}}
+        path = self.child.log_path.with_suffix(".yaml")
+        path.write_text(json.dumps(config))
+        health = free_port()
+        self.child.spawn([sys.executable, "-m", "pykueue", "manager", "--kubeconfig", str(self.kubeconfig),
+                          "--config", str(path), "--no-leader-elect", "--log-level", "INFO",
+                          "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+                          "--health-probe-bind-address", f"127.0.0.1:{health}"])
+        url = f"http://127.0.0.1:{health}/readyz"
+
+        async def ready() -> bool:
+            return await asyncio.to_thread(http_get, url) is not None
+
+        await self.child.wait_ready(ready)
+
+    async def stop(self) -> ManagerStats:
+        stats = await self.child.reap(signal.SIGTERM)
+        match = REQUESTS_LINE.search(self.child.log_path.read_text(errors="replace"))
+        if match:
+            stats.api_requests = int(match.group(1))
+            stats.api_requests_by_verb = {str(k): int(v) for k, v in
+                                          json.loads(match.group(2).replace("'", '"')).items()}
+            stats.throttled_s = float(match.group(3))
+        return stats
+
+
+class KueueManager:
+    """Kueue's ``minimalkueue`` as a child process; ``ready`` says when its controllers work."""
+
+    def __init__(self, binary: Path, kubeconfig: Path, ready: Callable[[], Awaitable[bool]], workdir: Path,
+                 *, enable_tas: bool = False, tag: str = "") -> None:
+        self.binary, self.kubeconfig, self.ready, self.enable_tas = binary, kubeconfig, ready, enable_tas
+        self.child = _ChildProcess("minimalkueue", workdir / f"minimalkueue{tag}.log")
+        self.metrics_port = 0
+
+    async def start(self) -> None:
+        self.metrics_port = free_port()
+        argv = [str(self.binary), "--kubeconfig", str(self.kubeconfig),
+                "--metricsPort", str(self.metrics_port)]
+        if self.enable_tas:
+            argv.append("--enableTAS")
+        self.child.spawn(argv, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+        async def ready() -> bool:  # its own metrics server too: the finalizer alone could be old
+            return await self.ready() and await asyncio.to_thread(http_get, url) is not None
+
+        await self.child.wait_ready(ready)
+
+    async def stop(self) -> ManagerStats:
+        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
+        stats = await self.child.reap(signal.SIGINT)
+        if text is not None:
+            stats.api_requests, stats.api_requests_by_verb = client_requests(text)
+        return stats
+
+
+class ExternalManager:
+    """A manager we did not start (the shared cluster's): CPU and RSS read from ``/proc``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.started = 0.0
+        self.cpu0 = 0.0
+
+    async def start(self) -> None:
+        self.started, self.cpu0 = time.monotonic(), process_cpu_s(self.pid)
+
+    async def stop(self) -> ManagerStats:
+        hwm = peak_rss_mb(self.pid) or 0.0  # over the process' whole life
+        return ManagerStats(time.monotonic() - self.started, process_cpu_s(self.pid) - self.cpu0, hwm)

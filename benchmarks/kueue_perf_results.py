@@ -1,0 +1,96 @@
+"""The JSON line of ``kueue_perf`` from its runs: the ``runs`` list and the pykueue/Kueue ratios.
+
+Pure (runs in, metrics out), so the shape other tools read is unit-tested without a cluster.
+Each run's metrics (as ``kueue_perf.run_once`` measures them, with ``manager`` naming the
+mode: ``own``, ``external`` or ``kueue``) become one entry of ``runs`` with ``manager``
+``pykueue`` or ``kueue`` and the version that ran. The top-level keys stay those of one
+run: the last pykueue run, or the last run when only Kueue ran. With both managers, the
+``compare`` object gives, per client setting, each manager's medians over its rounds and
+pykueue's value divided by Kueue's (below 1 is less time, CPU, memory or requests for
+pykueue; above 1 is more usage).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+PYKUEUE, KUEUE = "pykueue", "kueue"
+ENTRY_KEYS = ("manager", "version", "qps", "burst", "wall_s", "usage_pct", "tta_ms", "manager_cpu_s",
+              "manager_peak_rss_mb", "api_requests", "evictions")
+# Measure -> its key among the ratios.
+_COMPARED = {"wall_s": "wall", "usage_pct": "usage", "manager_cpu_s": "manager_cpu",
+             "manager_peak_rss_mb": "manager_peak_rss", "api_requests": "api_requests"}
+
+
+def setting(qps: float | None, burst: int | None) -> str:
+    """``50/100``; ``external`` for a manager whose limits we do not set."""
+    return "external" if qps is None else f"{qps:g}/{burst}"
+
+
+def run_label(manager: str, qps: float | None, burst: int | None, round_no: int = 1) -> str:
+    label = f"{manager} {setting(qps, burst)}"
+    return label if round_no <= 1 else f"{label} #{round_no}"
+
+
+def run_entry(manager: str, version: str, metrics: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """One ``runs`` entry: the contract's keys first, then the run's other measures."""
+    rest = {k: v for k, v in metrics.items() if k not in ENTRY_KEYS and k not in ("reference", "ratio")}
+    entry: dict[str, Any] = {"manager": manager, "version": version,
+                             **{k: metrics.get(k) for k in ENTRY_KEYS[2:]}}
+    entry.update(rest)
+    entry["mode"] = metrics.get("manager")
+    entry["label"] = label
+    return entry
+
+
+def _median(values: Iterable[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return round(statistics.median(present), 2) if present else None
+
+
+def _ratio(ours: float | None, theirs: float | None) -> float | None:
+    return None if ours is None or not theirs else round(ours / theirs, 3)
+
+
+def _medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {key: _median(r.get(key) for r in runs) for key in _COMPARED}
+    classes = sorted({c for r in runs for c in (r.get("tta_ms") or {})})
+    out["tta_ms"] = {c: _median((r.get("tta_ms") or {}).get(c) for r in runs) for c in classes}
+    out["runs"] = len(runs)
+    return out
+
+
+def comparison(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per client setting with both managers: medians of each, and pykueue / Kueue."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(setting(r.get("qps"), r.get("burst")) for r in runs):
+        mine = [r for r in runs if setting(r.get("qps"), r.get("burst")) == key and r["manager"] == PYKUEUE]
+        theirs = [r for r in runs if setting(r.get("qps"), r.get("burst")) == key and r["manager"] == KUEUE]
+        if not mine or not theirs:
+            continue
+        ours, ref = _medians(mine), _medians(theirs)
+        ratio: dict[str, Any] = {name: _ratio(ours[k], ref[k]) for k, name in _COMPARED.items()}
+        ratio["tta"] = {c: _ratio(v, ref["tta_ms"].get(c)) for c, v in ours["tta_ms"].items()}
+        out[key] = {PYKUEUE: ours, KUEUE: ref, "ratio": ratio}
+    return out
+
+
+def summary(entries: list[dict[str, Any]], top: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON line's metrics: ``top`` (one run's own metrics), ``runs`` and ``compare``."""
+    metrics = dict(top)
+    metrics["runs"] = entries
+    compared = comparison(entries)
+    if compared:
+        metrics["compare"] = compared
+    versions = {e["manager"]: e["version"] for e in entries}
+    if KUEUE in versions:
+        metrics["kueue_version"] = versions[KUEUE]
+    return metrics
+
+
+def top_index(entries: Sequence[Mapping[str, Any]]) -> int:
+    """Which run the top-level keys describe: the last pykueue run, else the last run."""
+    mine = [i for i, e in enumerate(entries) if e["manager"] == PYKUEUE]
+    return mine[-1] if mine else len(entries) - 1

@@ -1,0 +1,94 @@
+"""The Kueue manager wrapper against a stand-in process: start, readiness, metrics, stop, rusage.
+
+The stand-in is a small Python program that behaves as ``minimalkueue`` does towards the
+benchmark: it takes ``--kubeconfig`` and ``--metricsPort``, serves client-go's request
+counter on that port, burns a little CPU and exits on SIGINT.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.kueue_perf_managers import KueueManager, peak_rss_mb
+
+STAND_IN = """\
+import argparse, http.server, signal, sys, threading, time
+parser = argparse.ArgumentParser()
+parser.add_argument("--kubeconfig")
+parser.add_argument("--metricsPort", type=int)
+parser.add_argument("--enableTAS", action="store_true")
+args = parser.parse_args()
+open(args.kubeconfig + ".seen", "w").write("tas" if args.enableTAS else "plain")
+BODY = (b'rest_client_requests_total{code="200",host="h",method="GET"} 7\\n'
+        b'rest_client_requests_total{code="200",host="h",method="PUT"} 5\\n')
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(BODY)
+    def log_message(self, *a):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", args.metricsPort), Metrics)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+stop = threading.Event()
+signal.signal(signal.SIGINT, lambda *_: stop.set())
+end = time.process_time() + 0.2
+while time.process_time() < end:
+    pass
+stop.wait(60)
+sys.exit(0)
+"""
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    script = tmp_path / "minimalkueue"
+    script.write_text(f"#!{sys.executable}\n{STAND_IN}")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+async def test_started_waited_for_read_and_stopped(stand_in: Path, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+    seen = Path(f"{kubeconfig}.seen")
+    polls = 0
+
+    async def ready() -> bool:
+        nonlocal polls
+        polls += 1
+        return seen.is_file()
+
+    manager = KueueManager(stand_in, kubeconfig, ready, tmp_path, enable_tas=True, tag="-t")
+    started = time.monotonic()
+    await manager.start()
+    assert seen.read_text() == "tas" and polls >= 1
+    stats = await manager.stop()
+    assert stats.api_requests == 12 and stats.api_requests_by_verb == {"get": 7, "put": 5}
+    assert stats.cpu_s >= 0.15 and stats.peak_rss_mb > 1
+    # Its own peak, not floored by this (larger) test process as rusage's ru_maxrss would be.
+    ours = peak_rss_mb(os.getpid())
+    assert ours is not None and stats.peak_rss_mb < ours
+    assert 0 < stats.wall_s <= time.monotonic() - started
+    assert stats.stop_s is not None and stats.stop_s < 10
+    assert manager.child.proc is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(manager.child.proc.pid, os.WNOHANG)  # reaped
+
+
+async def test_a_manager_that_exits_early_is_an_error_naming_its_log(tmp_path: Path) -> None:
+    script = tmp_path / "minimalkueue"
+    script.write_text(f"#!{sys.executable}\nimport sys\nprint('no kubeconfig')\nsys.exit(3)\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+    async def never() -> bool:
+        return False
+
+    manager = KueueManager(script, tmp_path / "kubeconfig", never, tmp_path)
+    with pytest.raises(RuntimeError, match=r"exited \(3\) before it was ready; see .*minimalkueue.log"):
+        await manager.start()
+    assert "no kubeconfig" in (tmp_path / "minimalkueue.log").read_text()

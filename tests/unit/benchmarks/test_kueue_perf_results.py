@@ -1,0 +1,132 @@
+"""The JSON line of kueue_perf: runs, which run the top level describes, pykueue/Kueue ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import kueue_perf
+from benchmarks.kueue_perf_managers import client_requests
+from benchmarks.kueue_perf_results import ENTRY_KEYS, comparison, run_entry, run_label, summary, top_index
+from benchmarks.plot_kueue_perf import compare_rows, table_rows
+
+
+def _metrics(mode: str, qps: float, burst: int, wall: float, **extra: Any) -> dict[str, Any]:
+    return {"config": "quick", "qps": qps, "burst": burst, "wall_s": wall, "usage_pct": 50.0,
+            "usage_pct_by_class": {"cq": 50.0}, "tta_ms": {"small": 4000, "large": 1000},
+            "manager_cpu_s": 3.0, "manager_peak_rss_mb": 100.0, "api_requests": 1000, "evictions": 2,
+            "workloads": 384, "manager": mode, **extra}
+
+
+def test_entry_has_the_contract_keys_and_names_the_manager() -> None:
+    measured = _metrics("kueue", 50.0, 100, 20.0, reference={"wall_s": 1.0}, ratio={"wall": 20.0})
+    entry = run_entry("kueue", "v0.19.2", measured, "kueue 50/100")
+    assert list(entry)[:len(ENTRY_KEYS)] == list(ENTRY_KEYS)
+    assert entry["manager"] == "kueue" and entry["version"] == "v0.19.2" and entry["mode"] == "kueue"
+    assert entry["workloads"] == 384 and entry["label"] == "kueue 50/100"
+    assert "reference" not in entry and "ratio" not in entry
+
+
+def test_labels() -> None:
+    assert run_label("pykueue", 50.0, 100) == "pykueue 50/100"
+    assert run_label("kueue", 300.0, 500, 2) == "kueue 300/500 #2"
+    assert run_label("pykueue", None, None) == "pykueue external"
+
+
+def test_compare_takes_medians_per_setting_and_divides_pykueue_by_kueue() -> None:
+    runs = [run_entry("pykueue", "0.1.0", _metrics("own", 50.0, 100, w), "") for w in (10.0, 12.0, 30.0)]
+    runs += [run_entry("kueue", "v0.19.2", _metrics("kueue", 50.0, 100, w, manager_cpu_s=6.0), "")
+             for w in (20.0, 24.0, 22.0)]
+    runs.append(run_entry("pykueue", "0.1.0", _metrics("own", 300.0, 500, 5.0), ""))  # no Kueue run
+    out = comparison(runs)
+    assert list(out) == ["50/100"]
+    block = out["50/100"]
+    assert block["pykueue"]["wall_s"] == 12.0 and block["kueue"]["wall_s"] == 22.0
+    assert block["pykueue"]["runs"] == 3 and block["kueue"]["runs"] == 3
+    assert block["ratio"]["wall"] == round(12 / 22, 3)
+    assert block["ratio"]["usage"] == 1.0
+    assert block["ratio"]["manager_cpu"] == 0.5
+    assert block["ratio"]["manager_peak_rss"] == 1.0 and block["ratio"]["api_requests"] == 1.0
+    assert block["ratio"]["tta"] == {"large": 1.0, "small": 1.0}
+
+
+def test_summary_top_level_is_the_pykueue_run_and_runs_is_a_list() -> None:
+    own = _metrics("own", 50.0, 100, 10.0)
+    theirs = _metrics("kueue", 50.0, 100, 20.0)
+    entries = [run_entry("pykueue", "0.1.0", own, "pykueue 50/100"),
+               run_entry("kueue", "v0.19.2", theirs, "kueue 50/100")]
+    assert top_index(entries) == 0
+    metrics = summary(entries, own)
+    assert metrics["wall_s"] == 10.0 and metrics["manager"] == "own"
+    assert [r["manager"] for r in metrics["runs"]] == ["pykueue", "kueue"]
+    assert metrics["compare"]["50/100"]["ratio"]["wall"] == 0.5
+    assert metrics["kueue_version"] == "v0.19.2"
+    only_kueue = [entries[1]]
+    assert top_index(only_kueue) == 0 and "compare" not in summary(only_kueue, theirs)
+
+
+def test_rows_for_the_readme() -> None:
+    own = _metrics("own", 50.0, 100, 10.0)
+    theirs = _metrics("kueue", 50.0, 100, 20.0)
+    entries = [run_entry("pykueue", "0.1.0", own, "pykueue 50/100"),
+               run_entry("kueue", "v0.19.2", theirs, "kueue 50/100")]
+    result = {"metrics": summary(entries, own)}
+    rows = table_rows(result)
+    assert rows[0].startswith("| quick | pykueue 50/100 | 10 ")
+    assert rows[1].startswith("| quick | Kueue 50/100 | 20 ")
+    assert compare_rows(result) == [
+        "| quick | pykueue / Kueue 50/100 (1 + 1 runs) | 0.50x | 1.00x | 1.00x | - | 1.00x | 1.00x | 1.00x "
+        "| 1.00x |"]
+
+
+def test_client_go_request_counter_is_summed_per_method() -> None:
+    text = """# HELP rest_client_requests_total Number of HTTP requests
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3
+rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PUT"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="PUT"} 380
+workqueue_adds_total{name="workload"} 99
+"""
+    assert client_requests(text) == (397, {"get": 12, "post": 3, "put": 382})
+    assert client_requests("") == (0, {})
+
+
+def test_compare_plans_alternating_runs_per_setting_and_round() -> None:
+    plan = kueue_perf.plan_runs(["own", "kueue"], [(50.0, 100), (300.0, 500)], 2)
+    assert [s.label for s in plan] == [
+        "pykueue 50/100", "kueue 50/100", "pykueue 300/500", "kueue 300/500",
+        "pykueue 50/100 #2", "kueue 50/100 #2", "pykueue 300/500 #2", "kueue 300/500 #2"]
+    assert len({s.tag for s in plan}) == len(plan)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--compare", "--manager", "external"], "leave out --manager"),
+    (["--rounds", "2"], "goes with --compare"),
+    (["--kueue-version", "v0.19.2"], "goes with --manager kueue"),
+    (["--qps", "50"], "together"),
+    (["--compare", "--qps", "0", "--burst", "100"], "positive"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv: list[str], message: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert kueue_perf.main(["--config", "quick", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_an_unsupported_kueue_version_is_refused_before_anything_runs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert kueue_perf.main(["--config", "quick", "--manager", "kueue", "--kueue-version", "v0.9.0"]) == 2
+    assert "older than" in capsys.readouterr().err
+
+
+def test_result_files_are_named_by_kind_and_limits() -> None:
+    parse = kueue_perf._parser().parse_args
+    assert kueue_perf._output_path(parse([]), "quick") == kueue_perf.RESULTS / "kueue_perf-quick.json"
+    assert kueue_perf._output_path(parse(["--compare", "--qps", "50", "--burst", "100"]), "quick") == \
+        kueue_perf.RESULTS / "kueue_perf-quick-compare-50-100.json"
+    assert kueue_perf._output_path(parse(["--manager", "kueue"]), "tas") == \
+        kueue_perf.RESULTS / "kueue_perf-tas-kueue.json"
+    assert kueue_perf._output_path(parse(["--output", "x.json"]), "quick") == Path("x.json")

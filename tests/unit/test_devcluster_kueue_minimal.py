@@ -1,0 +1,120 @@
+"""minimalkueue at other client limits: the two-number patch, the generated module, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devcluster import kueue_build, kueue_minimal
+from devcluster.build import BuildError
+from devcluster.paths import GO_DIR
+from devcluster.versions import GoBinary
+
+# The shape of the lines the patch touches (not Kueue's file: a stand-in with the same form).
+MAIN = """package main
+
+func run() int {
+\tcfg := load()
+
+\t// limits
+\tkubeConfig.QPS = 50
+\tkubeConfig.Burst = 100
+\tlog.Info("client", "qps", kubeConfig.QPS, "burst", kubeConfig.Burst)
+\treturn 0
+}
+"""
+
+
+def test_patch_changes_only_the_two_numbers() -> None:
+    patched = kueue_minimal.patch_main(MAIN, 300, 500)
+    assert "\tkubeConfig.QPS = 300\n\tkubeConfig.Burst = 500\n" in patched
+    before, after = MAIN.splitlines(), patched.splitlines()
+    assert len(before) == len(after)
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [6, 7]
+    assert kueue_minimal.patch_main(MAIN, 37.5, 80).count("kubeConfig.QPS = 37.5\n") == 1
+
+
+def test_go_numbers() -> None:
+    assert kueue_minimal.go_number(300.0) == "300"
+    assert kueue_minimal.go_number(12.5) == "12.5"
+
+
+@pytest.mark.parametrize("source", [MAIN.replace("\tkubeConfig.Burst = 100\n", ""),
+                                    MAIN.replace("\tkubeConfig.QPS = 50\n", "\tkubeConfig.QPS = 50\n" * 2)])
+def test_patch_refuses_a_main_go_of_another_shape(source: str) -> None:
+    with pytest.raises(BuildError, match="no single"):
+        kueue_minimal.patch_main(source, 300, 500)
+
+
+@pytest.mark.parametrize(("qps", "burst"), [(0, 100), (-1, 100), (50, 0)])
+def test_limits_must_be_positive(qps: float, burst: int) -> None:
+    with pytest.raises(BuildError, match="positive"):
+        kueue_minimal.patch_main(MAIN, qps, burst)
+
+
+def test_generated_go_mod_keeps_every_requirement_of_the_pinned_module() -> None:
+    base = (GO_DIR / "kueue" / "go.mod").read_text()
+    text = kueue_minimal.generated_go_mod(base, "minimalkueue-qps300-burst500")
+    assert text.startswith("module pykueue.dev/devcluster/minimalkueue-qps300-burst500\n")
+    assert "\ntool" not in text and "scheduler/minimalkueue" not in text
+    assert f"\t{kueue_build.MODULE} {kueue_build.pinned()}\n" in text  # a direct requirement now
+
+    def requirements(mod: str) -> set[str]:
+        return {line.split()[0] for line in mod.splitlines()
+                if line.startswith("\t") and "." in line.split()[0]}
+
+    assert requirements(text) == requirements(base) - {kueue_build.MANAGER, kueue_build.MINIMAL}
+
+
+def test_harness_limits_use_the_unpatched_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[tuple[str, str | None]] = []
+
+    def fake_binary(package: str, version: str | None = None, **_: object) -> Path:
+        calls.append((package, version))
+        return tmp_path / "minimalkueue"
+
+    monkeypatch.setattr(kueue_build, "binary", fake_binary)
+    assert kueue_minimal.binary("v0.19.2", 50, 100) == tmp_path / "minimalkueue"
+    assert calls == [(kueue_build.MINIMAL, "v0.19.2")]
+
+
+def test_other_limits_build_a_generated_module_once_per_pair(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    monkeypatch.setenv("PYKUEUE_CACHE", str(tmp_path / "cache"))
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "go.mod").write_text("module pykueue.dev/devcluster/kueue\n\ngo 1.26.0\n\n"
+                                 "require sigs.k8s.io/kueue v0.19.2 // indirect\n\n"
+                                 "tool sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue\n")
+    (base / "go.sum").write_text("sigs.k8s.io/kueue v0.19.2 h1:x=\n")
+    source = tmp_path / "kueue-src"
+    (source / Path(kueue_minimal.MAIN_GO).parent).mkdir(parents=True)
+    (source / kueue_minimal.MAIN_GO).write_text(MAIN)
+    pinned = kueue_build.KueueModule("v0.19.2", base, "kueue-k")
+    monkeypatch.setattr(kueue_build, "module", lambda version=None, report=print: pinned)
+    monkeypatch.setattr(kueue_build, "source_dir", lambda version=None, report=print: source)
+    built: list[tuple[GoBinary, Path, Path | None]] = []
+
+    def fake_build(binary: GoBinary, target: Path, *, module_dir: Path | None = None, **_: object) -> bool:
+        if target.is_file():
+            return False
+        built.append((binary, target, module_dir))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("binary")
+        return True
+
+    monkeypatch.setattr(kueue_minimal, "build_one", fake_build)
+    first = kueue_minimal.binary("v0.19.2", 300, 500, report=lambda _: None)
+    again = kueue_minimal.binary("v0.19.2", 300, 500, report=lambda _: None)
+    other = kueue_minimal.binary("v0.19.2", 100, 200, report=lambda _: None)
+    assert first == again != other
+    assert first.parent == tmp_path / "cache" / "bin" / "kueue-k"
+    assert first.name.startswith("minimalkueue-qps300-burst500_")
+    assert len(built) == 2
+    binary, _, module_dir = built[0]
+    assert binary.package == "." and module_dir is not None
+    assert "kubeConfig.QPS = 300\n" in (module_dir / "main.go").read_text()
+    assert (module_dir / "go.sum").read_text() == (base / "go.sum").read_text()
+    assert (module_dir / "go.mod").read_text().startswith(
+        "module pykueue.dev/devcluster/minimalkueue-qps300-burst500\n")
