@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -102,15 +103,18 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
     _job(dev_cluster, namespace, "runs", "120s")
     wait_until("the first Job admitted", lambda: _admitted(dev_cluster, namespace, "runs"), 60.0)
     _job(dev_cluster, namespace, "waits", "5s")
-    for name, queue, active in (("parked", "lq", False), ("lost", "missing", True),
-                                ("held", "lq-stopped", True)):
-        dev_cluster.apply(_workload(namespace, name, queue, active))
-    gate = {keys.ADMISSION_GATED_BY: "example.com/gate"}
-    dev_cluster.apply(_workload(namespace, "gated", "lq", annotations=gate))
-
     waits = wait_until("the second Job's Workload",
                        lambda: _workload_of(dev_cluster, namespace, "waits"), 60.0)
     name = waits["metadata"]["name"]
+    # The Workloads below queue behind it: created in a later second (queues order by it).
+    created = datetime.fromisoformat(waits["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    wait_until("a second after the Job's Workload was created",
+               lambda: datetime.now(UTC) >= created + timedelta(seconds=1), 5.0)
+    for name_, queue, active in (("parked", "lq", False), ("lost", "missing", True),
+                                 ("held", "lq-stopped", True)):
+        dev_cluster.apply(_workload(namespace, name_, queue, active))
+    gate = {keys.ADMISSION_GATED_BY: "example.com/gate"}
+    dev_cluster.apply(_workload(namespace, "gated", "lq", annotations=gate))
     _, reason, message = wait_until("WaitingForQuota on the second Job's Workload",
                                     lambda: _reason_is(dev_cluster, namespace, name, "WaitingForQuota"), 60.0)
     assert "insufficient unused quota for cpu" in message
