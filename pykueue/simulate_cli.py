@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
 
 from api.wire import JSON
 from kube.client import KubeClient
@@ -21,7 +20,7 @@ from manager import simulate as offline
 from manager.core.config import ConfigError, parse_duration
 from manager.jobs.admission import AdmissionPolicy
 from manager.scenario.cluster_snapshot import ClusterListing
-from manager.scenario.loader import Scenario, ScenarioError, parse_documents
+from manager.scenario.loader import ScenarioError, load
 from manager.scenario.what_if import predict, table
 
 from .live_cluster import ClusterReadError, read_listing, with_client
@@ -46,13 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _manifests(paths: list[str]) -> list[JSON]:
-    into = Scenario()
-    for p in paths:
-        try:
-            content = Path(p).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(f"{p}: {exc.strerror or exc}") from exc
-        parse_documents(content, p, into)
+    into = load(paths)
     if into.steps or into.config:
         raise ScenarioError("--cluster takes job manifests, not Scenario documents")
     if not into.objects:
