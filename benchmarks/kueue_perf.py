@@ -553,6 +553,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", default=None, help="default: the dev cluster's")
     parser.add_argument("--prefix", default="", help="prefix for cohort (and so queue) names")
     parser.add_argument("--output", default=None, help="result JSON file (default benchmarks/results/...)")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep the managers' logs after a successful run (their directory is printed)")
     return parser
 
 
@@ -651,7 +653,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if external_pid is None and args.kubeconfig is None:
             restore_dev_cluster()
-    shutil.rmtree(workdir, ignore_errors=True)
+    if args.keep_logs:
+        print(f"kueue_perf: manager logs kept in {workdir}", file=sys.stderr)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
 
     metrics = summary(entries, tops[top_index(entries)])
     result = {"benchmark": "kueue_perf", "metrics": metrics, "env": _env()}

@@ -57,7 +57,7 @@ from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
-from .reservation_moves import released, reservation_moved
+from .reservation_moves import released, reservation_moved, reserved
 from .retention import FinishedRetention, after_finished
 from .topology import TopologyFeed
 
@@ -380,6 +380,13 @@ class QueueManager:
             if self._release_wait is None:
                 loop = asyncio.get_running_loop()
                 self._release_wait = loop.call_later(RELEASE_WAIT_S, self._retry_waiting)
+            own = self.release_order.token(key)
+            if own is not None:
+                # Released and reserved again before its release was written: the release
+                # waits for nothing, so it goes now. Held whole, two such workloads each
+                # reusing the other's room would wait for each other until the wait ran out.
+                await self._render_and_write(key, release_only=True)
+                self._retry_held(self.release_order.written(key, own))
             return None
         token = self.release_order.token(key)
         try:
@@ -401,7 +408,9 @@ class QueueManager:
         self._release_wait = None
         self._retry_held(self.release_order.take_blocked())
 
-    async def _render_and_write(self, key: str) -> float | None:
+    async def _render_and_write(self, key: str, release_only: bool = False) -> float | None:
+        """Write the core's record of the Workload over the stored one; with ``release_only``
+        only its release (if the stored copy still holds a reservation)."""
         namespace, name = key.split("/", 1)
         path = res.WORKLOADS.object_path(name, namespace, "status")
         current, trusted = self._current_workload(key)
@@ -443,6 +452,10 @@ class QueueManager:
                 status["conditions"] = [*(status.get("conditions") or ()),
                                         _pods_ready_condition(rec.pods_ready, self.core.now)]
             old_status = current.get("status") or {}
+            if release_only:
+                if not reserved(old_status):
+                    return None  # the API shows it released already
+                status = released(old_status, _keep_times(old_status, status), _timestamp(self.core.now))
             if trusted and not old_status.get("conditions") and self.core.awaiting_turn(key):
                 return None  # new and queued: its first condition is the scheduler's first verdict
             new_status = _keep_times(old_status, status)
@@ -476,7 +489,7 @@ class QueueManager:
             self._written[key] = (_rv(current), written)
             self._written_at[key] = time.monotonic()
             self._agreed[key] = (_topology_of(written), _checks_of(written))
-            if reservation_moved(old_status, _keep_times(old_status, status)):
+            if not release_only and reservation_moved(old_status, _keep_times(old_status, status)):
                 current, trusted = written, True  # now the new reservation, on the released copy
                 continue
             return None

@@ -16,14 +16,14 @@ from api.wire import JSON
 _RESERVATION = (keys.WorkloadCondition.QUOTA_RESERVED, keys.WorkloadCondition.ADMITTED)
 
 
-def _reserved(status: JSON) -> bool:
+def reserved(status: JSON) -> bool:
     return any(c.get("type") == keys.WorkloadCondition.QUOTA_RESERVED and c.get("status") == "True"
                for c in status.get("conditions") or ())
 
 
 def reservation_moved(old: JSON, new: JSON) -> bool:
     """Both hold a reservation, with admissions that differ beyond their topology."""
-    return _reserved(old) and _reserved(new) and \
+    return reserved(old) and reserved(new) and \
         admission_changed(old.get("admission") or {}, new.get("admission") or {})
 
 

@@ -281,3 +281,28 @@ def test_a_reservation_that_moved_is_written_as_its_release_then_the_new_one() -
         await manager.status_writes.shutdown()
 
     asyncio.run(go())
+
+
+def test_two_released_workloads_each_reusing_the_others_room_do_not_wait_for_each_other() -> None:
+    """w0 and w1 are released and reserved again before either release was written, each
+    (as the core may decide) in room the other's release freed. Each admission waits for
+    the other's release; the releases themselves wait for nothing, so both go at once."""
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert _holds_quota(api.objects[WORKLOADS + "w0"]) and _holds_quota(api.objects[WORKLOADS + "w1"])
+        manager.release_order.released({"ns/w0", "ns/w1"})
+        manager.release_order.admitted({"ns/w0", "ns/w1"})
+        for key in ("ns/w0", "ns/w1"):
+            manager.status_writes.add(key, urgent=True)
+        await manager.status_writes.join(2)  # the release wait is 10 s: no waiting it out
+        assert manager.release_order.unwritten == 0
+        assert [c["status"] for c in api.status_of("w0")["conditions"] if c["type"] == "QuotaReserved"] \
+            == ["True"]
+        assert api.puts.count("w0") == 3 and api.puts.count("w1") == 3, "admitted, released, admitted again"
+        assert api.most_holding == 2
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
