@@ -340,21 +340,33 @@ class ScenarioRun:
     # -- Kueue's surroundings ---------------------------------------------------------------
 
     def _settle(self, when: str) -> None:
-        if not wait_idle(self.client, self._emulate):
-            self.outcome.notes.append(f"Kueue was still busy {when}")
+        busy = wait_idle(self.client, self._emulate, never_ready=lambda: frozenset(self._never_ready))
+        if busy:
+            self.outcome.notes.append(f"Kueue was still busy {when}: {'; '.join(busy[:3])}")
 
     def _emulate(self) -> bool:
         """What the surroundings of Kueue would write: a job controller finishing the
-        eviction of a bare Workload, and kubelets reporting pods of admitted workloads ready
+        eviction of a bare Workload, the Job controller and kubelets running a started Job's
+        pods (ready) and stopping a suspended one's, and kubelets reporting pods of admitted
+        bare Workloads ready
         (always: Kueue since v0.19 waits for pods ready by default; without the scenario
         asking for it, ``simulate`` takes pods as ready)."""
         wrote = False
+        for job in self._list(resources.JOBS):
+            meta = job["metadata"]
+            wrote |= self._update_status(
+                resources.JOBS.object_path(meta["name"], meta["namespace"], "status"),
+                job,
+                objects.job_pods_follow_suspend,
+            )
         for wl in self._list(resources.WORKLOADS):
             key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
             stopped = objects.finished_eviction(wl, _now())
             if stopped is not None:
                 wrote |= self._put_status(wl, stopped)
                 continue
+            if wl["metadata"].get("ownerReferences") or ():
+                continue  # Kueue's job controller reads PodsReady from the job's status
             conditions = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or ()}
             admitted = conditions.get("Admitted", {}).get("status") == "True"
             ready = conditions.get("PodsReady", {}).get("status") == "True"

@@ -11,6 +11,7 @@ file's value, or file order as ``simulate`` assumes) one second apart.
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -219,8 +220,10 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     if kind not in KINDS:
         raise Unsupported(f"{obj.get('apiVersion')} {kind} (no controller for it in the harness)")
     if kind == "AdmissionCheck" and (obj.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
-        raise Unsupported("a ProvisioningRequest admission check (the harness serves no ProvisioningRequest "
-                          "API and plays no cluster autoscaler)")
+        raise Unsupported(
+            "a ProvisioningRequest admission check (the harness serves no ProvisioningRequest "
+            "API and plays no cluster autoscaler)"
+        )
     meta = obj["metadata"]
     if not meta.get("name"):
         raise Unsupported(f"{kind} without a fixed name (generateName)")
@@ -318,3 +321,24 @@ def finished_eviction(wl: dict[str, Any], now: str) -> dict[str, Any] | None:
     status["conditions"] = [replaced.get(c.get("type"), c) for c in status.get("conditions") or ()]
     status.pop("admission", None)
     return status
+
+
+def job_pods_follow_suspend(job: dict[str, Any]) -> bool:
+    """What kube-controller-manager and kubelets make of a batch Job's status: an unsuspended
+    Job gets its pods, running and ready (Kueue derives PodsReady from ``status.ready``); a
+    suspended one has none, and no start time. Edits ``job``; False when it is so already."""
+    spec = job.get("spec") or {}
+    status = job.setdefault("status", {})
+    if spec.get("suspend"):
+        if not (status.get("active") or status.get("ready") or status.get("startTime")):
+            return False
+        status.update(active=0, ready=0)
+        status.pop("startTime", None)
+        return True
+    parallelism = int(spec.get("parallelism", 1))
+    pods = min(parallelism, int(spec.get("completions") or parallelism))
+    if status.get("active") == pods and status.get("ready") == pods and status.get("startTime"):
+        return False
+    status.update(active=pods, ready=pods)
+    status.setdefault("startTime", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return True

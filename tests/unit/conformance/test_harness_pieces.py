@@ -11,6 +11,7 @@ import pytest
 from devcluster.conformance import compare, objects
 from devcluster.conformance.driver import unsupported
 from devcluster.conformance.harness import with_uids
+from devcluster.conformance.idle import unsettled
 from devcluster.conformance.kueue_config import Listeners, configuration, scenario_sections
 from manager.scenario.loader import Scenario
 
@@ -314,3 +315,40 @@ def test_a_provisioning_request_check_is_not_run() -> None:
         objects.request(check, SERVED, NOW)
     custom = {**check, "spec": {"controllerName": "example.com/mine"}}
     assert objects.request(custom, SERVED, NOW).status is not None  # taken as Active, as simulate does
+
+
+def _wl(name: str, *conditions: tuple[str, str], cq: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    status: dict[str, Any] = {"conditions": [{"type": t, "status": v} for t, v in conditions]}
+    if cq:
+        status["admission"] = {"clusterQueue": cq}
+    return {"metadata": meta, "spec": {"queueName": "lq"}, "status": status}
+
+
+def test_idle_needs_every_workload_looked_at_evictions_done_pods_ready_and_queue_counts_caught_up() -> None:
+    cq = {"metadata": {"name": "cq"}, "status": {"reservingWorkloads": 1}}
+    admitted = _wl("a", ("QuotaReserved", "True"), ("Admitted", "True"), ("PodsReady", "True"), cq="cq")
+    pending = _wl("p", ("QuotaReserved", "False"))
+    done = _wl("d", ("QuotaReserved", "True"), ("Finished", "True"), cq="cq")
+    assert unsettled([admitted, pending, done], [cq]) == []
+    assert unsettled([admitted, pending, _wl("new")], [cq]) == ["ns/new not yet evaluated"]
+    inactive = {**_wl("off"), "spec": {"queueName": "lq", "active": False}}
+    assert unsettled([admitted, inactive], [cq]) == []
+    evicting = _wl("a", ("QuotaReserved", "True"), ("Evicted", "True"), cq="cq")
+    assert unsettled([evicting], [cq]) == ["ns/a still being evicted"]
+    unready = _wl("a", ("QuotaReserved", "True"), ("Admitted", "True"), cq="cq")
+    assert unsettled([unready], [cq]) == ["ns/a admitted, pods not ready"]
+    assert unsettled([unready], [cq], frozenset({"ns/a"})) == []
+    assert unsettled([admitted, _wl("b", ("QuotaReserved", "True"), cq="cq")], [cq]) == [
+        "ClusterQueue cq reports 1 reserving, 2 stored"]
+
+
+def test_a_started_job_gets_ready_pods_and_a_suspended_one_none() -> None:
+    job: dict[str, Any] = {"spec": {"parallelism": 5, "completions": 3, "suspend": False}}
+    assert objects.job_pods_follow_suspend(job)
+    assert job["status"]["active"] == job["status"]["ready"] == 3 and job["status"]["startTime"]
+    assert not objects.job_pods_follow_suspend(job), "nothing more to write"
+    job["spec"]["suspend"] = True
+    assert objects.job_pods_follow_suspend(job)
+    assert job["status"] == {"active": 0, "ready": 0}
+    assert not objects.job_pods_follow_suspend(job)
