@@ -304,7 +304,11 @@ class QueueManager:
         while True:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
             changed = self.core.take_changes()
-            self.release_order.released(self.core.take_released())
+            released_now = self.core.take_released()
+            self.release_order.released(released_now)
+            for key in sorted(released_now):
+                if self._release_needs_no_write(key):
+                    self._retry_held(self.release_order.written(key, self.release_order.token(key)))
             self.release_order.admitted({k for k in changed if self._takes_quota(k)})
             changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
             if changed:
@@ -315,6 +319,16 @@ class QueueManager:
             if idle:
                 return
             await asyncio.sleep(0)
+
+    def _release_needs_no_write(self, key: str) -> bool:
+        """Nothing of the key's reservation is stored, nor on its way (its admission was
+        never written): the API shows its quota free already. Waiting for its next write
+        instead would hold admissions behind a write that may wait a long time (a pending
+        notice, low priority while the request budget is short)."""
+        if key in self.status_writes.in_flight:
+            return False
+        current, _ = self._current_workload(key)
+        return current is None or not reserved(current.get("status") or {})
 
     def _takes_quota(self, key: str) -> bool:
         """Holds quota it did not hold before its last write might have (an eviction in

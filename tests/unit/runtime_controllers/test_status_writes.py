@@ -306,3 +306,23 @@ def test_two_released_workloads_each_reusing_the_others_room_do_not_wait_for_eac
         await manager.status_writes.shutdown()
 
     asyncio.run(go())
+
+
+def test_a_release_of_an_admission_never_written_holds_nothing_back() -> None:
+    """w0 is admitted and finished before its admission was written: the API never showed it
+    holding quota, so w2, admitted into that room, is written without waiting for w0's next
+    write (which, for a workload evicted rather than finished, can be a pending notice that
+    gives way to other writes while the request budget is low)."""
+    async def go() -> None:
+        manager, api = _setup()
+        await manager.schedule_once()  # w0 and w1 admitted in the core; nothing written yet
+        assert manager.core.finish("ns/w0")
+        manager.core.fire_timers(manager.core.now + 1.0)
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/w2"].holds_quota
+        assert manager.release_order.unwritten == 0
+        assert await manager._write_workload_status("ns/w2") is None
+        assert _holds_quota(api.objects[WORKLOADS + "w2"])
+        await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
