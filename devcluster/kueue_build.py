@@ -106,9 +106,24 @@ def binary(
 def source_dir(version: str | None = None, report: Report = print) -> Path:
     """Kueue's own sources at ``version`` in the module cache (CRDs, webhook manifests)."""
     mod = module(version, report)
+    return _downloaded(MODULE, mod.version, mod.directory)
+
+
+def dependency_dir(dependency: str, version: str | None = None, report: Report = print) -> Path:
+    """The sources of one of Kueue's module dependencies, at the version Kueue's go.mod asks for
+    (for instance the ProvisioningRequest CRD, which Kueue's tests take from the autoscaler's)."""
+    mod = module(version, report)
+    go_mod = (_downloaded(MODULE, mod.version, mod.directory) / "go.mod").read_text()
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(dependency)}\s+(\S+)", go_mod, re.MULTILINE)
+    if match is None:
+        raise BuildError(f"{MODULE} {mod.version} does not require {dependency}")
+    return _downloaded(dependency, match.group(1), mod.directory)
+
+
+def _downloaded(module_path: str, version: str, cwd: Path) -> Path:
     proc = subprocess.run(
-        [go_tool(), "mod", "download", "-json", f"{MODULE}@{mod.version}"],
-        cwd=mod.directory,
+        [go_tool(), "mod", "download", "-json", f"{module_path}@{version}"],
+        cwd=cwd,
         env=go_env(),
         capture_output=True,
         text=True,
@@ -117,6 +132,6 @@ def source_dir(version: str | None = None, report: Report = print) -> Path:
     match = re.search(r'"Dir":\s*"([^"]+)"', proc.stdout)
     if proc.returncode != 0 or match is None:
         raise BuildError(
-            f"cannot download {MODULE} {mod.version}: {proc.stderr.strip() or proc.stdout.strip()}"
+            f"cannot download {module_path} {version}: {proc.stderr.strip() or proc.stdout.strip()}"
         )
     return Path(match.group(1))

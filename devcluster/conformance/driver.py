@@ -19,11 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from api import keys
 from devcluster.conformance import objects
 from devcluster.conformance.idle import wait_idle
 from devcluster.conformance.kueue_config import scenario_sections
 from devcluster.conformance.kueue_process import KueueProcess
 from devcluster.conformance.objects import KINDS, Request, Unsupported
+from devcluster.health import StartupError, wait_for
 from kube import resources
 from kube.blocking import BlockingClient
 from kube.client import ApiError
@@ -35,6 +37,10 @@ PODS_READY_AFTER = "pykueue.dev/pods-ready-after"
 # Longest ``advance`` the harness waits out in real time.
 MAX_ADVANCE_S = 30.0
 JOB_WORKLOAD_DEADLINE_S = 30.0
+PROVISIONING_WAIT_S = 30.0
+PROVISIONING_REQUESTS = resources.ResourceRef(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", True, "ProvisioningRequest"
+)
 
 
 @dataclass
@@ -67,6 +73,15 @@ def unsupported(scenario: Scenario, served: dict[str, str], max_advance_s: float
             objects.request(obj, served)
         except Unsupported as exc:
             reasons.append(str(exc))
+    provisioning = objects.provisioning_checks(everything)
+    for step in scenario.steps:
+        check = step.get("checkState")
+        if (
+            isinstance(check, dict)
+            and check.get("check") in provisioning
+            and str(check.get("state")) not in objects.PROVISIONING_VERDICTS
+        ):
+            reasons.append(f"checkState {check.get('state')} on a ProvisioningRequest check")
     total_advance = 0.0
     for step in scenario.steps:
         if "advance" in step:
@@ -110,6 +125,7 @@ class ScenarioRun:
         # Whether the scenario configures waitForPodsReady: only then can pods stay unready.
         self._pods_ready = False
         self._last_queued_second = 0.0
+        self._provisioning: set[str] = set()
 
     # -- the whole run ---------------------------------------------------------------------
 
@@ -120,6 +136,7 @@ class ScenarioRun:
         sections = scenario_sections(scenario.config)[0]
         self._pods_ready = "waitForPodsReady" in sections
         self.kueue.start(scenario.config)
+        self._provisioning = objects.provisioning_checks(scenario.objects)
         held = self._set_up(scenario.objects)
         self.kueue.stop()
         for name, policy in held.items():
@@ -134,6 +151,12 @@ class ScenarioRun:
     def _set_up(self, objs: list[dict[str, Any]]) -> dict[str, str]:
         """Create the initial objects with every queue held; returns queue -> stop policy."""
         self._ensure_namespaces(objs)
+        if self._provisioning:
+            version = self.served.get("ProvisioningRequestConfig", "v1beta2")
+            self.client.apply(
+                f"/apis/{keys.GROUP}/{version}/provisioningrequestconfigs/{objects.PROVISIONING_CONFIG}",
+                objects.provisioning_config(version),
+            )
         held: dict[str, str] = {}
         for obj, queued in objects.creation_order(objs):
             req = objects.request(obj, self.served, _now())
@@ -320,6 +343,10 @@ class ScenarioRun:
         self._delete_quietly(resources.NODES.object_path(name))
 
     def _check_state(self, arg: dict[str, Any]) -> None:
+        if arg["check"] in self._provisioning:
+            self._autoscaler_verdict(arg)
+            return
+
         def verdict(obj: dict[str, Any]) -> bool:
             checks = (obj.get("status") or {}).get("admissionChecks") or []
             entry = next((c for c in checks if c.get("name") == arg["check"]), None)
@@ -336,6 +363,44 @@ class ScenarioRun:
             self._update_status(
                 resources.WORKLOADS.object_path(meta["name"], meta["namespace"], "status"), wl, verdict
             )
+
+    def _autoscaler_verdict(self, arg: dict[str, Any]) -> None:
+        """The cluster autoscaler's answer on the ProvisioningRequest Kueue made for the
+        workload's check (its newest attempt), waited for if Kueue has not made one yet."""
+        for wl in self._workloads_of(str(arg["workload"])):
+            self._provision(wl, str(arg["check"]), str(arg["state"]))
+
+    def _provision(self, wl: dict[str, Any], check: str, state: str) -> None:
+        name, namespace = str(wl["metadata"]["name"]), str(wl["metadata"]["namespace"])
+        try:
+            wait_for(
+                f"Kueue's ProvisioningRequest for {name}",
+                lambda: bool(self._provisioning_requests(wl, check)),
+                PROVISIONING_WAIT_S,
+            )
+        except StartupError:
+            self.outcome.notes.append(f"checkState: Kueue made no ProvisioningRequest for {name}")
+            return
+        newest = max(
+            self._provisioning_requests(wl, check),
+            key=lambda r: _attempt(str(r["metadata"]["name"])),
+        )
+        self._update_status(
+            PROVISIONING_REQUESTS.object_path(newest["metadata"]["name"], namespace, "status"),
+            newest,
+            lambda r: objects.autoscaler_verdict(r, state, _now()),
+        )
+
+    def _provisioning_requests(self, wl: dict[str, Any], check: str) -> list[dict[str, Any]]:
+        """Kueue names them <workload>-<check>-<attempt> and makes the Workload their owner."""
+        meta = wl["metadata"]
+        prefix = f"{meta['name']}-{check}-"
+        return [
+            r
+            for r in self._list(PROVISIONING_REQUESTS, str(meta["namespace"]))
+            if str(r["metadata"]["name"]).startswith(prefix)
+            and any(o.get("uid") == meta.get("uid") for o in r["metadata"].get("ownerReferences") or ())
+        ]
 
     # -- Kueue's surroundings ---------------------------------------------------------------
 
@@ -447,15 +512,35 @@ class ScenarioRun:
                 raise
 
 
+def _attempt(request_name: str) -> int:
+    tail = request_name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+# What Kueue's ProvisioningRequest check creates; owned by Workloads, but no garbage
+# collector runs here, and a request left behind would answer for the next scenario's
+# workload of the same name.
+_MADE_BY_KUEUE = (
+    PROVISIONING_REQUESTS,
+    resources.ResourceRef("", "v1", "podtemplates", True, "PodTemplate"),
+)
+
+
 def reset(client: BlockingClient) -> None:
-    """Delete every scenario object (Kueue stopped: finalizers are lifted by hand)."""
-    for kind in objects.RESET_ORDER:
-        ref = KINDS[kind]
-        for item in client.get(ref.collection_path()).get("items") or ():
+    """Delete every scenario object, and what Kueue made for them (Kueue stopped: finalizers
+    are lifted by hand)."""
+    for ref in (*_MADE_BY_KUEUE, *(KINDS[kind] for kind in objects.RESET_ORDER)):
+        try:
+            items = client.get(ref.collection_path()).get("items") or ()
+        except ApiError as exc:
+            if exc.not_found:  # not served by this API server
+                continue
+            raise
+        for item in items:
             meta = item["metadata"]
             path = ref.object_path(meta["name"], meta.get("namespace"))
             try:

@@ -130,6 +130,9 @@ def run(
     version = kueue_build.check_version(version) if version else kueue_build.pinned()
     kueue_binary = kueue_build.binary(kueue_build.MANAGER, version, report=report)
     source = kueue_build.source_dir(version, report=report)
+    provisioning = kueue_install.provisioning_request_crds(
+        kueue_build.dependency_dir(kueue_install.AUTOSCALER_APIS, version, report=report)
+    )
     missing = [name for name in _NEEDED if name in missing_binaries()]
     if missing:
         build(only=tuple(missing), report=report)
@@ -141,7 +144,7 @@ def run(
         try:
             plane.start()
             kueue = KueueProcess(kueue_binary, plane.kubeconfig, Path(tmp) / "kueue", plane.client)
-            kueue_install.install(plane.client, source, kueue.listeners.webhook_port)
+            kueue_install.install(plane.client, source, kueue.listeners.webhook_port, extra_crds=provisioning)
             served = kueue_install.served_versions(plane.client)
             report(f"control plane and Kueue {version} CRDs ready in {time.monotonic() - started:.1f}s")
             for path, scenario in inputs:

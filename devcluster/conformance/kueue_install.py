@@ -99,8 +99,29 @@ def webhook_configurations(source: Path, webhook_port: int) -> list[dict[str, An
     return out
 
 
-def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s: float = 60.0) -> None:
-    """Namespace, webhook Service, CRDs (waited for until Established), webhook configurations."""
+# Kueue's ProvisioningRequest admission check runs only where the API serves ProvisioningRequests;
+# the CRD comes from the autoscaler's API module, at the version Kueue's go.mod names.
+AUTOSCALER_APIS = "k8s.io/autoscaler/cluster-autoscaler/apis"
+
+
+def provisioning_request_crds(autoscaler_apis: Path) -> list[dict[str, Any]]:
+    return [
+        doc
+        for path in sorted((autoscaler_apis / "config/crd").glob("*provisioningrequests*.yaml"))
+        for doc in _yaml_documents(path)
+        if doc.get("kind") == "CustomResourceDefinition"
+    ]
+
+
+def install(
+    client: BlockingClient,
+    source: Path,
+    webhook_port: int,
+    deadline_s: float = 60.0,
+    extra_crds: list[dict[str, Any]] | None = None,
+) -> None:
+    """Namespace, webhook Service, CRDs (Kueue's and ``extra_crds``, waited for until
+    Established and served), webhook configurations."""
     client.apply(
         f"/api/v1/namespaces/{NAMESPACE}",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
@@ -114,8 +135,9 @@ def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s:
         f"/api/v1/namespaces/{NAMESPACE}/secrets/{WEBHOOK_SECRET}",
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET, "namespace": NAMESPACE}},
     )
+    all_crds = [*crds(source, webhook_port), *(extra_crds or ())]
     names = []
-    for crd in crds(source, webhook_port):
+    for crd in all_crds:
         name = crd["metadata"]["name"]
         client.apply(f"{CRD_PATH}/{urllib.parse.quote(name)}", crd)
         names.append(name)
@@ -133,7 +155,7 @@ def install(client: BlockingClient, source: Path, webhook_port: int, deadline_s:
 
     def listable() -> bool:
         # Established comes before the storage is ready: lists answer 429 for a moment.
-        for crd in crds(source, webhook_port):
+        for crd in all_crds:
             try:
                 client.get(
                     f"/apis/{crd['spec']['group']}/{_storage_version(crd)}/{crd['spec']['names']['plural']}"

@@ -116,6 +116,24 @@ def _ref(kind: str, version: str) -> ResourceRef:
 
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# A scenario's verdict on a ProvisioningRequest check is what the cluster autoscaler reports on
+# the ProvisioningRequest Kueue created; Kueue's controller turns that into the check's state.
+PROVISIONING_VERDICTS = {"Ready": "Provisioned", "Retry": "Failed"}
+# Kueue's controller holds a ProvisioningRequest check inactive until it names a
+# ProvisioningRequestConfig; Kueue's own scheduler tests run without the controller, so
+# their checks name none. The harness gives those this one.
+PROVISIONING_CONFIG = "pykueue-conformance"
+
+
+def provisioning_config(version: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{keys.GROUP}/{version}",
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": PROVISIONING_CONFIG},
+        "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"},
+    }
+
+
 # Scenario pods never run (no kubelet); the API still requires every container to name an image.
 PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -219,11 +237,6 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     kind = str(obj.get("kind"))
     if kind not in KINDS:
         raise Unsupported(f"{obj.get('apiVersion')} {kind} (no controller for it in the harness)")
-    if kind == "AdmissionCheck" and (obj.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
-        raise Unsupported(
-            "a ProvisioningRequest admission check (the harness serves no ProvisioningRequest "
-            "API and plays no cluster autoscaler)"
-        )
     meta = obj["metadata"]
     if not meta.get("name"):
         raise Unsupported(f"{kind} without a fixed name (generateName)")
@@ -233,10 +246,24 @@ def request(obj: dict[str, Any], served: dict[str, str], now: str = "2026-01-01T
     ref = _ref(kind, str(obj["apiVersion"]).rsplit("/", 1)[-1])
     if ref.namespaced:
         body["metadata"]["namespace"] = meta.get("namespace") or "default"
+    spec = body.get("spec") or {}
+    if (
+        kind == "AdmissionCheck"
+        and spec.get("controllerName") == PROVISIONING_CONTROLLER
+        and not spec.get("parameters")
+    ):
+        spec["parameters"] = {
+            "apiGroup": keys.GROUP,
+            "kind": "ProvisioningRequestConfig",
+            "name": PROVISIONING_CONFIG,
+        }
     if kind == "Pod":
         _with_images(body.get("spec"))
     elif kind == "Job":
         _with_images(((body.get("spec") or {}).get("template") or {}).get("spec"))
+    elif kind == "Workload":  # Kueue copies these templates into PodTemplates for ProvisioningRequests
+        for pod_set in (body.get("spec") or {}).get("podSets") or ():
+            _with_images(((pod_set or {}).get("template") or {}).get("spec"))
     status = obj.get("status")
     out_status: dict[str, Any] | None
     if kind == "Node":
@@ -341,4 +368,35 @@ def job_pods_follow_suspend(job: dict[str, Any]) -> bool:
         return False
     status.update(active=pods, ready=pods)
     status.setdefault("startTime", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return True
+
+
+def provisioning_checks(objs: list[dict[str, Any]]) -> set[str]:
+    """Names of the scenario's AdmissionChecks that Kueue's ProvisioningRequest controller runs."""
+    return {
+        str(o["metadata"]["name"])
+        for o in objs
+        if o.get("kind") == "AdmissionCheck"
+        and (o.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER
+    }
+
+
+def autoscaler_verdict(request: dict[str, Any], state: str, now: str) -> bool:
+    """Sets on a ProvisioningRequest the condition the cluster autoscaler reports for the
+    scenario's check ``state``; False when it is set already. Edits ``request``."""
+    kind = PROVISIONING_VERDICTS[state]
+    status = request.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or () if c.get("type") != kind]
+    if len(conditions) < len(status.get("conditions") or ()):
+        return False
+    conditions.append(
+        {
+            "type": kind,
+            "status": "True",
+            "reason": kind,
+            "message": "set by the scenario",
+            "lastTransitionTime": now,
+        }
+    )
+    status["conditions"] = conditions
     return True
