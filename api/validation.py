@@ -11,10 +11,14 @@ from typing import Any
 
 from api.fields import FieldInfo, Items, Model
 
+_GO_LEADING_FLAGS = re.compile(r"^\^(\(\?[a-zA-Z]+\))")
+
 
 @lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    # The schemas carry Go (RE2) patterns, which allow flags after the anchor (Kueue's
+    # `^(?i)[a-z]...`); Python wants global flags first.
+    return re.compile(_GO_LEADING_FLAGS.sub(r"\1^", pattern))
 
 
 def _scalar(value: Any, c: FieldInfo | Items, path: str, out: list[str]) -> None:

@@ -128,3 +128,15 @@ def test_validate_reports_broken_bounds() -> None:
     assert "spec.cohortName: may not be longer than 253" in problems
     wl = Workload.from_dict({"spec": {"podSets": [{"count": -1, "template": {}}]}})
     assert validate(wl) == ["spec.podSets[0].count: should be greater than or equal to 0"]
+
+
+def test_a_go_pattern_with_flags_after_the_anchor_is_checked_not_a_crash() -> None:
+    """Kueue's schema gives AdmissionCheck parameters' kind as `^(?i)[a-z]...`, which RE2
+    takes and Python's re refuses as written."""
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
+                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                                     "name": "config"}}}
+    assert validate(registry.parse(check)) == []
+    check["spec"]["parameters"]["kind"] = "9-not-a-kind"
+    assert [e.split(":")[0] for e in validate(registry.parse(check))] == ["spec.parameters.kind"]

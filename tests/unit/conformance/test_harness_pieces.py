@@ -308,13 +308,43 @@ def test_containers_without_an_image_get_a_placeholder_the_api_accepts() -> None
     )
 
 
-def test_a_provisioning_request_check_is_not_run() -> None:
+def test_a_provisioning_request_check_names_the_harness_config_and_pod_templates_get_images() -> None:
     check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
              "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
-    with pytest.raises(objects.Unsupported, match="ProvisioningRequest"):
-        objects.request(check, SERVED, NOW)
+    config = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig"}
+    assert objects.request(check, SERVED, NOW).body["spec"]["parameters"] == {
+        **config, "name": objects.PROVISIONING_CONFIG}
+    own = {**check, "spec": {**check["spec"], "parameters": {**config, "name": "mine"}}}
+    assert objects.request(own, SERVED, NOW).body["spec"]["parameters"]["name"] == "mine"
     custom = {**check, "spec": {"controllerName": "example.com/mine"}}
-    assert objects.request(custom, SERVED, NOW).status is not None  # taken as Active, as simulate does
+    assert "parameters" not in objects.request(custom, SERVED, NOW).body["spec"]
+    assert objects.provisioning_checks([check, custom]) == {"prov"}
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+          "metadata": {"name": "w", "namespace": "ns"},
+          "spec": {"queueName": "lq", "podSets": [{"name": "one", "count": 1, "template": {"spec": {
+              "containers": [{"name": "c"}]}}}]}}
+    pod_set = objects.request(wl, SERVED, NOW).body["spec"]["podSets"][0]
+    assert pod_set["template"]["spec"]["containers"][0]["image"] == objects.PLACEHOLDER_IMAGE
+
+
+def test_the_autoscaler_answers_a_check_verdict_on_the_provisioning_request_once() -> None:
+    request: dict[str, Any] = {"metadata": {"name": "w-prov-1"}}
+    assert objects.autoscaler_verdict(request, "Ready", NOW)
+    assert [(c["type"], c["status"]) for c in request["status"]["conditions"]] == [("Provisioned", "True")]
+    assert not objects.autoscaler_verdict(request, "Ready", NOW), "already provisioned: nothing to write"
+    assert objects.autoscaler_verdict(request, "Retry", NOW)
+    assert request["status"]["conditions"][-1]["type"] == "Failed"
+
+
+def test_a_verdict_the_autoscaler_cannot_give_is_skipped() -> None:
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
+    scenario = Scenario(objects=[check], steps=[{"checkState": {"workload": "ns/w", "check": "prov",
+                                                                "state": "Rejected"}}], config={})
+    assert unsupported(scenario, SERVED, 30.0) == ["checkState Rejected on a ProvisioningRequest check"]
+    ready = Scenario(objects=[check], steps=[{"checkState": {"workload": "ns/w", "check": "prov",
+                                                             "state": "Ready"}}], config={})
+    assert unsupported(ready, SERVED, 30.0) == []
 
 
 def _wl(name: str, *conditions: tuple[str, str], cq: str | None = None) -> dict[str, Any]:
