@@ -143,11 +143,10 @@ class ScenarioRun:
         """Kueue builds its cache (queues, the cohort tree, admitted usage) from its
         informers while its scheduler already runs, so started over active queues its first
         cycle can admit against a tree that still lacks a Cohort's parent or another queue's
-        workloads, which ``simulate`` never does. Started with the queues held, it has it all
-        once idle; the queue with the waiting workload is released last, after the others
+        workloads, which ``simulate`` never does. Started with the queue of the waiting
+        workload held, it has it all once idle; that queue is released then, after the others
         (a held queue's usage is left out of Kueue's snapshot)."""
         self.kueue.start(scenario.config)
-        self._settle("with the queues held")
         self._release({name: policy for name, policy in held.items() if name not in waiting})
         if waiting:
             self._settle("before the waiting queue is released")
