@@ -4,8 +4,9 @@ Kueue must see the scenario's initial objects all at once, as ``simulate`` appli
 before its first scheduling cycle; but creating them needs Kueue up (its webhooks default
 and validate, and its job controller turns Jobs into Workloads). So the set-up runs with
 every ClusterQueue on ``stopPolicy: Hold`` (nothing is admitted), then Kueue is stopped,
-the queues get their own stop policy back, and Kueue starts again over the finished
-set-up. Steps then run against the live Kueue, each followed by a wait until it is idle.
+and it starts again over the finished set-up with the queues given their own stop policy
+back (before the restart, or after it once Kueue is idle: see ``_start_then_release``).
+Steps then run against the live Kueue, each followed by a wait until it is idle.
 
 A scenario is checked for what the harness cannot express before anything is created, so
 a skipped scenario costs no cluster time.
@@ -139,14 +140,38 @@ class ScenarioRun:
         self._provisioning = objects.provisioning_checks(scenario.objects)
         held = self._set_up(scenario.objects)
         self.kueue.stop()
-        for name, policy in held.items():
-            self._patch(resources.CLUSTER_QUEUES.object_path(name), {"spec": {"stopPolicy": policy}})
-        self.kueue.start(scenario.config)
+        waiting = objects.waiting_cluster_queues(
+            self._list(resources.WORKLOADS), self._list(resources.LOCAL_QUEUES)
+        ).intersection(held)
+        if len(waiting) <= 1:
+            self._start_then_release(scenario, held, waiting)
+        else:
+            # Several queues' heads compete in Kueue's first cycle: releasing them one by one
+            # would let the first released win it, so Kueue starts over them all released.
+            self._release(held)
+            self.kueue.start(scenario.config)
         self._settle("after set-up")
         for step in scenario.steps:
             self._step(step)
         self.outcome.workloads = self._list(resources.WORKLOADS)
         return self.outcome
+
+    def _start_then_release(self, scenario: Scenario, held: dict[str, str], waiting: set[str]) -> None:
+        """Kueue builds its cache (queues, the cohort tree, admitted usage) from its
+        informers while its scheduler already runs, so started over active queues its first
+        cycle can admit against a tree that still lacks a Cohort's parent or another queue's
+        workloads, which ``simulate`` never does. Started with the queue of the waiting
+        workload held, it has it all once idle; that queue is released then, after the others
+        (a held queue's usage is left out of Kueue's snapshot)."""
+        self.kueue.start(scenario.config)
+        self._release({name: policy for name, policy in held.items() if name not in waiting})
+        if waiting:
+            self._settle("before the waiting queue is released")
+            self._release({name: held[name] for name in waiting})
+
+    def _release(self, held: dict[str, str]) -> None:
+        for name, policy in held.items():
+            self._patch(resources.CLUSTER_QUEUES.object_path(name), {"spec": {"stopPolicy": policy}})
 
     def _set_up(self, objs: list[dict[str, Any]]) -> dict[str, str]:
         """Create the initial objects with every queue held; returns queue -> stop policy."""

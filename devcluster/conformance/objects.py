@@ -400,3 +400,26 @@ def autoscaler_verdict(request: dict[str, Any], state: str, now: str) -> bool:
     )
     status["conditions"] = conditions
     return True
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name"))
+
+
+def waiting_cluster_queues(workloads: list[dict[str, Any]], local_queues: list[dict[str, Any]]) -> set[str]:
+    """ClusterQueues that have a Workload waiting for quota (no admission, not finished),
+    found through the LocalQueue it names."""
+    queues = {_key(lq): str((lq.get("spec") or {}).get("clusterQueue") or "") for lq in local_queues}
+    waiting: set[str] = set()
+    for wl in workloads:
+        status = wl.get("status") or {}
+        conditions = status.get("conditions") or ()
+        if status.get("admission") or any(
+            c.get("type") == "Finished" and c.get("status") == "True" for c in conditions
+        ):
+            continue
+        cq = queues.get((_key(wl)[0], str((wl.get("spec") or {}).get("queueName") or "")))
+        if cq:
+            waiting.add(cq)
+    return waiting

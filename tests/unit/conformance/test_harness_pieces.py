@@ -239,6 +239,21 @@ def test_a_bare_evicted_workload_loses_its_reservation_as_a_stopped_job_would() 
     assert objects.finished_eviction(running, NOW) is None
 
 
+def test_the_queues_with_a_workload_waiting_for_quota_are_found_through_its_local_queue() -> None:
+    lqs = [
+        {"metadata": {"name": "lq", "namespace": "a"}, "spec": {"clusterQueue": "cq-a"}},
+        {"metadata": {"name": "lq", "namespace": "b"}, "spec": {"clusterQueue": "cq-b"}},
+        {"metadata": {"name": "held", "namespace": "a"}, "spec": {"clusterQueue": "cq-held"}},
+    ]
+    waiting = {"metadata": {"name": "w", "namespace": "b"}, "spec": {"queueName": "lq"}}
+    admitted = {**_kueue_wl("x", {"QuotaReserved": "True"}, "cq-held", {"cpu": "f"}),
+                "spec": {"queueName": "held"}}
+    finished = {"metadata": {"name": "f", "namespace": "a"}, "spec": {"queueName": "lq"},
+                "status": {"conditions": [{"type": "Finished", "status": "True"}]}}
+    no_queue = {"metadata": {"name": "n", "namespace": "a"}, "spec": {"queueName": "missing"}}
+    assert objects.waiting_cluster_queues([waiting, admitted, finished, no_queue], lqs) == {"cq-b"}
+
+
 def test_fair_sharing_gets_the_strategies_v1beta2_requires() -> None:
     sections, _ = scenario_sections({"fairSharing": {"enable": True}})
     assert sections["fairSharing"] == {
