@@ -309,7 +309,8 @@ class QueueManager:
             for key in sorted(released_now):
                 if self._release_needs_no_write(key):
                     self._retry_held(self.release_order.written(key, self.release_order.token(key)))
-            self.release_order.admitted({k for k in changed if self._takes_quota(k)})
+            self.release_order.admitted({k for k in changed
+                                         if self._takes_quota(k) and self._takes_new_room(k)})
             changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
             if changed:
                 self._queues_dirty.set()
@@ -325,10 +326,17 @@ class QueueManager:
         never written): the API shows its quota free already. Waiting for its next write
         instead would hold admissions behind a write that may wait a long time (a pending
         notice, low priority while the request budget is short)."""
-        if key in self.status_writes.in_flight:
-            return False
+        return key not in self.status_writes.in_flight and not self._stored_reserved(key)
+
+    def _takes_new_room(self, key: str) -> bool:
+        """Its reservation is not stored yet (or was released since): a write of a stored
+        reservation (pods ready, a check's state) takes no room and waits for no release."""
+        return (self.release_order.token(key) is not None or key in self.status_writes.in_flight
+                or not self._stored_reserved(key))
+
+    def _stored_reserved(self, key: str) -> bool:
         current, _ = self._current_workload(key)
-        return current is None or not reserved(current.get("status") or {})
+        return current is not None and reserved(current.get("status") or {})
 
     def _takes_quota(self, key: str) -> bool:
         """Holds quota it did not hold before its last write might have (an eviction in

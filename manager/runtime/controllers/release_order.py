@@ -35,17 +35,21 @@ class ReleaseOrder:
         """The core released these keys' quota; their status writes are owed."""
         now = self._clock()
         for key in sorted(keys):
+            self._needs.pop(key, None)  # its reservation is gone; a new one waits afresh
             self._seq += 1
             self._unwritten.pop(key, None)  # keep the dict ordered by sequence number
             self._unwritten[key] = self._seq
             self._since[key] = now
 
     def admitted(self, keys: set[str]) -> None:
-        """These keys hold quota now, possibly room that an unwritten release freed."""
+        """These keys hold quota now, possibly room that an unwritten release freed. A key
+        already waiting keeps what it waits for: the room it took was freed before its
+        reservation, and a later change of the same reservation takes no new room. Bumping
+        it to the newest release instead starved admissions while releases kept coming."""
         if not self._unwritten:
             return
         for key in keys:
-            self._needs[key] = self._seq
+            self._needs.setdefault(key, self._seq)
 
     def token(self, key: str) -> int | None:
         """The key's unwritten release as of now: a write rendered after this call covers it."""

@@ -72,3 +72,28 @@ def test_a_release_never_written_holds_admissions_only_so_long() -> None:
     now[0] = 10.5
     assert order.may_write("ns/b")
     assert order.unwritten == 0
+
+
+def test_a_changed_admission_still_waits_only_for_the_releases_before_its_reservation() -> None:
+    """Releases keep coming while an admission waits; a later change of the same reservation
+    (a condition, a message) must not make it wait for those too, or it never gets written."""
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    order.released({"ns/c"})
+    order.admitted({"ns/b"})  # changed again, same reservation
+    assert not order.may_write("ns/b")
+    order.written("ns/a", order.token("ns/a"))
+    assert order.may_write("ns/b"), "ns/c was released after ns/b's reservation"
+
+
+def test_a_reservation_released_and_taken_again_waits_for_the_releases_before_the_new_one() -> None:
+    order = ReleaseOrder()
+    order.released({"ns/a"})
+    order.admitted({"ns/b"})
+    order.released({"ns/b", "ns/c"})  # ns/b's reservation is gone ...
+    order.admitted({"ns/b"})  # ... and it is reserved again, possibly in ns/c's room
+    order.written("ns/a", order.token("ns/a"))
+    assert not order.may_write("ns/b")
+    order.written("ns/c", order.token("ns/c"))
+    assert order.may_write("ns/b")

@@ -326,3 +326,24 @@ def test_a_release_of_an_admission_never_written_holds_nothing_back() -> None:
         await manager.status_writes.shutdown(drain=False)
 
     asyncio.run(go())
+
+
+def test_a_stored_reservation_changing_waits_for_no_release() -> None:
+    """w0's reservation is stored; its pods becoming ready takes no new room, so that write
+    does not wait for a release the API has not seen yet (w1's here, written slowly)."""
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        manager.release_order.released({"ns/w1"})  # owed, not written yet
+        assert manager.core.set_pods_ready("ns/w0")
+        manager.core.changed.add("ns/w0")  # its record changed: a status write is owed
+        await manager.schedule_once()
+        assert manager.release_order.may_write("ns/w0")
+        assert await manager._write_workload_status("ns/w0") is None
+        ready = [c["status"] for c in api.status_of("w0")["conditions"] if c["type"] == "PodsReady"]
+        assert ready == ["True"]
+        await manager.status_writes.shutdown(drain=False)
+
+    asyncio.run(go())
