@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 from manager.core.engine import QueueingCore
+from manager.scenario.gc_pause import paused_collection
 
 from . import view
 
 POLL_S = 0.25
+# The requests of one page load (four at once) share one look at the core.
+FRESH_S = 0.05
 
 
 class ChangeFeed:
@@ -26,14 +30,20 @@ class ChangeFeed:
         self.poll_s = poll_s
         self.revision = 1
         self._fingerprint: tuple[int, ...] | None = None
+        self._checked_at = float("-inf")
         self._index: tuple[int, view.DashboardIndex] | None = None
         self._changed = asyncio.Condition()
         self._listeners = 0
         self._poller: asyncio.Task[None] | None = None
         self.closed = False
 
-    def check(self) -> int:
-        """The current revision, after looking whether the core changed."""
+    def check(self, fresh_s: float = 0.0) -> int:
+        """The current revision, after looking whether the core changed (unless that was
+        looked at less than ``fresh_s`` ago)."""
+        now = time.monotonic()
+        if now - self._checked_at < fresh_s:
+            return self.revision
+        self._checked_at = now
         fingerprint = view.fingerprint(self.core)
         if fingerprint != self._fingerprint:
             if self._fingerprint is not None:
@@ -41,10 +51,17 @@ class ChangeFeed:
             self._fingerprint = fingerprint
         return self.revision
 
+    def expire(self) -> None:
+        """The next request looks at the core again, however recent the last look."""
+        self._checked_at = float("-inf")
+
     def index(self) -> tuple[int, view.DashboardIndex]:
-        revision = self.check()
+        revision = self.check(FRESH_S)
         if self._index is None or self._index[0] != revision:
-            self._index = (revision, view.build_index(self.core))
+            # Tens of thousands of short-lived tuples: the collector's passes would find
+            # nothing to free (see gc_pause).
+            with paused_collection():
+                self._index = (revision, view.build_index(self.core))
         return self._index
 
     async def _notify(self) -> None:

@@ -25,12 +25,13 @@ from manager.core.tas.assignment import TopologyAssignment
 from manager.core.tas.tree import Domain
 from manager.core.tas_hook import TasPlacer
 from manager.core.tiers import record_tier
-from manager.core.workload_state import PENDING, WorkloadRecord
+from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 PAGE_SIZE = 100
 PENDING_STATE = "pending"
 ADMITTED_STATE = "admitted"  # holds quota: QuotaReserved or Admitted
 STATES = (PENDING_STATE, ADMITTED_STATE)
+_HOLDING = frozenset({QUOTA_RESERVED, ADMITTED})
 
 Explainer = Callable[[QueueingCore, str], dict[str, Any]]
 
@@ -57,61 +58,92 @@ def fingerprint(core: QueueingCore) -> tuple[int, ...]:
     return (len(core.workloads), generations, identities, queues, len(core.inactive), *topology)
 
 
-def _queue_order(rec: WorkloadRecord) -> tuple[float, float, str]:
-    # The visibility API's order (higher priority first, then earlier in the queue).
-    return (-rec.priority, rec.queue_ts, rec.key)
-
-
 @dataclass
 class DashboardIndex:
     """The core's workloads grouped and ordered once; pages are slices of these lists."""
 
     pending: list[WorkloadRecord] = field(default_factory=list)  # by ClusterQueue, then position
     admitted: list[WorkloadRecord] = field(default_factory=list)  # newest reservation first
-    # key -> (position in ClusterQueue, position in LocalQueue), 1-based, pending only.
+    # ClusterQueue -> its pending workloads in queue order.
+    queues: dict[str, list[WorkloadRecord]] = field(default_factory=dict)
+    # key -> (position in ClusterQueue, position in LocalQueue), 1-based; filled per
+    # ClusterQueue when one of its workloads is shown (see ``position``).
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _numbered: set[str] = field(default_factory=set)
     pending_by_cq: dict[str, int] = field(default_factory=dict)
     admitted_by_cq: dict[str, int] = field(default_factory=dict)
-    pending_by_lq: dict[str, int] = field(default_factory=dict)
-    admitted_by_lq: dict[str, int] = field(default_factory=dict)
+    # (namespace, LocalQueue name) -> count
+    pending_by_lq: dict[tuple[str, str], int] = field(default_factory=dict)
+    admitted_by_lq: dict[tuple[str, str], int] = field(default_factory=dict)
     finished: int = 0
     # The cohort tree flattened depth first: (depth, node) rows.
     tree: list[tuple[int, QuotaNode]] = field(default_factory=list)
 
+    def position(self, rec: WorkloadRecord) -> tuple[int, int] | None:
+        """(position in its ClusterQueue, in its LocalQueue) of a pending workload; None when
+        it waits in no ClusterQueue. A page shows a hundred of thousands: numbered lazily."""
+        cq = rec.cluster_queue or ""
+        if cq not in self._numbered and cq in self.queues:
+            self._numbered.add(cq)
+            in_lq: dict[tuple[str, str], int] = {}
+            for place, queued in enumerate(self.queues[cq], 1):
+                wl = queued.wl
+                lq = (wl.namespace, wl.queue_name)
+                in_lq[lq] = at = in_lq.get(lq, 0) + 1
+                self.positions[wl.key] = (place, at)
+        return self.positions.get(rec.key)
+
 
 def build_index(core: QueueingCore) -> DashboardIndex:
+    """One pass to group, one sort per ClusterQueue and one of the admitted. The record's key
+    is the dict's key, and the sorts go over tuples of numbers (ties broken by the core's
+    order, which is deterministic): with 15,000 workloads, key functions or string
+    comparisons would be most of the time."""
     index = DashboardIndex()
-    by_cq: dict[str, list[WorkloadRecord]] = {}
-    for rec in core.workloads.values():
-        if rec.status == PENDING:
-            if not rec.deactivated and rec.cluster_queue:
-                by_cq.setdefault(rec.cluster_queue, []).append(rec)
-            else:  # waits outside any ClusterQueue (no queue, deactivated): listed last
-                by_cq.setdefault("", []).append(rec)
-        elif rec.holds_quota:
-            index.admitted.append(rec)
+    # ClusterQueue -> [(-priority, queue time, key, record)]: the visibility API's order.
+    by_cq: dict[str, list[tuple[int, float, str, WorkloadRecord]]] = {}
+    admitted: list[tuple[float, int, int]] = []
+    holders: list[WorkloadRecord] = []
+    admitted_by_cq, admitted_by_lq = index.admitted_by_cq, index.admitted_by_lq
+    finished = 0
+    for key, rec in core.workloads.items():
+        status = rec.status
+        if status == PENDING:
+            # Waiting outside any ClusterQueue (no queue, deactivated): listed last, unnumbered.
+            cq = rec.cluster_queue if rec.cluster_queue and not rec.deactivated else ""
+            entry = (-rec.priority, rec.queue_ts, key, rec)
+            queue = by_cq.get(cq)
+            if queue is None:
+                by_cq[cq] = [entry]
+            else:
+                queue.append(entry)
+        elif status in _HOLDING:
+            # Newest reservation first: an admission shows up at the top of the first page.
+            admitted.append((-(rec.reserved_at or 0.0), -rec.reserved_seq, len(holders)))
+            holders.append(rec)
             cq = rec.cluster_queue or ""
-            index.admitted_by_cq[cq] = index.admitted_by_cq.get(cq, 0) + 1
-            lq = f"{rec.wl.namespace}/{rec.wl.queue_name}"
-            index.admitted_by_lq[lq] = index.admitted_by_lq.get(lq, 0) + 1
+            admitted_by_cq[cq] = admitted_by_cq.get(cq, 0) + 1
+            wl = rec.wl
+            lq = (wl.namespace, wl.queue_name)
+            admitted_by_lq[lq] = admitted_by_lq.get(lq, 0) + 1
         else:
-            index.finished += 1
+            finished += 1
+    index.finished = finished
+    pending, pending_by_lq = index.pending, index.pending_by_lq
     for cq in sorted(by_cq, key=lambda name: (name == "", name)):
         queue = by_cq[cq]
-        queue.sort(key=_queue_order)
+        queue.sort()  # keys are unique, so records are never compared
+        ordered = [entry[3] for entry in queue]
         if cq:
             index.pending_by_cq[cq] = len(queue)
-        in_lq: dict[str, int] = {}
-        for place, rec in enumerate(queue, 1):
-            lq = f"{rec.wl.namespace}/{rec.wl.queue_name}"
-            in_lq[lq] = in_lq.get(lq, 0) + 1
-            if cq:
-                index.positions[rec.key] = (place, in_lq[lq])
-        for lq, count in in_lq.items():
-            index.pending_by_lq[lq] = index.pending_by_lq.get(lq, 0) + count
-        index.pending.extend(queue)
-    # Newest reservation first: an admission shows up at the top of the first page.
-    index.admitted.sort(key=lambda r: (-(r.reserved_at or 0.0), -r.reserved_seq, r.key))
+            index.queues[cq] = ordered
+        pending.extend(ordered)
+        for rec in ordered:
+            wl = rec.wl
+            lq = (wl.namespace, wl.queue_name)
+            pending_by_lq[lq] = pending_by_lq.get(lq, 0) + 1
+    admitted.sort()
+    index.admitted = [holders[i] for _, _, i in admitted]
     index.tree = _flatten_tree(core)
     return index
 
@@ -223,9 +255,10 @@ def local_queues_page(core: QueueingCore, index: DashboardIndex, page: int = 0,
     rows = []
     for key in keys[start:end]:
         lq = core.local_queues[key]
+        counted = (lq.namespace, lq.name)
         rows.append({"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue,
-                     "stopPolicy": lq.stop_policy, "pending": index.pending_by_lq.get(key, 0),
-                     "admitted": index.admitted_by_lq.get(key, 0)})
+                     "stopPolicy": lq.stop_policy, "pending": index.pending_by_lq.get(counted, 0),
+                     "admitted": index.admitted_by_lq.get(counted, 0)})
     return _paged(rows, page, len(keys), size)
 
 
@@ -237,7 +270,7 @@ def _flavors(rec: WorkloadRecord) -> dict[str, dict[str, str]]:
 
 def workload_row(rec: WorkloadRecord, index: DashboardIndex) -> dict[str, Any]:
     pending = rec.status == PENDING
-    place = index.positions.get(rec.key)
+    place = index.position(rec) if pending else None
     row: dict[str, Any] = {
         "key": rec.key, "namespace": rec.wl.namespace, "name": rec.wl.name,
         "clusterQueue": rec.cluster_queue or "", "localQueue": rec.wl.queue_name,
