@@ -199,8 +199,9 @@ async def test_a_token_needs_rights_and_a_bad_one_is_refused(
     assert _status(mine, token) == 403
     async with headless_chromium() as page:
         await page.goto(f"{base}/?token={token}")
-        error = await page.wait_for("the refusal", "document.getElementById('error')?.textContent")
-        assert "Not allowed" in error and "clusterqueues" in error
+        error = await page.wait_for("the refusal",
+                                    "document.querySelector('#clusterqueues .error')?.textContent")
+        assert "Not allowed" in error and "list clusterqueues.kueue.x-k8s.io cluster-wide" in error
         await _shot(page, "forbidden")
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "workload-viewer", "namespace": namespace},
@@ -215,3 +216,13 @@ async def test_a_token_needs_rights_and_a_bad_one_is_refused(
     wait_until("the Role to take effect", lambda: _status(mine, token) == 200, 30)
     assert _status(f"{base}/api/workloads?state=pending", token) == 403  # not cluster-wide
     assert _status(f"{base}/api/topology", token) == 403
+    _queues(dev_cluster, namespace, "1")
+    _job(dev_cluster, namespace, "mine")
+    wait_until("the Job's admission", lambda: _holds_quota(_workload_of(dev_cluster, namespace, "mine")))
+    async with headless_chromium() as page:  # the namespace's own view works for this viewer
+        await page.goto(f"{base}/?token={token}")
+        await page.evaluate(f"location.hash = '#/namespace/{namespace}'")
+        await page.wait_for("the namespace's admitted workload",
+                            f"!!document.querySelector('#admitted tr[data-workload^=\"{namespace}/\"]')")
+        await page.wait_for("the live stream", "document.getElementById('live').textContent === 'live'")
+        await _shot(page, "namespace-viewer")

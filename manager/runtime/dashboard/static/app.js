@@ -129,14 +129,27 @@ function localQueuesSection(data) {
     pager(data, "lq"));
 }
 
-async function queuesView() {
-  const [tree, pending, admitted, lqs] = await Promise.all([
-    api(`/api/clusterqueues?page=${PAGES.tree}`),
-    api(`/api/workloads?state=pending&page=${PAGES.pending}`),
-    api(`/api/workloads?state=admitted&page=${PAGES.admitted}`),
-    api(`/api/localqueues?page=${PAGES.lq}`)]);
-  return { revision: tree.revision,
-    nodes: [treeSection(tree), pendingSection(pending), admittedSection(admitted), localQueuesSection(lqs)] };
+function failedSection(id, title, e) {
+  const msg = e.status === 403 ? `Not allowed: ${e.message}` : `Could not load: ${e.message}`;
+  return h("section", { id }, h("h2", {}, title), h("p", { class: "error" }, msg));
+}
+
+async function section(id, title, path, render) {
+  try { const data = await api(path); return { revision: data.revision, node: render(data) }; }
+  catch (e) { if (e.status === 401) throw e; return { revision: 0, node: failedSection(id, title, e) }; }
+}
+
+// Each section stands alone: who may only see a namespace still gets its workloads.
+async function queuesView(namespace) {
+  const ns = namespace ? `&namespace=${encodeURIComponent(namespace)}` : "";
+  const parts = await Promise.all([
+    namespace ? null : section("clusterqueues", "Cohorts and ClusterQueues", `/api/clusterqueues?page=${PAGES.tree}`, treeSection),
+    section("pending", "Pending workloads", `/api/workloads?state=pending&page=${PAGES.pending}${ns}`, pendingSection),
+    section("admitted", "Admitted workloads", `/api/workloads?state=admitted&page=${PAGES.admitted}${ns}`, admittedSection),
+    section("localqueues", "LocalQueues", `/api/localqueues?page=${PAGES.lq}${ns}`, localQueuesSection)]);
+  const shown = parts.filter((p) => p !== null);
+  const heading = namespace ? [h("p", { class: "muted" }, `Namespace ${namespace} only · `, h("a", { href: "#/" }, "all namespaces"))] : [];
+  return { revision: Math.max(...shown.map((p) => p.revision)), nodes: [...heading, ...shown.map((p) => p.node)] };
 }
 
 function domainsBox(ta) {
@@ -229,7 +242,8 @@ function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   if (parts[0] === "workload" && parts.length >= 3) return () => workloadView(parts[1], parts[2]);
   if (parts[0] === "topology") return topologyView;
-  return queuesView;
+  if (parts[0] === "namespace" && parts[1]) return () => queuesView(parts[1]);
+  return () => queuesView(null);
 }
 
 function showTotals(t) {
@@ -259,9 +273,25 @@ async function refresh() {
   try { await loading; } finally { loading = null; }
 }
 
+function currentNamespace() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "namespace" && parts[1]) return parts[1];
+  // A workload's page keeps the stream the page came with (a namespace viewer's stays theirs).
+  if (parts[0] === "workload" && parts[1]) return events ? streamNamespace : parts[1];
+  return null;
+}
+
+let events = null;
+let streamNamespace;
+
+// Cluster-wide viewers get one stream with the totals; a namespace viewer that namespace's.
 function listen() {
+  const namespace = currentNamespace();
+  if (events && streamNamespace === namespace) return;
+  if (events) events.close();
+  streamNamespace = namespace;
   const live = document.getElementById("live");
-  const events = new EventSource("/api/events");
+  events = new EventSource(namespace ? `/api/events?namespace=${encodeURIComponent(namespace)}` : "/api/events");
   events.addEventListener("open", () => { live.className = "live on"; live.textContent = "live"; });
   events.addEventListener("error", () => { live.className = "live off"; live.textContent = "reconnecting"; });
   events.addEventListener("denied", () => { events.close(); live.className = "live off"; live.textContent = "stopped"; });
@@ -273,7 +303,12 @@ function listen() {
   });
 }
 
-window.addEventListener("hashchange", () => { window.scrollTo(0, 0); refresh(); });
+window.addEventListener("hashchange", () => { window.scrollTo(0, 0); refresh(); listen(); });
+document.getElementById("namespace-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const ns = document.getElementById("namespace").value.trim();
+  location.hash = ns ? `#/namespace/${encodeURIComponent(ns)}` : "#/";
+});
 api("/api/whoami").then((w) => { document.getElementById("user").textContent = `signed in as ${w.user}`; }, () => {});
 api("/api/overview").then(showTotals, () => {});
 refresh();
