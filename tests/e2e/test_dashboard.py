@@ -178,12 +178,15 @@ async def test_a_pending_workloads_page_shows_why_it_waits(
     async with headless_chromium() as page:
         await page.goto(dashboard_link)
         await page.evaluate(f"location.hash = '#/workload/{namespace}/{waiting['name']}'")
-        text = await page.wait_for("the reason", "document.getElementById('reason')?.textContent")
-        assert waiting["reason"] in text and waiting["message"] in text, (waiting, text)
+        # The page follows the core live; the API's condition may be written a moment later.
+        wanted = json.dumps([waiting["reason"], waiting["message"]])
+        await page.wait_for(f"the reason {wanted}",
+                            f"{wanted}.every(t => document.getElementById('reason')"
+                            f"?.textContent.includes(t))")
+        text = await page.evaluate("document.getElementById('reason').textContent")
         assert "insufficient unused quota" in text
-        explained = await page.wait_for("the explanation",
-                                        "document.getElementById('explanation')?.textContent")
-        assert "Position 1 of 1" in explained
+        await page.wait_for("the explanation with the queue position",
+                            "document.getElementById('explanation')?.textContent.includes('Position 1 of 1')")
         await _shot(page, "pending-workload")
 
 
