@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -142,14 +143,15 @@ async def _devtools_port(profile: Path, process: subprocess.Popen[bytes]) -> int
 async def headless_chromium(width: int = 1400, height: int = 1000) -> AsyncIterator[Page]:
     """A headless Chromium with one page of ``width`` x ``height``; stopped on exit."""
     binary = chromium_binary()
-    with tempfile.TemporaryDirectory(prefix="pykueue-chromium-") as profile_dir:
+    # Chromium's helpers may still write to the profile for a moment after it exits.
+    with tempfile.TemporaryDirectory(prefix="pykueue-chromium-", ignore_cleanup_errors=True) as profile_dir:
         profile = Path(profile_dir)
         process = subprocess.Popen(
             [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--no-first-run", "--no-default-browser-check", "--disable-extensions",
              f"--user-data-dir={profile}", "--remote-debugging-port=0", f"--window-size={width},{height}",
              "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             port = await _devtools_port(profile, process)
             async with aiohttp.ClientSession() as session:
@@ -166,9 +168,12 @@ async def headless_chromium(width: int = 1400, height: int = 1000) -> AsyncItera
                 finally:
                     await page.close()
         finally:
-            process.terminate()
+            # Its own session: the group holds exactly this browser and its helper processes.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait()

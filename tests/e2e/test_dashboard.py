@@ -25,6 +25,9 @@ from api import keys
 
 from .browser import Page, headless_chromium
 from .conftest import DevCluster, wait_until
+from .test_tas_manager import TasQueue, admitted_assignment, rack_job, tas_queue, workload_of
+
+__all__ = ["tas_queue"]  # the fixture, shared with the TAS tests
 
 pytestmark = pytest.mark.e2e
 
@@ -50,14 +53,14 @@ def _base(link: str) -> str:
     return link.split("/?token=", 1)[0]
 
 
-def _queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
+def _queues(dev_cluster: DevCluster, namespace: str, cpu: str, cohort: str | None = None) -> str:
     cq = f"dash-{namespace}"
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR},
                        "spec": {}})
     selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     flavors = [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": cq},
-                       "spec": {"namespaceSelector": selector,
+                       "spec": {"namespaceSelector": selector, **({"cohortName": cohort} if cohort else {}),
                                 "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}]}})
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "LocalQueue",
                        "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq}})
@@ -105,7 +108,7 @@ async def _shot(page: Page, name: str) -> None:
 
 async def test_the_page_lists_the_cluster_queues_with_the_pending_counts_the_api_reports(
         dev_cluster: DevCluster, namespace: str, dashboard_link: str) -> None:
-    cq = _queues(dev_cluster, namespace, "1")
+    cq = _queues(dev_cluster, namespace, "1", cohort=f"cohort-{namespace}")  # a tree of its own
     for name in ("first", "second", "third"):
         _job(dev_cluster, namespace, name)
     wait_until("two of the three Jobs to wait in the ClusterQueue", lambda: (dev_cluster.get_json(
@@ -132,6 +135,9 @@ async def test_the_page_lists_the_cluster_queues_with_the_pending_counts_the_api
             await page.wait_for("a newer revision", f"Number(document.body.dataset.revision) > "
                                 f"{await page.evaluate('Number(document.body.dataset.revision)')}", 2)
         assert shown == api and shown[cq] == 2
+        depth = await page.evaluate(f"[...document.querySelectorAll('#clusterqueues tr')]"
+                                    f".findIndex(r => r.dataset.cohort === 'cohort-{namespace}')")
+        assert depth >= 0, "the ClusterQueue's cohort is in the tree"
         await _shot(page, "queues")
 
 
@@ -229,3 +235,31 @@ async def test_a_token_needs_rights_and_a_bad_one_is_refused(
                             f"!!document.querySelector('#admitted tr[data-workload^=\"{namespace}/\"]')")
         await page.wait_for("the live stream", "document.getElementById('live').textContent === 'live'")
         await _shot(page, "namespace-viewer")
+
+
+async def test_the_topology_page_draws_the_domains_a_workload_was_placed_in(
+        dev_cluster: DevCluster, tas_queue: TasQueue, dashboard_link: str) -> None:
+    namespace = tas_queue.namespace
+    dev_cluster.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(rack_job("racked", 3)))
+    placed = admitted_assignment(dev_cluster, namespace, "racked")  # node -> pods, from the API
+    wl = workload_of(dev_cluster, namespace, "racked")
+    assert wl is not None
+    key = f"{namespace}/{wl['metadata']['name']}"
+    async with headless_chromium() as page:
+        await page.goto(dashboard_link)
+        await page.evaluate("location.hash = '#/topology'")
+        shown = await page.wait_for(
+            "the workload on its nodes",
+            f"(() => {{ const out = {{}};"
+            f" for (const w of document.querySelectorAll('[data-flavor=\"{tas_queue.flavor}\"] .wl')) {{"
+            f"  if (w.dataset.workload === {json.dumps(key)})"
+            f"   out[w.closest('[data-domain]').dataset.domain] = Number(w.dataset.pods); }}"
+            f" return Object.keys(out).length ? out : null; }})()")
+        assert shown == placed
+        await _shot(page, "topology")
+        await page.evaluate(f"location.hash = '#/workload/{key}'")
+        drawn = await page.wait_for("the assignment's domains",
+                                    "[...document.querySelectorAll('#admission .domain h4')]"
+                                    ".map(e => e.textContent.split(' / ').pop()).sort().join(',')")
+        assert drawn == ",".join(sorted(placed))
+        await _shot(page, "admitted-workload")

@@ -225,7 +225,8 @@ function domainBox(d) {
     h("h4", {}, `${d.level.split("/").pop()} ${d.value}`),
     h("div", {}, usageBar({ usedPercent: d.usedPercent }), `${d.usedPercent}%`),
     h("div", { class: "muted", title: `allocatable ${alloc}` }, `used ${used}`),
-    d.children.length ? "" : d.workloads.map((w) => h("div", { class: "wl" }, workloadLink(w.workload), ` ×${w.pods}`)),
+    d.children.length ? "" : d.workloads.map((w) => h("div", { class: "wl", "data-workload": w.workload, "data-pods": w.pods },
+      workloadLink(w.workload), ` ×${w.pods}`)),
     d.children.length ? h("div", { class: "domains" }, d.children.map(domainBox)) : "");
 }
 
