@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,13 @@ def dashboard_link(dev_cluster: DevCluster) -> str:
     (link,) = [line.split(": ", 1)[1] for line in lines if line.startswith("dashboard: ")]
     assert link.startswith("http://") and "/?token=" in link
     return link
+
+
+@pytest.fixture(autouse=True)
+def _drop_cluster_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[None]:
+    yield
+    dev_cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", f"dash-{namespace}", "--wait=false",
+                        "--ignore-not-found", check=False)
 
 
 def _base(link: str) -> str:

@@ -63,8 +63,10 @@ function usageBar(row) {
 function resourcesCell(resources) {
   return h("td", {}, resources.map((r) => h("div", { class: "res" },
     usageBar(r),
-    `${r.flavor}/${r.resource}: ${r.used} of ${r.nominal}`,
-    r.subtree !== undefined ? ` (subtree ${r.subtree})` : "",
+    // A cohort's usage is what its queues use of the quota its subtree pools (lending limits
+    // keep the rest private); a queue's is measured against its nominal quota.
+    r.subtree !== undefined ? `${r.flavor}/${r.resource}: ${r.used} of ${r.subtree} pooled`
+      : `${r.flavor}/${r.resource}: ${r.used} of ${r.nominal}`,
     r.borrowed !== "0" ? h("span", { class: "tier" }, ` borrowing ${r.borrowed}`) : "",
     r.borrowingLimit !== undefined ? h("span", { class: "muted" }, ` · borrow ≤ ${r.borrowingLimit}`) : "",
     r.lendingLimit !== undefined ? h("span", { class: "muted" }, ` · lend ≤ ${r.lendingLimit}`) : "")));
