@@ -13,8 +13,8 @@ server polls to tell browsers to refetch.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from api.quantity import resource_quantity
@@ -58,94 +58,135 @@ def fingerprint(core: QueueingCore) -> tuple[int, ...]:
     return (len(core.workloads), generations, identities, queues, len(core.inactive), *topology)
 
 
-@dataclass
-class DashboardIndex:
-    """The core's workloads grouped and ordered once; pages are slices of these lists."""
+def _queue_order(rec: WorkloadRecord) -> tuple[int, float, str]:
+    # The visibility API's order: higher priority first, then earlier in the queue.
+    return (-rec.priority, rec.queue_ts, rec.wl.key)
 
-    pending: list[WorkloadRecord] = field(default_factory=list)  # by ClusterQueue, then position
-    admitted: list[WorkloadRecord] = field(default_factory=list)  # newest reservation first
-    # ClusterQueue -> its pending workloads in queue order.
-    queues: dict[str, list[WorkloadRecord]] = field(default_factory=dict)
-    # key -> (position in ClusterQueue, position in LocalQueue), 1-based; filled per
-    # ClusterQueue when one of its workloads is shown (see ``position``).
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    _numbered: set[str] = field(default_factory=set)
-    pending_by_cq: dict[str, int] = field(default_factory=dict)
-    admitted_by_cq: dict[str, int] = field(default_factory=dict)
-    # (namespace, LocalQueue name) -> count
-    pending_by_lq: dict[tuple[str, str], int] = field(default_factory=dict)
-    admitted_by_lq: dict[tuple[str, str], int] = field(default_factory=dict)
-    finished: int = 0
-    # The cohort tree flattened depth first: (depth, node) rows.
-    tree: list[tuple[int, QuotaNode]] = field(default_factory=list)
+
+def _newest_first(rec: WorkloadRecord) -> tuple[float, int]:
+    # An admission shows up at the top of the first page; ties keep the core's order (both
+    # sorted and nsmallest are stable), which spares building 10,000 key strings.
+    return (-(rec.reserved_at or 0.0), -rec.reserved_seq)
+
+
+def _lq(rec: WorkloadRecord) -> tuple[str, str]:
+    return (rec.wl.namespace, rec.wl.queue_name)
+
+
+class DashboardIndex:
+    """The core's workloads grouped by one pass; everything else is computed on demand.
+
+    A page shows a hundred rows of thousands, so the grouping is the only work done for every
+    revision: a ClusterQueue's pending workloads are sorted, and positions numbered, when a
+    page shows one of them; the newest admissions are picked (not sorted) for the page asked.
+    """
+
+    def __init__(self, by_cq: dict[str, list[WorkloadRecord]], holders: list[WorkloadRecord],
+                 finished: int, tree: list[tuple[int, QuotaNode]]) -> None:
+        # ClusterQueue -> its pending workloads ("" for those waiting in none: no queue,
+        # deactivated), in queue order once ``queue`` sorted them.
+        self._by_cq = by_cq
+        self._cq_order = sorted(by_cq, key=lambda name: (name == "", name))
+        self._sorted: set[str] = set()
+        self.holders = holders  # workloads holding quota, in the core's order
+        self.finished = finished
+        self.tree = tree  # the cohort tree flattened depth first: (depth, node) rows
+        self.pending_total = sum(len(q) for q in by_cq.values())
+        self._positions: dict[str, tuple[int, int]] = {}
+        self._admitted_by_cq: dict[str, list[WorkloadRecord]] | None = None
+        self._newest: list[WorkloadRecord] = []
+
+    def queue(self, cq: str) -> list[WorkloadRecord]:
+        queue = self._by_cq.get(cq, [])
+        if cq not in self._sorted:
+            self._sorted.add(cq)
+            queue.sort(key=_queue_order)
+            in_lq: dict[tuple[str, str], int] = {}
+            for place, rec in enumerate(queue, 1):
+                lq = _lq(rec)
+                in_lq[lq] = at = in_lq.get(lq, 0) + 1
+                if cq:
+                    self._positions[rec.wl.key] = (place, at)
+        return queue
 
     def position(self, rec: WorkloadRecord) -> tuple[int, int] | None:
-        """(position in its ClusterQueue, in its LocalQueue) of a pending workload; None when
-        it waits in no ClusterQueue. A page shows a hundred of thousands: numbered lazily."""
-        cq = rec.cluster_queue or ""
-        if cq not in self._numbered and cq in self.queues:
-            self._numbered.add(cq)
-            in_lq: dict[tuple[str, str], int] = {}
-            for place, queued in enumerate(self.queues[cq], 1):
-                wl = queued.wl
-                lq = (wl.namespace, wl.queue_name)
-                in_lq[lq] = at = in_lq.get(lq, 0) + 1
-                self.positions[wl.key] = (place, at)
-        return self.positions.get(rec.key)
+        """(position in its ClusterQueue, in its LocalQueue), 1-based, of a pending workload;
+        None when it waits in no ClusterQueue."""
+        if rec.cluster_queue and not rec.deactivated:
+            self.queue(rec.cluster_queue)
+        return self._positions.get(rec.wl.key)
+
+    def pending_count(self, cq: str) -> int:
+        return len(self._by_cq.get(cq, ()))
+
+    def _holding(self) -> dict[str, list[WorkloadRecord]]:
+        if self._admitted_by_cq is None:
+            self._admitted_by_cq = {}
+            for rec in self.holders:
+                self._admitted_by_cq.setdefault(rec.cluster_queue or "", []).append(rec)
+        return self._admitted_by_cq
+
+    def admitted_count(self, cq: str) -> int:
+        return len(self._holding().get(cq, ()))
+
+    def local_queue_counts(self, namespace: str, name: str, cluster_queue: str) -> tuple[int, int]:
+        """(pending, admitted) through a LocalQueue; its ClusterQueue is fixed (the field is
+        immutable), so only that queue's workloads and the unqueued ones are looked at."""
+        lq = (namespace, name)
+        pending = sum(1 for r in self._by_cq.get(cluster_queue, ()) if _lq(r) == lq)
+        pending += sum(1 for r in self._by_cq.get("", ()) if _lq(r) == lq)
+        admitted = sum(1 for r in self._holding().get(cluster_queue, ()) if _lq(r) == lq)
+        return pending, admitted
+
+    def pending(self, start: int, end: int) -> list[WorkloadRecord]:
+        """Pending workloads ``start:end`` in ClusterQueue order, then queue order."""
+        out: list[WorkloadRecord] = []
+        offset = 0
+        for cq in self._cq_order:
+            size = len(self._by_cq[cq])
+            if offset + size > start and offset < end:
+                out.extend(self.queue(cq)[max(0, start - offset):end - offset])
+            offset += size
+            if offset >= end:
+                break
+        return out
+
+    def pending_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadRecord]:
+        cqs = [cluster_queue] if cluster_queue is not None else self._cq_order
+        return [r for cq in cqs for r in self.queue(cq) if namespace is None or r.wl.namespace == namespace]
+
+    def admitted(self, start: int, end: int) -> list[WorkloadRecord]:
+        """Workloads holding quota ``start:end``, newest reservation first."""
+        if len(self._newest) < end:
+            self._newest = heapq.nsmallest(end, self.holders, key=_newest_first) \
+                if end < len(self.holders) // 4 else sorted(self.holders, key=_newest_first)
+        return self._newest[start:end]
+
+    def admitted_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadRecord]:
+        pool = self._holding().get(cluster_queue, []) if cluster_queue is not None else self.holders
+        return sorted((r for r in pool if namespace is None or r.wl.namespace == namespace),
+                      key=_newest_first)
 
 
 def build_index(core: QueueingCore) -> DashboardIndex:
-    """One pass to group, one sort per ClusterQueue and one of the admitted. The record's key
-    is the dict's key, and the sorts go over tuples of numbers (ties broken by the core's
-    order, which is deterministic): with 15,000 workloads, key functions or string
-    comparisons would be most of the time."""
-    index = DashboardIndex()
-    # ClusterQueue -> [(-priority, queue time, key, record)]: the visibility API's order.
-    by_cq: dict[str, list[tuple[int, float, str, WorkloadRecord]]] = {}
-    admitted: list[tuple[float, int, int]] = []
+    """The one pass over every workload a revision costs (see :class:`DashboardIndex`)."""
+    by_cq: dict[str, list[WorkloadRecord]] = {}
     holders: list[WorkloadRecord] = []
-    admitted_by_cq, admitted_by_lq = index.admitted_by_cq, index.admitted_by_lq
     finished = 0
-    for key, rec in core.workloads.items():
+    for rec in core.workloads.values():
         status = rec.status
         if status == PENDING:
-            # Waiting outside any ClusterQueue (no queue, deactivated): listed last, unnumbered.
             cq = rec.cluster_queue if rec.cluster_queue and not rec.deactivated else ""
-            entry = (-rec.priority, rec.queue_ts, key, rec)
             queue = by_cq.get(cq)
             if queue is None:
-                by_cq[cq] = [entry]
+                by_cq[cq] = [rec]
             else:
-                queue.append(entry)
+                queue.append(rec)
         elif status in _HOLDING:
-            # Newest reservation first: an admission shows up at the top of the first page.
-            admitted.append((-(rec.reserved_at or 0.0), -rec.reserved_seq, len(holders)))
             holders.append(rec)
-            cq = rec.cluster_queue or ""
-            admitted_by_cq[cq] = admitted_by_cq.get(cq, 0) + 1
-            wl = rec.wl
-            lq = (wl.namespace, wl.queue_name)
-            admitted_by_lq[lq] = admitted_by_lq.get(lq, 0) + 1
         else:
             finished += 1
-    index.finished = finished
-    pending, pending_by_lq = index.pending, index.pending_by_lq
-    for cq in sorted(by_cq, key=lambda name: (name == "", name)):
-        queue = by_cq[cq]
-        queue.sort()  # keys are unique, so records are never compared
-        ordered = [entry[3] for entry in queue]
-        if cq:
-            index.pending_by_cq[cq] = len(queue)
-            index.queues[cq] = ordered
-        pending.extend(ordered)
-        for rec in ordered:
-            wl = rec.wl
-            lq = (wl.namespace, wl.queue_name)
-            pending_by_lq[lq] = pending_by_lq.get(lq, 0) + 1
-    admitted.sort()
-    index.admitted = [holders[i] for _, _, i in admitted]
-    index.tree = _flatten_tree(core)
-    return index
+    return DashboardIndex(by_cq, holders, finished, _flatten_tree(core))
 
 
 def _flatten_tree(core: QueueingCore) -> list[tuple[int, QuotaNode]]:
@@ -186,8 +227,8 @@ def overview(core: QueueingCore, index: DashboardIndex) -> dict[str, Any]:
         "clusterQueues": len(core.cq_defs),
         "cohorts": len(core.cohort_nodes),
         "localQueues": len(core.local_queues),
-        "pending": len(index.pending),
-        "admitted": len(index.admitted),
+        "pending": index.pending_total,
+        "admitted": len(index.holders),
         "finished": index.finished,
         "workloads": len(core.workloads),
         "inactiveClusterQueues": len(core.inactive),
@@ -232,8 +273,8 @@ def _tree_row(core: QueueingCore, index: DashboardIndex, depth: int, node: Quota
     }
     if node.is_cq:
         inactive = core.inactive.get(node.name)
-        row.update(pending=index.pending_by_cq.get(node.name, 0),
-                   admitted=index.admitted_by_cq.get(node.name, 0),
+        row.update(pending=index.pending_count(node.name),
+                   admitted=index.admitted_count(node.name),
                    active=inactive is None, inactiveReason=inactive.detail if inactive else "")
     else:
         row["clusterQueues"] = len(node.cluster_queues())
@@ -255,10 +296,9 @@ def local_queues_page(core: QueueingCore, index: DashboardIndex, page: int = 0,
     rows = []
     for key in keys[start:end]:
         lq = core.local_queues[key]
-        counted = (lq.namespace, lq.name)
+        pending, admitted = index.local_queue_counts(lq.namespace, lq.name, lq.cluster_queue)
         rows.append({"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue,
-                     "stopPolicy": lq.stop_policy, "pending": index.pending_by_lq.get(counted, 0),
-                     "admitted": index.admitted_by_lq.get(counted, 0)})
+                     "stopPolicy": lq.stop_policy, "pending": pending, "admitted": admitted})
     return _paged(rows, page, len(keys), size)
 
 
@@ -292,12 +332,18 @@ def workloads_page(index: DashboardIndex, state: str, page: int = 0, *, namespac
     of one namespace and/or ClusterQueue."""
     if state not in STATES:
         raise ValueError(f"state must be one of {', '.join(STATES)}, not {state!r}")
-    records: Sequence[WorkloadRecord] = index.pending if state == PENDING_STATE else index.admitted
-    if namespace is not None or cluster_queue is not None:
-        records = [r for r in records if (namespace is None or r.wl.namespace == namespace)
-                   and (cluster_queue is None or r.cluster_queue == cluster_queue)]
-    page, start, end = page_bounds(page, len(records), size)
-    return _paged([workload_row(r, index) for r in records[start:end]], page, len(records), size)
+    pending = state == PENDING_STATE
+    if namespace is None and cluster_queue is None:
+        total = index.pending_total if pending else len(index.holders)
+        page, start, end = page_bounds(page, total, size)
+        records = index.pending(start, end) if pending else index.admitted(start, end)
+    else:
+        matching = index.pending_where(namespace, cluster_queue) if pending \
+            else index.admitted_where(namespace, cluster_queue)
+        total = len(matching)
+        page, start, end = page_bounds(page, total, size)
+        records = matching[start:end]
+    return _paged([workload_row(r, index) for r in records], page, total, size)
 
 
 # -- one workload ---------------------------------------------------------------------------
