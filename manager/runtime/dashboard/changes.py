@@ -61,7 +61,8 @@ class ChangeFeed:
             # Tens of thousands of short-lived tuples: the collector's passes would find
             # nothing to free (see gc_pause).
             with paused_collection():
-                self._index = (revision, view.build_index(self.core))
+                previous = self._index[1] if self._index is not None else None
+                self._index = (revision, view.build_index(self.core, previous))
         return self._index
 
     async def _notify(self) -> None:

@@ -91,6 +91,9 @@ class DashboardIndex:
         self.holders = holders  # workloads holding quota, in the core's order
         self.finished = finished
         self.tree = tree  # the cohort tree flattened depth first: (depth, node) rows
+        # The core's quota tree the rows were read from (rebuilt, not mutated, when queues or
+        # cohorts change), so the next revision can keep the rows while it is the same.
+        self.structure: tuple[Mapping[str, QuotaNode], Mapping[str, QuotaNode]] = ({}, {})
         self.pending_total = sum(len(q) for q in by_cq.values())
         self._positions: dict[str, tuple[int, int]] = {}
         self._admitted_by_cq: dict[str, list[WorkloadRecord]] | None = None
@@ -168,8 +171,9 @@ class DashboardIndex:
                       key=_newest_first)
 
 
-def build_index(core: QueueingCore) -> DashboardIndex:
-    """The one pass over every workload a revision costs (see :class:`DashboardIndex`)."""
+def build_index(core: QueueingCore, previous: DashboardIndex | None = None) -> DashboardIndex:
+    """The one pass over every workload a revision costs (see :class:`DashboardIndex`); the
+    flattened cohort tree of ``previous`` is kept while the core's tree is the same one."""
     by_cq: dict[str, list[WorkloadRecord]] = {}
     holders: list[WorkloadRecord] = []
     finished = 0
@@ -186,11 +190,17 @@ def build_index(core: QueueingCore) -> DashboardIndex:
             holders.append(rec)
         else:
             finished += 1
-    return DashboardIndex(by_cq, holders, finished, _flatten_tree(core))
+    core.usage_of("")  # brings the quota tree up to date (it is rebuilt lazily)
+    # Compared by identity and held (not by id(), which a new dict could reuse).
+    same = previous is not None and previous.structure[0] is core.nodes \
+        and previous.structure[1] is core.cohort_nodes
+    tree = previous.tree if previous is not None and same else _flatten_tree(core)
+    index = DashboardIndex(by_cq, holders, finished, tree)
+    index.structure = (core.nodes, core.cohort_nodes)
+    return index
 
 
 def _flatten_tree(core: QueueingCore) -> list[tuple[int, QuotaNode]]:
-    core.usage_of("")  # brings the quota tree up to date (it is rebuilt lazily)
     roots = [n for n in core.cohort_nodes.values() if n.parent is None]
     roots += [n for n in core.nodes.values() if n.parent is None]
     out: list[tuple[int, QuotaNode]] = []

@@ -131,3 +131,17 @@ def test_the_fingerprint_changes_with_the_core_and_only_then() -> None:
     assert after != before
     summary = view.change_summary(sim.core, view.build_index(sim.core), 7)
     assert summary["revision"] == 7 and summary["totals"]["finished"] == 1
+
+
+def test_the_tree_is_kept_across_revisions_until_the_queues_change() -> None:
+    sim = world()
+    first = view.build_index(sim.core)
+    sim.apply(workload("ns-b", "more", 1))
+    sim.run()
+    second = view.build_index(sim.core, first)
+    assert second.tree is first.tree
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team-c"},
+               "spec": {"cohortName": "all", "namespaceSelector": {}, "resourceGroups": []}})
+    third = view.build_index(sim.core, second)
+    assert third.tree is not second.tree
+    assert [n.name for _, n in third.tree] == ["all", "team-a", "team-b", "team-c"]
