@@ -156,6 +156,7 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
     from manager.runtime.dashboard.changes import ChangeFeed
     from manager.runtime.dashboard.server import make_app
     from manager.runtime.dashboard.server import start as start_dashboard
+    from manager.runtime.metrics import ReplicaRole
     from manager.runtime.token_review import (
         CachedAuthorizer,
         CachedTokenAuthenticator,
@@ -166,7 +167,8 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
 
     async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
         api = client._api
-        feed = ChangeFeed(manager.core)
+        # Only the Lease holder evaluates workloads; a follower shows the reasons it stored.
+        feed = ChangeFeed(manager.core, follower=lambda: manager.metrics.role is ReplicaRole.FOLLOWER)
         app = make_app(feed, CachedTokenAuthenticator(TokenReviewAuthenticator(api)),
                        CachedAuthorizer(SubjectAccessReviewAuthorizer(api)), explain_record)
         host, port = manager_cli.split_address(address)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 from manager.core.engine import QueueingCore
 from manager.scenario.gc_pause import paused_collection
@@ -25,8 +26,11 @@ FRESH_S = 0.05
 
 
 class ChangeFeed:
-    def __init__(self, core: QueueingCore, poll_s: float = POLL_S) -> None:
+    def __init__(self, core: QueueingCore, poll_s: float = POLL_S,
+                 follower: Callable[[], bool] = lambda: False) -> None:
+        """``follower``: whether this replica only follows the leader's decisions now."""
         self.core = core
+        self.follower = follower
         self.poll_s = poll_s
         self.revision = 1
         self._fingerprint: tuple[int, ...] | None = None
@@ -62,7 +66,7 @@ class ChangeFeed:
             # nothing to free (see gc_pause).
             with paused_collection():
                 previous = self._index[1] if self._index is not None else None
-                self._index = (revision, view.build_index(self.core, previous))
+                self._index = (revision, view.build_index(self.core, previous, self.follower()))
         return self._index
 
     async def _notify(self) -> None:

@@ -82,7 +82,7 @@ class DashboardIndex:
     """
 
     def __init__(self, by_cq: dict[str, list[WorkloadRecord]], holders: list[WorkloadRecord],
-                 finished: int, tree: list[tuple[int, QuotaNode]]) -> None:
+                 finished: int, tree: list[tuple[int, QuotaNode]], follower: bool = False) -> None:
         # ClusterQueue -> its pending workloads ("" for those waiting in none: no queue,
         # deactivated), in queue order once ``queue`` sorted them.
         self._by_cq = by_cq
@@ -91,6 +91,9 @@ class DashboardIndex:
         self.holders = holders  # workloads holding quota, in the core's order
         self.finished = finished
         self.tree = tree  # the cohort tree flattened depth first: (depth, node) rows
+        # A follower's core queues workloads but never evaluates them: why one waits is what
+        # the leader wrote into its QuotaReserved condition.
+        self.follower = follower
         # The core's quota tree the rows were read from (rebuilt, not mutated, when queues or
         # cohorts change), so the next revision can keep the rows while it is the same.
         self.structure: tuple[Mapping[str, QuotaNode], Mapping[str, QuotaNode]] = ({}, {})
@@ -171,7 +174,8 @@ class DashboardIndex:
                       key=_newest_first)
 
 
-def build_index(core: QueueingCore, previous: DashboardIndex | None = None) -> DashboardIndex:
+def build_index(core: QueueingCore, previous: DashboardIndex | None = None,
+                follower: bool = False) -> DashboardIndex:
     """The one pass over every workload a revision costs (see :class:`DashboardIndex`); the
     flattened cohort tree of ``previous`` is kept while the core's tree is the same one."""
     by_cq: dict[str, list[WorkloadRecord]] = {}
@@ -195,7 +199,7 @@ def build_index(core: QueueingCore, previous: DashboardIndex | None = None) -> D
     same = previous is not None and previous.structure[0] is core.nodes \
         and previous.structure[1] is core.cohort_nodes
     tree = previous.tree if previous is not None and same else _flatten_tree(core)
-    index = DashboardIndex(by_cq, holders, finished, tree)
+    index = DashboardIndex(by_cq, holders, finished, tree, follower)
     index.structure = (core.nodes, core.cohort_nodes)
     return index
 
@@ -318,6 +322,15 @@ def _flavors(rec: WorkloadRecord) -> dict[str, dict[str, str]]:
     return {psa.name: dict(sorted(psa.flavors.items())) for psa in rec.assignment.podsets}
 
 
+def _stored_reason(rec: WorkloadRecord) -> tuple[str, str]:
+    """The tier and message of the stored ``QuotaReserved=False`` condition, else the core's."""
+    for condition in (rec.wl.source.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "QuotaReserved" \
+                and condition.get("status") == "False" and condition.get("reason"):
+            return str(condition["reason"]), str(condition.get("message") or "")
+    return record_tier(rec).value, rec.reason
+
+
 def workload_row(rec: WorkloadRecord, index: DashboardIndex) -> dict[str, Any]:
     pending = rec.status == PENDING
     place = index.position(rec) if pending else None
@@ -328,9 +341,9 @@ def workload_row(rec: WorkloadRecord, index: DashboardIndex) -> dict[str, Any]:
         "created": format_time(rec.wl.created),
     }
     if pending:
+        tier, message = _stored_reason(rec) if index.follower else (record_tier(rec).value, rec.reason)
         row.update(positionInClusterQueue=place[0] if place else None,
-                   positionInLocalQueue=place[1] if place else None,
-                   tier=record_tier(rec).value, message=rec.reason)
+                   positionInLocalQueue=place[1] if place else None, tier=tier, message=message)
     else:
         row["flavors"] = _flavors(rec)
     return row

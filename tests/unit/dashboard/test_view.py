@@ -145,3 +145,18 @@ def test_the_tree_is_kept_across_revisions_until_the_queues_change() -> None:
     third = view.build_index(sim.core, second)
     assert third.tree is not second.tree
     assert [n.name for _, n in third.tree] == ["all", "team-a", "team-b", "team-c"]
+
+
+def test_a_follower_shows_the_reason_the_leader_stored() -> None:
+    sim = world()
+    rec = sim.core.workloads["ns-a/later"]
+    stored = {"type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
+              "message": "as the leader wrote it"}
+    rec.wl.source["status"] = {"conditions": [stored]}
+    def later(index: view.DashboardIndex) -> dict[str, object]:
+        items = view.workloads_page(index, view.PENDING_STATE)["items"]
+        return next(w for w in items if w["key"] == "ns-a/later")
+
+    row = later(view.build_index(sim.core, follower=True))
+    assert (row["tier"], row["message"]) == ("WaitingForQuota", "as the leader wrote it")
+    assert later(view.build_index(sim.core))["message"] == rec.reason
