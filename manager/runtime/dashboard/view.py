@@ -4,11 +4,11 @@ Every function here reads a :class:`QueueingCore` (the in-memory state every rep
 from its informers) and returns plain dicts; nothing awaits, nothing touches the network,
 and the same core gives the same output, so the pages are unit-tested without a server.
 
-With thousands of workloads the expensive part is grouping and ordering them, so that is
-done once per change of the core into a :class:`DashboardIndex`; the pages are slices of
-it (``PAGE_SIZE`` rows), and a pending workload's message is rendered only when its row is
-on the page asked for. :func:`fingerprint` is the cheap test of "did anything change" the
-server polls to tell browsers to refetch.
+With thousands of workloads a page must not cost work per workload beyond one pass: each
+change of the core gets a :class:`DashboardIndex` (workloads grouped by ClusterQueue, in one
+pass), and a page of ``PAGE_SIZE`` rows sorts, numbers and renders only the queues and rows
+it shows. :func:`fingerprint` is the cheap test of "did anything change" the server polls to
+tell browsers to refetch.
 """
 
 from __future__ import annotations
