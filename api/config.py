@@ -206,6 +206,14 @@ class TasScheduler(Model):
     scheduler_name: str | None = f(default="pykueue-tas-scheduler")
 
 
+class Dashboard(Model):
+    """pykueue's own: the read-only web dashboard of queues and workloads, served on every
+    replica at ``bindAddress`` (host:port); off when unset (``--dashboard-bind-address`` also
+    turns it on)."""
+
+    bind_address: str | None = f()
+
+
 class Configuration(Model):
     api_version: str | None = f()
     kind: str | None = f()
@@ -231,6 +239,7 @@ class Configuration(Model):
     object_retention_policies: ObjectRetentionPolicies | None = f()
     visibility_server: VisibilityServer | None = f(default={})
     tas_scheduler: TasScheduler | None = f(default={})
+    dashboard: Dashboard | None = f()
 
     def after_defaults(self) -> None:
         if self.managed_jobs_namespace_selector is None:

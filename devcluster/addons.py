@@ -83,11 +83,13 @@ class PykueueEndpoints:
     webhook: str | None = None
     extender: str | None = None
     tas_scheduler: str | None = None
+    # The web dashboard's link, with a dev-only token that signs the browser in.
+    dashboard: str | None = None
 
     def lines(self) -> list[str]:
         return [f"{label}: {value or NOT_RUNNING}" for label, value in
                 (("metrics", self.metrics), ("webhook", self.webhook), ("extender", self.extender),
-                 ("tas-scheduler", self.tas_scheduler))]
+                 ("tas-scheduler", self.tas_scheduler), ("dashboard", self.dashboard))]
 
 
 def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
@@ -110,8 +112,8 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
     record = _pykueue_record(state)
     running = record is not None and processes.is_running(record)
-    if record is None or not running or "--visibility-bind-address" not in record.argv:
-        metrics, health, extender, webhook, visibility = ports.free_ports(5)
+    if record is None or not running or "--dashboard-bind-address" not in record.argv:
+        metrics, health, extender, webhook, visibility, dashboard = ports.free_ports(6)
         config = layout.state_file.parent / "pykueue-config.yaml"
         config.write_text(json.dumps(DEV_CONFIG))
         kubeconfig = identity.service_account_kubeconfig(
@@ -127,9 +129,10 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
                 "--webhook-cert-dir", str(layout.state_file.parent / "webhook-certs"),
                 "--webhook-ip", ports.LOOPBACK,
                 "--visibility-bind-address", f"{ports.LOOPBACK}:{visibility}",
-                "--visibility-service-name", DEV_VISIBILITY_SERVICE]
+                "--visibility-service-name", DEV_VISIBILITY_SERVICE,
+                "--dashboard-bind-address", f"{ports.LOOPBACK}:{dashboard}"]
         if record is not None and running:
-            processes.stop(record)  # an older pykueue without the webhook: replace it
+            processes.stop(record)  # an older pykueue without the dashboard: replace it
         # Registered before the process starts, so its first reconcile finds them to inject into.
         register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
         register_visibility(client, visibility)
@@ -143,9 +146,11 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     # the install-named configurations, this copies it into the dev-named ones.
     register_webhooks(client, webhook_url)
     extender_url = f"https://{addresses['--extender-bind-address']}"
+    dashboard_url = f"http://{addresses['--dashboard-bind-address']}/?token={identity.dashboard_token(client)}"
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
                             webhook=webhook_url, extender=extender_url,
-                            tas_scheduler=start_tas_scheduler(client, layout, extender_url))
+                            tas_scheduler=start_tas_scheduler(client, layout, extender_url),
+                            dashboard=dashboard_url)
 
 
 def _record_process(layout: Layout, state: dict[str, Any] | None, record: processes.ProcessRecord) -> None:

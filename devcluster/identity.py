@@ -118,3 +118,22 @@ def service_account_kubeconfig(client: BlockingClient, path: Path, ca_pem: bytes
     token = request_token(client, service_account=service_account)
     write_token_kubeconfig(path, client.server, ca_pem, token, service_account)
     return path
+
+
+DASHBOARD_VIEWER = "pykueue-dev-dashboard"
+
+
+def dashboard_token(client: BlockingClient) -> str:
+    """A token for the ``dashboard:`` link ``dev up`` prints: a dev-only ServiceAccount bound
+    to ``cluster-admin`` (the dashboard shows every namespace, and the dev cluster has no
+    users of its own). A fresh TokenRequest on each ``dev up``; never used by pykueue itself."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": DASHBOARD_VIEWER, "namespace": NAMESPACE}}
+    binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": DASHBOARD_VIEWER},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "cluster-admin"},
+               "subjects": [{"kind": "ServiceAccount", "name": DASHBOARD_VIEWER, "namespace": NAMESPACE}]}
+    for doc in (account, binding):
+        client.apply(object_path(doc), doc)
+    return request_token(client, service_account=DASHBOARD_VIEWER)

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="host:port of the kube-scheduler extender (port 0 picks one)")
     parser.add_argument("--visibility-bind-address", default=DEFAULT_VISIBILITY_ADDRESS,
                         help="host:port of the visibility API server (Kueue's is :8082)")
+    parser.add_argument("--dashboard-bind-address", default=None,
+                        help="host:port of the read-only web dashboard (default: the Configuration's "
+                             "dashboard.bindAddress; off when neither is set)")
     parser.add_argument("--visibility-service-name", default=VISIBILITY_SERVICE,
                         help="the Service the APIService names (its DNS names go in the serving certificate)")
     from webhook import server as webhook_server
@@ -138,8 +141,49 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
     return start
 
 
+def dashboard_address(args: argparse.Namespace, config: dict[str, Any]) -> str | None:
+    """Where the dashboard listens: the flag, else the Configuration's field, else nowhere."""
+    section = config.get("dashboard") or {}
+    return args.dashboard_bind_address or (section.get("bindAddress") if isinstance(section, dict) else None)
+
+
+def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra | None:
+    """The read-only web dashboard over the manager's core, on every replica (each keeps the
+    same queues from its informers); callers authenticate with a bearer token."""
+    address = dashboard_address(args, settings.config)
+    if not address:
+        return None
+    from manager.runtime.dashboard.changes import ChangeFeed
+    from manager.runtime.dashboard.server import make_app
+    from manager.runtime.dashboard.server import start as start_dashboard
+    from manager.runtime.metrics import ReplicaRole
+    from manager.runtime.token_review import (
+        CachedAuthorizer,
+        CachedTokenAuthenticator,
+        TokenReviewAuthenticator,
+    )
+    from manager.runtime.visibility.auth import SubjectAccessReviewAuthorizer
+    from manager.scenario.explain import explain_record
+
+    async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
+        api = client._api
+        # Only the Lease holder evaluates workloads; a follower shows the reasons it stored.
+        feed = ChangeFeed(manager.core, follower=lambda: manager.metrics.role is ReplicaRole.FOLLOWER)
+        app = make_app(feed, CachedTokenAuthenticator(TokenReviewAuthenticator(api)),
+                       CachedAuthorizer(SubjectAccessReviewAuthorizer(api)), explain_record)
+        host, port = manager_cli.split_address(address)
+        runner, bound = await start_dashboard(app, host, port)
+        log.info("dashboard on http://%s:%d/", host, bound)
+
+        async def stop() -> None:
+            await runner.cleanup()
+        return stop
+    return start
+
+
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = manager_cli.settings_from(args)
     extras = [e for e in (_webhook(args, settings), _extender(args, settings)) if e is not None]
-    return manager_cli.serve(settings, tuple(extras), (_visibility(args, settings),))
+    manager_extras = [e for e in (_visibility(args, settings), _dashboard(args, settings)) if e is not None]
+    return manager_cli.serve(settings, tuple(extras), tuple(manager_extras))

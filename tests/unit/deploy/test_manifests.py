@@ -238,3 +238,31 @@ def test_the_tas_scheduler_is_wired_to_the_extender_as_pykueue_serves_it() -> No
     assert any(lease in rule.get("resourceNames", ()) for rule in role["rules"])
     assert role["metadata"]["namespace"] == config["leaderElection"]["resourceNamespace"]
     assert pod["containers"][0]["image"] == f"registry.k8s.io/kube-scheduler:{pinned_versions()['k8s']}"
+
+
+def test_the_dashboard_service_reaches_the_port_the_configuration_enables() -> None:
+    import argparse
+
+    from api.config import Configuration
+    from pykueue import run
+
+    (configmap,) = (c for c in _of_kind("ConfigMap") if c["metadata"]["name"] == "pykueue-manager-config")
+    config = yaml.safe_load(configmap["data"]["controller_manager_config.yaml"])
+    parsed = Configuration.from_dict(config).with_defaults()  # the pykueue-only field stays valid
+    assert parsed.dashboard is not None and parsed.dashboard.bind_address == ":8084"
+    address = run.dashboard_address(argparse.Namespace(dashboard_bind_address=None), config)
+    assert address is not None
+    (service,) = (s for s in _of_kind("Service") if s["metadata"]["name"] == "pykueue-dashboard")
+    (port,) = service["spec"]["ports"]
+    assert address == f":{port['targetPort']}"
+    container = _deployment()["spec"]["template"]["spec"]["containers"][0]
+    assert port["targetPort"] in {p["containerPort"] for p in container["ports"]}
+    # The token and access reviews the dashboard makes are granted to the manager.
+    rules = [r for role in _of_kind("ClusterRole") if role["metadata"]["name"] == "pykueue-auth-delegator"
+             for r in role["rules"]]
+    assert {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+            "verbs": ["create"]} in rules
+    assert {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+            "verbs": ["create"]} in rules
+    bindings = [b for b in _of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "pykueue-auth-delegator"]
+    assert any(s["name"] == "pykueue-controller-manager" for b in bindings for s in b["subjects"])
