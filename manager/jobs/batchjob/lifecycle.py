@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from api.wire import meta
+from api.wire import JSON, meta
 from manager.core.jobs_to_workloads import workload_name
 from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
@@ -29,8 +29,22 @@ from manager.jobs.lifecycle import (
     restored_template,
     workload_template,
 )
+from manager.jobs.multikueue.adapter import SpecCopyAdapter
 
 PODSET = "main"
+# Labels the Job controller adds to a Job's selector and template: generated again by the
+# worker's API server for the copy, which refuses a selector it did not generate.
+_GENERATED_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
+                     "controller-uid", "job-name")
+
+
+def _scrub_for_worker(job: JSON) -> None:
+    spec = job.get("spec") or {}
+    if not spec.get("manualSelector"):
+        spec.pop("selector", None)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for key in _GENERATED_LABELS:
+        labels.pop(key, None)
 
 
 def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -47,6 +61,7 @@ def pods_count(job: Mapping[str, Any]) -> int:
 
 class BatchJobLifecycle(TopLevelOwner):
     integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs")
+    multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",), _scrub_for_worker)
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))

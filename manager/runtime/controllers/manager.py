@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any
 
 from api import keys
+from api.config import DEFAULT_NAMESPACE
 from api.wire import JSON
 from kube import resources as res
 from kube.backoff import Backoff
@@ -55,6 +56,7 @@ from manager.runtime.metrics_feed import MetricsFeed
 
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
+from .multikueue.controller import MultiKueueController
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
 from .reservation_moves import released, reservation_moved
@@ -143,6 +145,10 @@ class QueueManager:
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holding.get(cq) or ()))
+        gates = (job_config or {}).get("featureGates") or {}
+        self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
+            client, self.informers, self.jobs.registry, job_config or {},
+            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE))
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
                                                                           retain_s)
@@ -277,6 +283,8 @@ class QueueManager:
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
         if self.retention is not None:
             leader_work.append(self.retention.run())
+        if self.multikueue is not None:
+            leader_work.append(self.multikueue.run())
         await asyncio.gather(*leader_work)
 
     # -------------------------------------------------------------- scheduling
