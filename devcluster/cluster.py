@@ -331,6 +331,20 @@ def down(report: Report = print) -> list[str]:
     return stopped
 
 
+def down_workers(report: Report = print) -> list[str]:
+    """Stop the worker clusters only (and forget them), leaving the manager cluster running;
+    their Secrets stay in the manager cluster."""
+    lay = layout()
+    stopped = []
+    with _locked(lay):
+        for root in reversed(workers.existing(lay.root)):
+            state = _load(Layout(root))
+            if state is not None:
+                stopped += [f"{root.name}/{name}" for name in _stop_all(state, report)]
+            shutil.rmtree(root, ignore_errors=True)
+    return stopped
+
+
 def current_state() -> ClusterState | None:
     """The recorded state of the dev cluster, or ``None`` when none was started."""
     return _load(layout())

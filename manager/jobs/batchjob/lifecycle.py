@@ -59,6 +59,18 @@ def pods_count(job: Mapping[str, Any]) -> int:
     return parallelism if completions is None else min(parallelism, int(completions))
 
 
+def _own_generated_labels(template: JSON, job: Mapping[str, Any]) -> JSON:
+    """The Workload's template may carry another Job's generated labels (a MultiKueue copy of
+    the manager's Workload): this Job's own ones are the only ones its API server accepts."""
+    own = ((_spec(job).get("template") or {}).get("metadata") or {}).get("labels") or {}
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    for key in _GENERATED_LABELS:
+        labels.pop(key, None)
+        if key in own:
+            labels[key] = own[key]
+    return template
+
+
 class BatchJobLifecycle(TopLevelOwner):
     integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs")
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",), _scrub_for_worker)
@@ -81,7 +93,7 @@ class BatchJobLifecycle(TopLevelOwner):
         out = copy.deepcopy(dict(job))
         spec = out.setdefault("spec", {})
         base = workload_template(workload, PODSET) or spec.get("template") or {}
-        spec["template"] = merge_into_template(base, info)
+        spec["template"] = _own_generated_labels(merge_into_template(base, info), job)
         spec["suspend"] = False
         return [Replace(out)]
 
@@ -98,7 +110,7 @@ class BatchJobLifecycle(TopLevelOwner):
         if template is None:
             return []
         out = copy.deepcopy(dict(job))
-        out["spec"]["template"] = template
+        out["spec"]["template"] = _own_generated_labels(template, job)
         return [Replace(out)]
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:
