@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from api import keys
 from devcluster import cluster
@@ -301,6 +302,48 @@ def test_with_one_workers_quota_full_jobs_go_to_the_other(mk: Setup, ns: str, wa
                    lambda n=name: condition(mk.manager.get_json("job", n, "-n", ns), "Complete"), 120.0)
         assert watchdog.ran_in.get(name) == {free}, watchdog.ran_in
     assert not watchdog.violations
+
+
+def test_a_bad_or_unreachable_kubeconfig_makes_the_cluster_inactive(mk: Setup) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    unreachable = yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]})
+    secrets = {"garbage": "not a kubeconfig: [", "unreachable": unreachable,
+               "runs-a-program": unreachable.replace("token: t", "exec: {command: sh}")}
+    cases = {"missing": ("BadConfig", "not found"), "garbage": ("BadConfig", "not a kubeconfig"),
+             "runs-a-program": ("BadConfig", "exec is not allowed"),
+             "unreachable": ("ClientConnectionFailed", "127.0.0.1:1")}
+    names = {case: f"e2e-mk-bad-{suffix}-{case}" for case in cases}
+    try:
+        for case, text in secrets.items():
+            mk.manager.apply({"apiVersion": "v1", "kind": "Secret",
+                              "metadata": {"name": names[case], "namespace": "pykueue-system"},
+                              "stringData": {"kubeconfig": text}})
+        for name in names.values():
+            mk.manager.apply({"apiVersion": keys.API_VERSION, "kind": "MultiKueueCluster",
+                              "metadata": {"name": name},
+                              "spec": {"clusterSource": {"kubeConfig": {"location": name}}}})
+        for case, (reason, text) in cases.items():
+            def inactive(name: str = names[case]) -> dict[str, Any] | None:
+                obj = mk.manager.get_json("multikueueclusters.kueue.x-k8s.io", name)
+                return next((c for c in (obj.get("status") or {}).get("conditions") or ()
+                             if c.get("type") == "Active" and c.get("status") == "False"), None)
+            cond = wait_until(f"MultiKueueCluster {case} inactive", inactive, 60.0)
+            assert cond["reason"] == reason and text in cond["message"], cond
+        # The good ones keep working.
+        for name in mk.workers:
+            assert _active(mk.manager, "multikueueclusters.kueue.x-k8s.io", name) == "True"
+    finally:
+        for case, name in names.items():
+            mk.manager.kubectl("delete", "multikueueclusters.kueue.x-k8s.io", name, "--wait=false",
+                               check=False)
+            if case in secrets:
+                mk.manager.kubectl("delete", "secret", name, "-n", "pykueue-system", "--wait=false",
+                                   check=False)
 
 
 def _pytorchjob(name: str, runtime: str) -> dict[str, Any]:
