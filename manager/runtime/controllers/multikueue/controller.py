@@ -100,6 +100,10 @@ class MultiKueueController:
                 except REQUEST_ERRORS as exc:
                     log.warning("MultiKueue pass failed: %s", exc)
                     wait = PASS_INTERVAL_S
+                except (KeyError, ValueError, TypeError, AttributeError):
+                    # An object of a shape we did not expect must not stop the leader's other work.
+                    log.exception("MultiKueue pass failed")
+                    wait = PASS_INTERVAL_S
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(max(0.05, min(wait, PASS_INTERVAL_S))):
                         await self._kick.wait()
