@@ -148,7 +148,7 @@ class QueueManager:
         gates = (job_config or {}).get("featureGates") or {}
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
-            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE))
+            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict)
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
                                                                           retain_s)
@@ -237,6 +237,11 @@ class QueueManager:
         return bool(status.get("admission")) and (
             condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
             or condition_true(obj, keys.WorkloadCondition.ADMITTED))
+
+    def _check_verdict(self, key: str, check: str, state: str) -> None:
+        """An in-process check controller's verdict, already written to the Workload."""
+        if self.core.set_check_state(key, check, state):
+            self._poke()
 
     def _poke(self) -> None:
         self._kick.set()
@@ -481,7 +486,12 @@ class QueueManager:
                     raise  # the work queue retries with backoff
                 current = None  # re-read and recompute from the fresh object
                 continue
-            self._written[key] = (_rv(current), written)
+            cached = self.informers["Workload"].get(key)
+            if cached is None or _rv(cached) == _rv(current):
+                self._written[key] = (_rv(current), written)
+            # else: the informer already moved past the copy we wrote over (our write's echo, or a
+            # later one, came before this response): waiting for an echo that has passed would
+            # hide other writers' changes (a check controller's verdict) from _follow_others.
             self._written_at[key] = time.monotonic()
             self._agreed[key] = (_topology_of(written), _checks_of(written))
             if reservation_moved(old_status, _keep_times(old_status, status)):

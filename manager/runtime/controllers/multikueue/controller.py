@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from api import keys
@@ -66,8 +66,12 @@ def multikueue_settings(config: Mapping[str, Any]) -> tuple[str, float]:
 
 class MultiKueueController:
     def __init__(self, client: KubeClient, informers: Mapping[str, Informer], registry: Registry,
-                 config: Mapping[str, Any], namespace: str) -> None:
+                 config: Mapping[str, Any], namespace: str,
+                 verdict: Callable[[str, str, str], None] | None = None) -> None:
+        """``verdict(workload key, check, state)`` hands a written check state to the queueing
+        core at once (it would also read it back from the Workload, a moment later)."""
         self.client = client
+        self.verdict = verdict
         self.informers = informers
         self.origin, self.worker_lost_timeout = multikueue_settings(config)
         self.adapters: dict[str, tuple[ResourceRef, MultiKueueAdapter]] = {}
@@ -272,9 +276,12 @@ class MultiKueueController:
                 entry = {**entry, "state": state, "message": message, "lastTransitionTime": _now()}
             entries.append(entry)
         log.info("Workload %s: check %s -> %s (%s)", object_key(workload), check, state, message)
-        await self._write(res.WORKLOADS.object_path(str(m.get("name")), str(m.get("namespace")), "status"),
-                          {"metadata": {"resourceVersion": m.get("resourceVersion")},
-                           "status": {"admissionChecks": entries}})
+        written = await self._write(res.WORKLOADS.object_path(str(m.get("name")), str(m.get("namespace")),
+                                                              "status"),
+                                    {"metadata": {"resourceVersion": m.get("resourceVersion")},
+                                     "status": {"admissionChecks": entries}})
+        if written and self.verdict is not None:
+            self.verdict(object_key(workload), check, state)
 
     async def _write_finished(self, workload: JSON, reason: str, message: str) -> None:
         m = meta(workload)
