@@ -104,8 +104,9 @@ class MultiKueueController:
                 except REQUEST_ERRORS as exc:
                     log.warning("MultiKueue pass failed: %s", exc)
                     wait = PASS_INTERVAL_S
-                except (KeyError, ValueError, TypeError, AttributeError):
-                    # An object of a shape we did not expect must not stop the leader's other work.
+                except Exception:
+                    # Whatever a worker or an object of an unexpected shape throws at a pass, it
+                    # must not stop the leader's other work: log it, try again next pass.
                     log.exception("MultiKueue pass failed")
                     wait = PASS_INTERVAL_S
                 with contextlib.suppress(TimeoutError):
