@@ -129,7 +129,7 @@ class MultiKueueController:
         configs = {str(meta(c).get("name")): c for c in await self._list(res.MULTIKUEUE_CONFIGS)}
         workers = await self.connections.sync(clusters)
         for check in checks.values():
-            await self._writecheck_active(check, check_active(check, configs, workers))
+            await self._write_check_active(check, check_active(check, configs, workers))
         wait = PASS_INTERVAL_S
         local = self.informers["Workload"]
         for workload in local.items():
@@ -295,7 +295,7 @@ class MultiKueueController:
                           {"metadata": {"resourceVersion": m.get("resourceVersion")},
                            "status": {"conditions": conditions}})
 
-    async def _writecheck_active(self, check: JSON, wanted: tuple[bool, str, str]) -> None:
+    async def _write_check_active(self, check: JSON, wanted: tuple[bool, str, str]) -> None:
         active, reason, message = wanted
         status = "True" if active else "False"
         conditions = list((check.get("status") or {}).get("conditions") or ())
