@@ -37,7 +37,7 @@ def _version(kind: type[Resource], name: str, view: VersionView | None, storage:
     out: dict[str, Any] = {"name": name}
     if columns:
         out["additionalPrinterColumns"] = columns
-    if not storage:
+    if not storage and kind.V1BETA1_DEPRECATED:
         out["deprecated"] = True
         out["deprecationWarning"] = DEPRECATION_WARNING
     out["schema"] = {"openAPIV3Schema": model_schema(kind, view)}

@@ -1,6 +1,7 @@
 """MultiKueueCluster and MultiKueueConfig: worker clusters a manager cluster dispatches to.
 
-Modelled so documents of these kinds parse and round-trip; pykueue serves no CRD for them.
+Both are cluster-scoped CRDs pykueue serves; the MultiKueue admission check controller
+(``manager.runtime.controllers.multikueue``) reads them and writes MultiKueueCluster status.
 """
 
 from __future__ import annotations
@@ -64,5 +65,6 @@ class MultiKueueConfig(Resource):
     PLURAL = "multikueueconfigs"
     SINGULAR = "multikueueconfig"
     SHORT_NAMES = ("mkconf",)
+    V1BETA1_DEPRECATED = False
 
     spec: MultiKueueConfigSpec | None = f()

@@ -28,6 +28,8 @@ KINDS: tuple[type[Resource], ...] = (
     ClusterQueue,
     Cohort,
     LocalQueue,
+    MultiKueueCluster,
+    MultiKueueConfig,
     ProvisioningRequestConfig,
     ResourceFlavor,
     Topology,
@@ -36,7 +38,7 @@ KINDS: tuple[type[Resource], ...] = (
 )
 
 # Kinds we parse but serve no CRD for.
-EXTRA_KINDS: tuple[type[Resource], ...] = (MultiKueueCluster, MultiKueueConfig)
+EXTRA_KINDS: tuple[type[Resource], ...] = ()
 
 
 @dataclass(frozen=True)

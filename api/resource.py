@@ -52,6 +52,8 @@ class Resource(Model):
     SELECTABLE_FIELDS: ClassVar[tuple[str, ...]] = ()
     PRINTER_COLUMNS: ClassVar[tuple[PrinterColumn, ...]] = ()
     API_VERSION: ClassVar[str] = V1BETA2
+    # Kueue marks v1beta1 deprecated on every CRD but MultiKueueConfig's.
+    V1BETA1_DEPRECATED: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

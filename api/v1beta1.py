@@ -15,6 +15,7 @@ from api.cohort import CohortStatus
 from api.fields import FieldInfo, Items, Model, Rule, f
 from api.localqueue import LocalQueueStatus
 from api.meta import DNS1123_SUBDOMAIN
+from api.multikueue import ClusterProfileReference, MultiKueueClusterSpec, MultiKueueConfigSpec
 from api.quota import AdmissionFairSharingStatus, FairSharingStatus
 from api.schema import FieldList, VersionView
 from api.workload import (
@@ -30,6 +31,11 @@ from api.workload import (
 class TopologyDomainAssignment(Model):
     values: list[str] = f(required=True, min_items=1, max_items=16, list_type="atomic")
     count: int = f(required=True, minimum=1, fmt="int32")
+
+
+class KubeConfigV1Beta1(Model):
+    location: str = f(required=True)
+    location_type: str = f(required=True, default="Secret", enum=("Secret", "Path"))
 
 
 class _V1Beta1Fields(Model):
@@ -49,6 +55,8 @@ class _V1Beta1Fields(Model):
     accumulated_past_exexcution_time_seconds: int | None = f(fmt="int32")
     domains: list[TopologyDomainAssignment] = f(required=True, max_items=100000, list_type="atomic")
     retry_delay_minutes: int | None = f(default=15, fmt="int64")
+    kube_config: KubeConfigV1Beta1 = f(required=True)
+    cluster_profile_ref: ClusterProfileReference | None = f()
 
 
 def _extra(name: str) -> tuple[str, Any, FieldInfo]:
@@ -98,6 +106,10 @@ class V1Beta1View(VersionView):
             return [*_without(fields, "slices"), _extra("domains")]
         if cls is AdmissionCheckSpec:
             return [*fields, _extra("retry_delay_minutes")]
+        if cls is MultiKueueConfigSpec:
+            return _without(fields, "quotaManagement")
+        if cls is MultiKueueClusterSpec:
+            return [*_without(fields, "clusterSource"), _extra("kube_config"), _extra("cluster_profile_ref")]
         return fields
 
     def rules(self, cls: type[Model], rules: tuple[Rule, ...]) -> tuple[Rule, ...]:

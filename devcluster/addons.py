@@ -92,7 +92,8 @@ class PykueueEndpoints:
                  ("tas-scheduler", self.tas_scheduler), ("dashboard", self.dashboard))]
 
 
-def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
+def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any] | None = None,
+                  with_tas_scheduler: bool = True) -> PykueueEndpoints:
     """Run ``pykueue run`` against the dev cluster on loopback ports, once.
 
     The process is recorded in the cluster's state file like the other components, so ``dev down``
@@ -106,22 +107,26 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     reference (tests apply those manifests as they are), so v1beta1 reads need a deployment. The
     visibility API listens on loopback too; its APIService goes through an ExternalName Service
     (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
+    A running pykueue whose Configuration (``config``, default ``DEV_CONFIG``) changed is
+    replaced. Without ``with_tas_scheduler`` (a MultiKueue worker) no TAS scheduler runs.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
     record = _pykueue_record(state)
     running = record is not None and processes.is_running(record)
-    if record is None or not running or "--dashboard-bind-address" not in record.argv:
+    config_file = layout.state_file.parent / "pykueue-config.yaml"
+    wanted = json.dumps(DEV_CONFIG if config is None else config)
+    same_config = config_file.exists() and config_file.read_text() == wanted
+    if record is None or not running or "--dashboard-bind-address" not in record.argv or not same_config:
         metrics, health, extender, webhook, visibility, dashboard = ports.free_ports(6)
-        config = layout.state_file.parent / "pykueue-config.yaml"
-        config.write_text(json.dumps(DEV_CONFIG))
+        config_file.write_text(wanted)
         kubeconfig = identity.service_account_kubeconfig(
             client, layout.state_file.parent / "pykueue-sa.kubeconfig", layout.pem("ca").read_bytes())
         identity.grant_dev_webhook_injection(client, dev_name("pykueue-mutating-webhook-configuration"),
                                              dev_name("pykueue-validating-webhook-configuration"))
         argv = [sys.executable, "-m", "pykueue", "run", "--kubeconfig", str(kubeconfig),
-                "--config", str(config),
+                "--config", str(config_file),
                 "--metrics-bind-address", f"{ports.LOOPBACK}:{metrics}",
                 "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}",
                 "--extender-bind-address", f"{ports.LOOPBACK}:{extender}",
@@ -132,7 +137,7 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
                 "--visibility-service-name", DEV_VISIBILITY_SERVICE,
                 "--dashboard-bind-address", f"{ports.LOOPBACK}:{dashboard}"]
         if record is not None and running:
-            processes.stop(record)  # an older pykueue without the dashboard: replace it
+            processes.stop(record)  # an older pykueue (no dashboard, another config): replace it
         # Registered before the process starts, so its first reconcile finds them to inject into.
         register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
         register_visibility(client, visibility)
@@ -149,7 +154,8 @@ def start_pykueue(client: BlockingClient, layout: Layout) -> PykueueEndpoints:
     dashboard_url = f"http://{addresses['--dashboard-bind-address']}/?token={identity.dashboard_token(client)}"
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
                             webhook=webhook_url, extender=extender_url,
-                            tas_scheduler=start_tas_scheduler(client, layout, extender_url),
+                            tas_scheduler=start_tas_scheduler(client, layout, extender_url)
+                            if with_tas_scheduler else None,
                             dashboard=dashboard_url)
 
 

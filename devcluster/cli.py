@@ -30,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--extender-url", metavar="URL",
                     help="wire this scheduler extender (filter/prioritize/bind) into kube-scheduler")
     up.add_argument("--extender-ca-file", metavar="FILE", help="CA bundle for an https extender")
+    up.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="also run N worker control planes for MultiKueue (kept by later `up`s, "
+                         "stopped by `down`); each one's kubeconfig is stored in Secret "
+                         "pykueue-system/pykueue-dev-worker-<i>")
     sub.add_parser("down", help="stop everything `up` started and remove its state")
     sub.add_parser("status", help="show the components of the dev cluster")
     sample_parser = sub.add_parser("sample", help="on the running dev cluster: set up a quota and run three "
@@ -77,13 +81,18 @@ def _up(args: argparse.Namespace) -> int:
     extender = None
     if args.extender_url:
         extender = Extender(args.extender_url, ca_file=args.extender_ca_file)
-    result = cluster.up(extender=extender, report=_progress)
+    if args.workers is not None and args.workers < 0:
+        print("pykueue dev up: --workers must be 0 or more", file=sys.stderr)
+        return 2
+    result = cluster.up(extender=extender, report=_progress, workers_wanted=args.workers)
     _progress(f"dev cluster {'reused' if result.reused else 'started'} in {result.seconds:.1f}s")
     print(f"server: {result.server}")
     for line in result.endpoints.lines():
         print(line)
     for operator in result.operators:
         print(operator.line())
+    for worker in result.workers:
+        print(worker.line())
     print(f"kubeconfig: {result.kubeconfig}")
     return 0
 
@@ -112,8 +121,16 @@ def _status() -> int:
         return 1
     print(f"dev cluster: {'running' if report.up else 'degraded'}")
     print(f"server: {report.server}")
+    _print_components(report)
+    for worker in report.workers:
+        print(f"{worker.name}: {'running' if worker.up else 'degraded'}, server {worker.server}, "
+              f"kubeconfig {worker.kubeconfig}")
+        _print_components(worker)
+    print(f"kubeconfig: {report.kubeconfig}")
+    return 0 if report.up else 1
+
+
+def _print_components(report: cluster.StatusReport) -> None:
     for component in report.components:
         state = "running" if component.running else "NOT RUNNING"
         print(f"  {component.name:<24} pid {component.pid:<8} {state}  log {component.log}")
-    print(f"kubeconfig: {report.kubeconfig}")
-    return 0 if report.up else 1

@@ -10,6 +10,12 @@ of everything started. Rules that keep it safe to call from scripts and tests:
 * ``down`` only signals pids recorded in the state file, and only if the recorded process
   start time still matches (``processes.is_running``);
 * a file lock serialises concurrent ``up``/``down`` calls on one state directory.
+
+Worker clusters (``up(workers=N)``, for MultiKueue) are more dev clusters of the same
+shape, each in ``workers/worker-<i>/`` of the state directory with its own ports, state
+file and processes, brought up by the same code under the manager's lock (``workers.py``
+says what differs). Once started they are part of the dev cluster: a later ``up`` keeps
+and repairs them, ``down`` stops them, ``status`` lists them.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ import shutil
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons, nodes, operators
+from devcluster import addons, nodes, operators, workers
 from devcluster.build import binary_paths, build, missing_binaries
 from devcluster.components import (
     Component,
@@ -83,6 +89,7 @@ class UpResult:
     endpoints: addons.PykueueEndpoints
     seconds: float
     operators: tuple[operators.OperatorEndpoints, ...] = ()
+    workers: tuple[workers.WorkerEndpoints, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,8 @@ class StatusReport:
     kubeconfig: Path | None
     server: str | None
     components: tuple[ComponentStatus, ...]
+    workers: tuple[StatusReport, ...] = ()
+    name: str = "dev cluster"
 
 
 def layout() -> Layout:
@@ -231,40 +240,66 @@ def _fresh_up(lay: Layout, extender: Extender | None, report: Report) -> Cluster
     return state
 
 
-def up(extender: Extender | None = None, report: Report = print) -> UpResult:
+def up(extender: Extender | None = None, report: Report = print,
+       workers_wanted: int | None = None) -> UpResult:
+    """Start (or repair) the dev cluster; with ``workers_wanted``, that many worker clusters
+    too (more are started, none is removed: ``down`` stops them all)."""
     started = time.monotonic()
     lay = layout()
     with _locked(lay):
-        state = _load(lay)
-        reused = state is not None
-        restarted: list[str] = []
-        if state is None:
-            state = _fresh_up(lay, extender, report)
-        else:
-            report(f"reusing the running dev cluster in {lay.root}")
-            if extender is not None and extender.url != state.extender:
-                raise StartupError("the running dev cluster has a different scheduler extender "
-                                   f"({state.extender or 'none'}); run `pykueue dev down` first")
-            restarted = _restart_dead(state, lay, report)
-        client = admin_client(lay, state.ports)
-        try:
-            recreated = nodes.ensure_nodes(client)
-            wait_for("8 kwok nodes to be Ready", lambda: nodes.all_nodes_ready(client), NODES_DEADLINE_S)
-            crds = addons.install_crds(client)
-            if crds:
-                report(f"  CRDs installed: {len(crds)}")
-            addons.wait_default_service_account(client)
-            operator_endpoints = operators.start_operators(client, lay, _operator_binaries(state, report),
-                                                           report)
-            endpoints = addons.start_pykueue(client, lay)
-        except BaseException:
-            if not reused:
-                report("set-up failed; stopping what was started")
-                _stop_all(state, report)
-                lay.state_file.unlink(missing_ok=True)
-            raise
-        if recreated and reused:
-            report(f"  restored nodes: {', '.join(recreated)}")
+        result = _up_one(lay, extender, report, workers.MANAGER)
+        worker_results = []
+        count = max(workers_wanted or 0, len(workers.existing(lay.root)))
+        if count:
+            client = admin_client(lay, _state_or_fail(lay).ports)
+            for index in range(1, count + 1):
+                wlay = Layout(workers.worker_root(lay.root, index))
+                report(f"worker {index}: {'reusing' if wlay.state_file.exists() else 'starting'} {wlay.root}")
+                wresult = _up_one(wlay, None, report, workers.WORKER)
+                worker_results.append(workers.publish(client, index, wresult.kubeconfig, wresult.server))
+    return replace(result, seconds=time.monotonic() - started, workers=tuple(worker_results))
+
+
+def _state_or_fail(lay: Layout) -> ClusterState:
+    state = _load(lay)
+    if state is None:
+        raise StartupError(f"no dev cluster state in {lay.root}")
+    return state
+
+
+def _up_one(lay: Layout, extender: Extender | None, report: Report, role: workers.Role) -> UpResult:
+    started = time.monotonic()
+    state = _load(lay)
+    reused = state is not None
+    restarted: list[str] = []
+    if state is None:
+        state = _fresh_up(lay, extender, report)
+    else:
+        report(f"reusing the running dev cluster in {lay.root}")
+        if extender is not None and extender.url != state.extender:
+            raise StartupError("the running dev cluster has a different scheduler extender "
+                               f"({state.extender or 'none'}); run `pykueue dev down` first")
+        restarted = _restart_dead(state, lay, report)
+    client = admin_client(lay, state.ports)
+    try:
+        recreated = nodes.ensure_nodes(client)
+        wait_for("8 kwok nodes to be Ready", lambda: nodes.all_nodes_ready(client), NODES_DEADLINE_S)
+        crds = addons.install_crds(client)
+        if crds:
+            report(f"  CRDs installed: {len(crds)}")
+        addons.wait_default_service_account(client)
+        operator_endpoints = operators.start_operators(client, lay, _operator_binaries(state, report),
+                                                       report, only=role.operators)
+        endpoints = addons.start_pykueue(client, lay, config=role.config,
+                                         with_tas_scheduler=role.tas_scheduler)
+    except BaseException:
+        if not reused:
+            report("set-up failed; stopping what was started")
+            _stop_all(state, report)
+            lay.state_file.unlink(missing_ok=True)
+        raise
+    if recreated and reused:
+        report(f"  restored nodes: {', '.join(recreated)}")
     return UpResult(lay.admin_kubeconfig, apiserver_url(state.ports), reused, tuple(restarted),
                     tuple(recreated), endpoints, time.monotonic() - started, tuple(operator_endpoints))
 
@@ -285,9 +320,28 @@ def _operator_binaries(state: ClusterState, report: Report) -> dict[str, Path]:
 def down(report: Report = print) -> list[str]:
     lay = layout()
     with _locked(lay):
+        stopped = []
+        for root in workers.existing(lay.root):
+            state = _load(Layout(root))
+            if state is not None:
+                stopped += [f"{root.name}/{name}" for name in _stop_all(state, report)]
         state = _load(lay)
-        stopped = [] if state is None else _stop_all(state, report)
+        stopped += [] if state is None else _stop_all(state, report)
         shutil.rmtree(lay.root, ignore_errors=True)
+    return stopped
+
+
+def down_workers(report: Report = print) -> list[str]:
+    """Stop the worker clusters only (and forget them), leaving the manager cluster running;
+    their Secrets stay in the manager cluster."""
+    lay = layout()
+    stopped = []
+    with _locked(lay):
+        for root in reversed(workers.existing(lay.root)):
+            state = _load(Layout(root))
+            if state is not None:
+                stopped += [f"{root.name}/{name}" for name in _stop_all(state, report)]
+            shutil.rmtree(root, ignore_errors=True)
     return stopped
 
 
@@ -298,9 +352,17 @@ def current_state() -> ClusterState | None:
 
 def status() -> StatusReport:
     lay = layout()
+    report = _status_of(lay, "dev cluster")
+    if report.server is None:
+        return report
+    worker_reports = tuple(_status_of(Layout(root), root.name) for root in workers.existing(lay.root))
+    return replace(report, up=report.up and all(w.up for w in worker_reports), workers=worker_reports)
+
+
+def _status_of(lay: Layout, name: str) -> StatusReport:
     state = _load(lay)
     if state is None:
-        return StatusReport(False, None, None, ())
+        return StatusReport(False, None, None, (), name=name)
     comps = tuple(ComponentStatus(p.name, p.pid, is_running(p), p.log) for p in state.processes)
     all_up = bool(comps) and all(c.running for c in comps)
-    return StatusReport(all_up, lay.admin_kubeconfig, apiserver_url(state.ports), comps)
+    return StatusReport(all_up, lay.admin_kubeconfig, apiserver_url(state.ports), comps, name=name)

@@ -292,14 +292,16 @@ def endpoints_of(operator: Operator, ports: OperatorPorts) -> OperatorEndpoints:
 
 
 def start_operators(client: BlockingClient, layout: Layout, binaries: Mapping[str, Path],
-                    report: Report = print) -> list[OperatorEndpoints]:
-    """Start the operators that do not run (all of them on a fresh cluster), wait until
-    each is ready and serves its webhooks, then (re-)register their webhooks."""
+                    report: Report = print, only: tuple[str, ...] | None = None) -> list[OperatorEndpoints]:
+    """Start the operators that do not run (all of them on a fresh cluster, or those named in
+    ``only``), wait until each is ready and serves its webhooks, then (re-)register their webhooks."""
     install_rbac(client)
     records = _load_records(layout)
     started: list[tuple[Operator, processes.ProcessRecord, OperatorPorts]] = []
     running: list[tuple[Operator, processes.ProcessRecord, OperatorPorts]] = []
     for operator in OPERATORS:
+        if only is not None and operator.name not in only:
+            continue
         files = files_of(layout, operator)
         record = records.get(operator.name)
         ports = read_ports(files)

@@ -252,6 +252,20 @@ async def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: 
     return _client(configuration, qps, burst, max_connections)
 
 
+async def connect_from_dict(kubeconfig: dict[str, Any], *, qps: float = DEFAULT_QPS,
+                            burst: int = DEFAULT_BURST,
+                            max_connections: int = DEFAULT_MAX_CONNECTIONS) -> KubeClient:
+    """A client from a kubeconfig already read (another cluster's, from a Secret); its
+    current context. Embedded certificates are written to private temporary files by the
+    library, as for a kubeconfig file. An unusable kubeconfig raises ``ValueError``."""
+    configuration = Configuration()
+    try:
+        await kube_config.load_kube_config_from_dict(kubeconfig, client_configuration=configuration)
+    except kube_config.ConfigException as exc:
+        raise ValueError(f"unusable kubeconfig: {exc}") from exc
+    return _client(configuration, qps, burst, max_connections)
+
+
 async def connect_with_certificate(server: str, *, ca_file: str | os.PathLike[str],
                                    cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str],
                                    qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST) -> KubeClient:

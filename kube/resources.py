@@ -61,6 +61,9 @@ ADMISSION_CHECKS = ResourceRef(keys.GROUP, keys.V1BETA2, "admissionchecks", Fals
 TOPOLOGIES = ResourceRef(keys.GROUP, keys.V1BETA2, "topologies", False, "Topology")
 WORKLOAD_PRIORITY_CLASSES = ResourceRef(keys.GROUP, keys.V1BETA2, "workloadpriorityclasses", False,
                                         "WorkloadPriorityClass")
+MULTIKUEUE_CLUSTERS = ResourceRef(keys.GROUP, keys.V1BETA2, "multikueueclusters", False, "MultiKueueCluster")
+MULTIKUEUE_CONFIGS = ResourceRef(keys.GROUP, keys.V1BETA2, "multikueueconfigs", False, "MultiKueueConfig")
+SECRETS = ResourceRef("", "v1", "secrets", True, "Secret")
 
 
 def for_object(obj: dict[str, object]) -> ResourceRef:

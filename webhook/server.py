@@ -43,6 +43,8 @@ CONVERTED_CRDS = tuple(
         "clusterqueues",
         "cohorts",
         "localqueues",
+        "multikueueclusters",
+        "multikueueconfigs",
         "provisioningrequestconfigs",
         "resourceflavors",
         "topologies",

@@ -30,6 +30,7 @@ from api.wire import JSON, meta
 from manager.core.jobs_to_workloads import queue_name
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.integrations import Integration
+from manager.jobs.multikueue.adapter import MultiKueueAdapter
 from manager.jobs.names import is_dns1123_label
 from manager.jobs.ownership import namespace_selected
 from manager.jobs.registry import build_workloads, owner_integration
@@ -155,6 +156,30 @@ class AdoptsPods(Protocol):
     def adopt(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> JSON | None:
         """The pod with its group labels/annotations, or None when there is nothing to do."""
         ...
+
+
+@runtime_checkable
+class DispatchedByMultiKueue(Protocol):
+    """A kind MultiKueue can run in a worker cluster (Kueue's MultiKueueAdapter)."""
+
+    @property
+    def multikueue(self) -> MultiKueueAdapter: ...
+
+
+def managed_by_multikueue(lc: object, job: Mapping[str, Any]) -> bool:
+    """The object is MultiKueue's (``managedBy``): in this cluster it is never started; its
+    status comes from the worker that runs it."""
+    return isinstance(lc, DispatchedByMultiKueue) and \
+        lc.multikueue.managed_by(job) == keys.MULTIKUEUE_CONTROLLER
+
+
+def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
+    """The Workload made for this object by someone else (MultiKueue's copy in a worker),
+    from the label (or annotation) Kueue reads."""
+    m = meta(job)
+    value = (m.get("labels") or {}).get(keys.PREBUILT_WORKLOAD_NAME) or \
+        (m.get("annotations") or {}).get(keys.PREBUILT_WORKLOAD_NAME)
+    return str(value) if value else None
 
 
 # -- shared helpers ---------------------------------------------------------------------------

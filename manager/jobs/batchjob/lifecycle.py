@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
-from api.wire import meta
+from api.wire import JSON, meta
 from manager.core.jobs_to_workloads import workload_name
 from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
@@ -29,8 +29,22 @@ from manager.jobs.lifecycle import (
     restored_template,
     workload_template,
 )
+from manager.jobs.multikueue.adapter import SpecCopyAdapter
 
 PODSET = "main"
+# Labels the Job controller adds to a Job's selector and template: generated again by the
+# worker's API server for the copy, which refuses a selector it did not generate.
+_GENERATED_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
+                     "controller-uid", "job-name")
+
+
+def _scrub_for_worker(job: JSON) -> None:
+    spec = job.get("spec") or {}
+    if not spec.get("manualSelector"):
+        spec.pop("selector", None)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for key in _GENERATED_LABELS:
+        labels.pop(key, None)
 
 
 def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -45,8 +59,21 @@ def pods_count(job: Mapping[str, Any]) -> int:
     return parallelism if completions is None else min(parallelism, int(completions))
 
 
+def _own_generated_labels(template: JSON, job: Mapping[str, Any]) -> JSON:
+    """The Workload's template may carry another Job's generated labels (a MultiKueue copy of
+    the manager's Workload): this Job's own ones are the only ones its API server accepts."""
+    own = ((_spec(job).get("template") or {}).get("metadata") or {}).get("labels") or {}
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    for key in _GENERATED_LABELS:
+        labels.pop(key, None)
+        if key in own:
+            labels[key] = own[key]
+    return template
+
+
 class BatchJobLifecycle(TopLevelOwner):
     integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs")
+    multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",), _scrub_for_worker)
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))
@@ -66,7 +93,7 @@ class BatchJobLifecycle(TopLevelOwner):
         out = copy.deepcopy(dict(job))
         spec = out.setdefault("spec", {})
         base = workload_template(workload, PODSET) or spec.get("template") or {}
-        spec["template"] = merge_into_template(base, info)
+        spec["template"] = _own_generated_labels(merge_into_template(base, info), job)
         spec["suspend"] = False
         return [Replace(out)]
 
@@ -83,7 +110,7 @@ class BatchJobLifecycle(TopLevelOwner):
         if template is None:
             return []
         out = copy.deepcopy(dict(job))
-        out["spec"]["template"] = template
+        out["spec"]["template"] = _own_generated_labels(template, job)
         return [Replace(out)]
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:

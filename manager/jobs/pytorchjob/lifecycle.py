@@ -29,6 +29,7 @@ from manager.jobs.lifecycle import (
     restored_template,
     workload_template,
 )
+from manager.jobs.multikueue.adapter import SpecCopyAdapter
 
 ROLES = ("Master", "Worker")
 
@@ -45,6 +46,8 @@ def roles(job: Mapping[str, Any]) -> list[str]:
 class PyTorchJobLifecycle(TopLevelOwner):
     integration: Integration = Integration("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob",
                                            "pytorchjobs")
+    # The training operator (v1.8+) honours spec.runPolicy.managedBy.
+    multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec", "runPolicy"))
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)

@@ -42,6 +42,7 @@ from manager.jobs.lifecycle import (
     Action,
     AdoptsPods,
     Delete,
+    DispatchedByMultiKueue,
     Finished,
     GroupedObjects,
     JobLifecycle,
@@ -50,7 +51,9 @@ from manager.jobs.lifecycle import (
     WorkloadOwner,
     condition_true,
     is_admitted,
+    managed_by_multikueue,
     podset_infos,
+    prebuilt_workload_name,
 )
 from manager.jobs.registry import Registry
 
@@ -88,6 +91,9 @@ class JobReconciler:
         self._adopter_of: dict[str, set[str]] = {}
         # job UID -> keys of Workloads labelled with it (surplus detection).
         self._by_job_uid: dict[str, set[str]] = {}
+        # prebuilt Workload key "ns/name" -> the job keys that run under it (MultiKueue workers).
+        self._prebuilt: dict[str, set[str]] = {}
+        self._prebuilt_of: dict[str, str] = {}
 
     # -------------------------------------------------------------- setup
 
@@ -133,11 +139,24 @@ class JobReconciler:
                 self._regroup(kind, key, ns, None if event == EventType.DELETED else lc.group_name(obj))
             else:
                 self.queue.add(f"{kind}:{key}")
+            if isinstance(lc, DispatchedByMultiKueue):
+                self._note_prebuilt(f"{kind}:{key}", ns, None if event == EventType.DELETED
+                                    else prebuilt_workload_name(obj))
             for owner in self.active:
                 if isinstance(owner, AdoptsPods) and kind == "Pod":
                     name = None if event == EventType.DELETED else owner.pod_owner(obj)
                     self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
         return handle
+
+    def _note_prebuilt(self, job_key: str, ns: str, workload: str | None) -> None:
+        """Remember which job runs under a prebuilt Workload: that Workload has no owner
+        reference to lead its changes (its admission) back to the job."""
+        before = self._prebuilt_of.pop(job_key, None)
+        if before is not None:
+            self._prebuilt.get(before, set()).discard(job_key)
+        if workload:
+            self._prebuilt_of[job_key] = f"{ns}/{workload}"
+            self._prebuilt.setdefault(f"{ns}/{workload}", set()).add(job_key)
 
     def _regroup(self, kind: str, key: str, ns: str, group: str | None) -> None:
         new = f"{kind}:{ns}/{group}" if group else None
@@ -181,6 +200,7 @@ class JobReconciler:
         registered = set(self.registry.kinds())
         out = [f"{ref['kind']}:{ns}/{ref.get('name')}" for ref in m.get("ownerReferences") or ()
                if ref.get("kind") in registered]
+        out += sorted(self._prebuilt.get(f"{ns}/{name}", ()))
         for lc in self.active:
             group = f"{lc.integration.kind}:{ns}/{name}"
             if isinstance(lc, GroupedObjects) and group in self._groups:
@@ -218,8 +238,10 @@ class JobReconciler:
             return None  # nothing can be created there any more; its objects are going away
         if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
             return None
+        prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
         try:
-            desired = lc.workloads(job)
+            # A prebuilt Workload (MultiKueue's copy in a worker) is made by someone else.
+            desired = [] if prebuilt else lc.workloads(job)
         except (ObjectError, ValueError, TypeError) as exc:
             log.warning("%s %s: cannot build its Workloads: %s", kind, obj_key, exc)
             return None
@@ -229,7 +251,7 @@ class JobReconciler:
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
-            await self._run(lc, job, ns, finished)
+            await self._run(lc, job, ns, finished, prebuilt)
         return None
 
     def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
@@ -241,8 +263,11 @@ class JobReconciler:
             return lc.assemble(ns, name, members) if members else None
         return informer.get(f"{ns}/{name}")
 
-    async def _run(self, lc: JobLifecycle, job: JSON, ns: str, finished: Finished | None) -> None:
-        wl_key = f"{ns}/{lc.workload_name(job)}"
+    async def _run(self, lc: JobLifecycle, job: JSON, ns: str, finished: Finished | None,
+                   prebuilt: str | None = None) -> None:
+        wl_key = f"{ns}/{prebuilt or lc.workload_name(job)}"
+        # MultiKueue runs it in a worker: here it stays suspended, its status is the worker's.
+        elsewhere = managed_by_multikueue(lc, job)
         workload = self.informers["Workload"].get(wl_key)
         if workload is None:
             if finished is None and lc.is_active(job):
@@ -262,12 +287,12 @@ class JobReconciler:
             # may not count its pods yet (the update of the stop brings it back here).
             if lc.is_active(job):
                 await self._apply(lc.stop(job))
-            elif not lc.still_running(job) and self.core.job_stopped(wl_key):
-                self._kick()
+            elif (elsewhere or not lc.still_running(job)) and self.core.job_stopped(wl_key):
+                self._kick()  # (the MultiKueue controller removes the worker's copy)
             return
         # The core decides: a copy still saying admitted after a release must not restart it.
         if is_admitted(workload) and (rec is None or rec.holds_quota):
-            if lc.is_suspended(job):
+            if lc.is_suspended(job) and not elsewhere:
                 try:
                     actions = lc.start(job, workload, podset_infos(workload, self._flavors()))
                 except StartConflict as exc:

@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any
 
 from api import keys
+from api.config import DEFAULT_NAMESPACE
 from api.wire import JSON
 from kube import resources as res
 from kube.backoff import Backoff
@@ -55,6 +56,7 @@ from manager.runtime.metrics_feed import MetricsFeed
 
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
+from .multikueue.controller import MultiKueueController
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
 from .reservation_moves import released, reservation_moved, reserved
@@ -143,6 +145,10 @@ class QueueManager:
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holding.get(cq) or ()))
+        gates = (job_config or {}).get("featureGates") or {}
+        self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
+            client, self.informers, self.jobs.registry, job_config or {},
+            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict)
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
                                                                           retain_s)
@@ -232,6 +238,11 @@ class QueueManager:
             condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
             or condition_true(obj, keys.WorkloadCondition.ADMITTED))
 
+    def _check_verdict(self, key: str, check: str, state: str) -> None:
+        """An in-process check controller's verdict, already written to the Workload."""
+        if self.core.set_check_state(key, check, state):
+            self._poke()
+
     def _poke(self) -> None:
         self._kick.set()
         self._queues_dirty.set()
@@ -277,6 +288,8 @@ class QueueManager:
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
         if self.retention is not None:
             leader_work.append(self.retention.run())
+        if self.multikueue is not None:
+            leader_work.append(self.multikueue.run())
         await asyncio.gather(*leader_work)
 
     # -------------------------------------------------------------- scheduling
@@ -508,7 +521,12 @@ class QueueManager:
                     raise  # the work queue retries with backoff
                 current = None  # re-read and recompute from the fresh object
                 continue
-            self._written[key] = (_rv(current), written)
+            cached = self.informers["Workload"].get(key)
+            if cached is None or _rv(cached) == _rv(current):
+                self._written[key] = (_rv(current), written)
+            # else: the informer already moved past the copy we wrote over (our write's echo, or a
+            # later one, came before this response): waiting for an echo that has passed would
+            # hide other writers' changes (a check controller's verdict) from _follow_others.
             self._written_at[key] = time.monotonic()
             self._agreed[key] = (_topology_of(written), _checks_of(written))
             if not release_only and reservation_moved(old_status, _keep_times(old_status, status)):

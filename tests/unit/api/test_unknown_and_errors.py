@@ -94,7 +94,7 @@ def test_errors_name_the_field_path(mutate: Any, message: str) -> None:
 
 
 def test_registry_knows_every_kind() -> None:
-    assert len(registry.KINDS) == 9
+    assert len(registry.KINDS) == 11
     for kind in registry.KINDS:
         assert registry.model_for("kueue.x-k8s.io/v1beta2", kind.KIND) is kind
         info = registry.kind_info(kind.KIND)

@@ -1,0 +1,1 @@
+"""MultiKueue in a manager cluster: worker connections and the admission check controller."""
