@@ -7,9 +7,10 @@ bare Workloads), fair sharing, a Job turned into a Workload by Kueue's own job c
 topology-aware placement. A scenario with a kind the harness cannot create must come back
 skipped, never agreeing. The full run is one command (README, "Kueue conformance").
 
-Each case here has one workload to decide: Kueue's first cycles after it starts may run before
-all of its queues are filled, so a case where several pending workloads compete can come out
-differently from run to run (the hierarchical fair-sharing tournament did, once in three runs).
+Each case here has its waiting workloads in one ClusterQueue, which the harness holds until
+Kueue has built its cache: with waiting workloads in several queues Kueue's first cycles may
+run before all of its queues and cohorts are in, so such a case can come out differently from
+run to run on a loaded machine (`scheduler/admit-in-different-cohorts` did once in a full run).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .conftest import REPO
 
 PORTED = "tests/scenarios/kueue"
 SUBSET = (
-    f"{PORTED}/scheduler/admit-in-different-cohorts.yaml",
+    f"{PORTED}/scheduler/borrow-after-all-flavors.yaml",
     f"{PORTED}/flavorassigner/borrow-try-next-flavor-found-the-second-flavor.yaml",
     f"{PORTED}/scheduler/minimal-preemptions-when-target-queue-is-exhausted.yaml",
     f"{PORTED}/preemption/cq-with-higher-weight-can-preempt-more.yaml",
