@@ -6,7 +6,10 @@ LocalQueue usage, then higher priority, then earlier queue-order timestamp, then
 workload key (so ties are deterministic). The heap uses lazy deletion: removing a
 workload only forgets its ticket, and stale heap items are dropped when popped. That
 keeps push, remove and pop O(log n) with no scans, which matters with tens of
-thousands of pending workloads.
+thousands of pending workloads. Stale items behind the head are never popped while
+the queue stays busy (every park and requeue leaves one per workload), so the heap is
+rebuilt from the live tickets once stale items outnumber live ones: amortised O(1) per
+push, and memory bounded by twice the queue.
 
 Workloads that did not fit are *parked* in the inadmissible set (BestEffortFIFO) until
 an event that may change the outcome moves them back (:meth:`PendingQueue.requeue_parked`).
@@ -27,6 +30,8 @@ from collections.abc import Callable
 from .objects import PodSet
 
 SortKey = tuple[int, float, int, float, str]
+
+COMPACT_SLACK = 64  # stale heap items tolerated before a rebuild pays for itself
 
 
 def scheduling_shape(priority: int, podsets: tuple[PodSet, ...]) -> int:
@@ -58,6 +63,11 @@ class PendingQueue:
     def __len__(self) -> int:
         return len(self._tickets) + len(self.parked)
 
+    @property
+    def heap_size(self) -> int:
+        """Heap items, stale ones included (bounded by about twice the queued workloads)."""
+        return len(self._heap)
+
     def __contains__(self, key: str) -> bool:
         return key in self._tickets or key in self.parked
 
@@ -77,6 +87,12 @@ class PendingQueue:
         ticket = next(self._counter)
         self._tickets[key] = (ticket, skey, shape)
         heapq.heappush(self._heap, (skey, ticket, key))
+        if len(self._heap) > 2 * len(self._tickets) + COMPACT_SLACK:
+            self._compact()
+
+    def _compact(self) -> None:
+        self._heap = [(skey, t, k) for k, (t, skey, _) in self._tickets.items()]
+        heapq.heapify(self._heap)
 
     def offer(self, key: str, skey: SortKey, shape: int | None) -> None:
         """Queue a workload, parked if its shape already did not fit (BestEffortFIFO)."""
@@ -137,8 +153,7 @@ class PendingQueue:
     def resort(self, key_of: Callable[[str], SortKey]) -> None:
         """Recompute every sort key (LocalQueue usage changed); O(n log n)."""
         self._tickets = {k: (t, key_of(k), sh) for k, (t, _, sh) in self._tickets.items()}
-        self._heap = [(skey, t, k) for k, (t, skey, _) in self._tickets.items()]
-        heapq.heapify(self._heap)
+        self._compact()
         self.parked = {k: (key_of(k), sh) for k, (_, sh) in self.parked.items()}
 
     def keys(self) -> list[str]:

@@ -32,6 +32,21 @@ def test_pending_queue_remove_and_park() -> None:
     assert q.requeue_parked() == 1 and q.pop() == "b"
 
 
+def test_pending_queue_heap_stays_bounded_while_parked_workloads_cycle() -> None:
+    # A busy queue whose head is always live never pops the stale items that parking and
+    # requeueing leave behind it; they must not pile up.
+    q = PendingQueue()
+    keys = [f"ns/w{i:03}" for i in range(300)]
+    for i, k in enumerate(keys):
+        q.push(k, sort_key(0, float(i), k), shape=1)
+    for _ in range(50):
+        assert q.park_shape(1) == 300
+        assert q.requeue_parked() == 300
+        assert q.peek() == keys[0]
+    assert q.heap_size <= 2 * len(q) + 64
+    assert [q.pop() for _ in range(301)] == [*keys, None]
+
+
 def test_durations() -> None:
     assert parse_duration("1h30m") == 5400
     assert parse_duration("30s") == 30 and parse_duration("500ms") == 0.5 and parse_duration(7) == 7
