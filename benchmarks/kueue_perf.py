@@ -40,6 +40,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ RESULTS = HERE / "results"
 QPS_SETTINGS = ((50.0, 100), (300.0, 500))  # Kueue's harness; Kueue's production default
 RUNNER_QPS, RUNNER_BURST = 1000.0, 2000  # the runner's own client, as envtest's in Kueue's runner
 CHECK_PERIOD_S = 5.0
+WRITE_ATTEMPTS = 12  # the runner's status writes, with backoff up to 1 s and a fresh read each
 # Kueue's published means for the same configs (test/performance/scheduler/configs/*/rangespec.yaml).
 REFERENCE: dict[str, dict[str, Any]] = {
     "baseline": {"wall_s": 351.116, "usage_pct": 55.9,
@@ -143,7 +145,8 @@ class Runner:
             return
         if state.admitted and not state.finished:
             self._admitted_at.setdefault(key, time.monotonic())
-            if key not in self._finishing:
+            task = self._finishing.get(key)
+            if task is None or task.done():  # a finish skipped before may be due again
                 runtime_s = int((meta.get("labels") or {}).get(RUNNING_TIME_LABEL) or 0) / 1000.0
                 self._finishing[key] = asyncio.get_running_loop().create_task(self._finish(key, runtime_s))
         elif not state.admitted:
@@ -159,50 +162,77 @@ class Runner:
         remaining = runtime_s - (time.monotonic() - self._admitted_at.get(key, time.monotonic()))
         if remaining > 0:
             await asyncio.sleep(remaining)
-        ns, name = key.split("/", 1)
         condition = {"type": "Finished", "status": "True", "reason": "ByTest", "message": "By test runner",
                      "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        for _ in range(5):
-            current = self.workloads.get(key)
-            if current is None or not _condition(current, "Admitted") or _condition(current, "Finished"):
+
+        def change(current: dict[str, Any]) -> list[dict[str, Any]] | None:
+            if not _condition(current, "Admitted") or _condition(current, "Finished"):
+                return None
+            return [{"op": "test", "path": "/metadata/resourceVersion",
+                     "value": current["metadata"]["resourceVersion"]},
+                    {"op": "add", "path": "/status/conditions/-", "value": condition}]
+        await self._write_status(key, change, "finish")
+
+    async def _finish_eviction(self, key: str) -> None:
+        """What a job controller does after an eviction: drop the quota reservation."""
+        def change(current: dict[str, Any]) -> list[dict[str, Any]] | None:
+            if not (_condition(current, "QuotaReserved") and _condition(current, "Evicted")):
+                return None  # released already, or admitted again since
+            status = dict(current.get("status") or {})
+            status.pop("admission", None)
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            status["conditions"] = [c for c in status.get("conditions") or ()
+                                    if c.get("type") not in ("QuotaReserved", "Admitted")] + [
+                {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                 "message": "Evicted by the test runner", "lastTransitionTime": now}]
+            return [{"op": "test", "path": "/metadata/resourceVersion",
+                     "value": current["metadata"]["resourceVersion"]},
+                    {"op": "replace", "path": "/status", "value": status}]
+        try:
+            await self._write_status(key, change, "release")
+        finally:
+            self._evicting.discard(key)
+
+    async def _write_status(self, key: str, change: Callable[[dict[str, Any]], list[dict[str, Any]] | None],
+                            what: str) -> None:
+        """Patch a Workload's status, guarded by its resourceVersion. The cached copy goes
+        first; after a lost race the object is read back from the API, because on a loaded
+        machine the watch can trail the writes of the manager by seconds, and a workload
+        the runner gives up on holds its quota for the rest of the run."""
+        ns, name = key.split("/", 1)
+        current = self.workloads.get(key)
+        for attempt in range(WRITE_ATTEMPTS):
+            patch = None if current is None else change(current)
+            if patch is None:
                 return
-            patch = [{"op": "test", "path": "/metadata/resourceVersion",
-                      "value": current["metadata"]["resourceVersion"]},
-                     {"op": "add", "path": "/status/conditions/-", "value": condition}]
             try:
                 await self.client.patch(res.WORKLOADS.object_path(name, ns, "status"), patch, JSON_PATCH)
                 return
             except ApiError as exc:
                 if exc.not_found:
+                    return  # a failed resourceVersion test is a 4xx too: read again below
+            await asyncio.sleep(min(0.05 * 2 ** attempt, 1.0))
+            try:
+                current = await self.client.get(res.WORKLOADS.object_path(name, ns))
+            except ApiError as exc:
+                if exc.not_found:
                     return
-                await asyncio.sleep(0.05)  # a newer copy is on its way through the watch
-        self.errors.append(f"could not finish {key}")
-
-    async def _finish_eviction(self, key: str) -> None:
-        """What a job controller does after an eviction: drop the quota reservation."""
-        ns, name = key.split("/", 1)
-        try:
-            for _ in range(5):
                 current = self.workloads.get(key)
-                if current is None or not _condition(current, "QuotaReserved"):
-                    return
-                status = dict(current.get("status") or {})
-                status.pop("admission", None)
-                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                status["conditions"] = [c for c in status.get("conditions") or ()
-                                        if c.get("type") not in ("QuotaReserved", "Admitted")] + [
-                    {"type": "QuotaReserved", "status": "False", "reason": "Pending",
-                     "message": "Evicted by the test runner", "lastTransitionTime": now}]
-                try:
-                    await self.client.replace(res.WORKLOADS.object_path(name, ns, "status"),
-                                              {**current, "status": status})
-                    return
-                except ApiError as exc:
-                    if not exc.conflict:
-                        return
-                    await asyncio.sleep(0.05)
-        finally:
-            self._evicting.discard(key)
+        self.errors.append(f"could not {what} {key} in {WRITE_ATTEMPTS} attempts")
+
+    def stuck(self) -> str:
+        """What keeps a run from ending: admitted and pending workloads by class, with the
+        runner's own errors, so a timeout says whether the manager or the runner stalled."""
+        admitted: Counter[str] = Counter()
+        pending: Counter[str] = Counter()
+        for obj in self.workloads.items():
+            if _condition(obj, "Finished"):
+                continue
+            cls = str((obj["metadata"].get("labels") or {}).get(CLASS_LABEL, ""))
+            (admitted if _condition(obj, "Admitted") else pending)[cls] += 1
+        unfinished = sum(1 for k, t in self._finishing.items() if not t.done())
+        return (f"admitted by class {dict(admitted)}, pending by class {dict(pending)}, "
+                f"finish timers running {unfinished}, runner errors {self.errors[:5]}")
 
     # -- generator -----------------------------------------------------------------------
 
@@ -259,7 +289,7 @@ class Runner:
                 self._check_done()
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"not finished after {self.timeout_s:.0f}s: "
-                                       f"pending/admitted/finished {self.recorder.counts()}")
+                                       f"pending/admitted/finished {self.recorder.counts()}; {self.stuck()}")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.done.wait(), CHECK_PERIOD_S)
             # The last Finished events may trail the queue status by a moment.
