@@ -483,7 +483,7 @@ class QueueingCore:
         if target is not None:
             q = self.queues.setdefault(target, PendingQueue())
             skey = self._sort_key(rec)
-            if rec.key in q.parked:
+            if q.is_parked(rec.key):
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))
@@ -575,7 +575,7 @@ class QueueingCore:
     def _requeue_subtree(self, root: QuotaNode) -> None:
         for n in root.cluster_queues():
             q = self.queues.get(n.name)
-            if q is not None and q.parked:
+            if q is not None and q.parked_count:
                 q.requeue_parked()
 
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
@@ -1075,7 +1075,7 @@ class QueueingCore:
             q = self.queues.get(name) or PendingQueue()
             node = self.nodes.get(name)
             usage = {f"{f}/{r}": v for (f, r), v in sorted(self.usage.of(node).items())} if node else {}
-            lines.append(f"ClusterQueue {name}: active {q.active_count}, parked {len(q.parked)}, "
+            lines.append(f"ClusterQueue {name}: active {q.active_count}, parked {q.parked_count}, "
                          f"no-fit shapes {q.no_fit_shapes}, holding {len(self.holding.get(name, {}))} "
                          f"{sorted(self.holding.get(name, {}))[:5]}, "
                          f"usage {usage}, {self._activity(name)}")

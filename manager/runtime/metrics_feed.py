@@ -116,7 +116,7 @@ def local_queue_counts(core: QueueingCore) -> tuple[dict[str, QueueCounts], dict
         if rec.status == PENDING and not rec.deactivated:
             queue = core.queues.get(rec.cluster_queue or "")
             # ``in`` covers parked ones too; only the heap's tickets are active.
-            active = queue is not None and rec.key in queue and rec.key not in queue.parked
+            active = queue is not None and rec.key in queue and not queue.is_parked(rec.key)
             bucket = "active" if active else "inadmissible"
             c[bucket] = c.get(bucket, 0) + 1
         elif rec.holds_quota:
