@@ -195,6 +195,7 @@ def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
     """Kueue frees a preempted workload's quota once its job reports no running pods, not at
     eviction: until the group's last pod is gone, the preemptor waits and nothing runs over quota."""
     high = f"high-{namespace}"
+    slow: str | None = None
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
                        "metadata": {"name": high}, "value": 1000})
     try:
@@ -261,5 +262,10 @@ def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
         assert not condition(wl, "QuotaReserved")
         assert condition(wl, "Requeued")
     finally:
+        if slow is not None:
+            # A failure above must not leave the pod behind: it would keep its node's room
+            # taken for every later test of the session.
+            dev_cluster.kubectl("patch", "pod", slow, "-n", namespace, "--type=merge", "-p",
+                                json.dumps({"metadata": {"finalizers": None}}), check=False)
         dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",
                             check=False)
