@@ -67,7 +67,11 @@ def workloads_owned_by(dev_cluster: DevCluster, namespace: str, kind: str, name:
 
 
 def cq_cpu_usage(dev_cluster: DevCluster, cq: str) -> str | None:
-    status = dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", cq).get("status") or {}
+    return cpu_usage(dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", cq).get("status") or {})
+
+
+def cpu_usage(status: dict[str, Any]) -> str | None:
+    """The CPU usage of the flavor in a ClusterQueue status; None before it shows any."""
     for flavor in status.get("flavorsUsage") or ():
         for res in flavor.get("resources") or ():
             if flavor["name"] == FLAVOR and res["name"] == "cpu":

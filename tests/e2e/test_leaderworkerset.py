@@ -19,7 +19,7 @@ import pytest
 from api import keys
 
 from .conftest import DevCluster, wait_until
-from .jobs_common import NODE_LABELS, condition, cq_cpu_usage, queues, workloads_owned_by
+from .jobs_common import NODE_LABELS, condition, cpu_usage, cq_cpu_usage, queues, workloads_owned_by
 
 pytestmark = pytest.mark.e2e
 
@@ -195,6 +195,7 @@ def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
     """Kueue frees a preempted workload's quota once its job reports no running pods, not at
     eviction: until the group's last pod is gone, the preemptor waits and nothing runs over quota."""
     high = f"high-{namespace}"
+    slow: str | None = None
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
                        "metadata": {"name": high}, "value": 1000})
     try:
@@ -234,7 +235,23 @@ def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
         assert condition(_workload_of_group(dev_cluster, namespace, "srv"), "QuotaReserved")
         job = dev_cluster.get_json("job", "urgent", "-n", namespace)
         assert job["spec"]["suspend"] is True
-        assert cq_cpu_usage(dev_cluster, cq) in ("2", None)
+        # The ClusterQueue's status is written after the Workloads', and waits while the
+        # manager's request budget is low (up to 10 s, longer after failed writes): one
+        # written before the group was admitted (usage 0) may still be there. Once it counts
+        # one workload holding quota and one waiting, it was computed after the urgent
+        # Workload came, and it must show the group's 2 CPUs still in use.
+        def counts_one_holding_one_waiting() -> dict[str, Any] | None:
+            status = dev_cluster.get_json("clusterqueues.kueue.x-k8s.io", cq).get("status") or {}
+            waiting = (status.get("reservingWorkloads"), status.get("pendingWorkloads")) == (1, 1)
+            return status if waiting else None
+
+        cq_status = wait_until("the ClusterQueue's status to count the waiting urgent Workload",
+                               counts_one_holding_one_waiting, 120.0)
+        assert cpu_usage(cq_status) == "2", cq_status
+        # ... and it is the group that holds them: nothing was admitted meanwhile.
+        assert condition(_workload_of_group(dev_cluster, namespace, "srv"), "QuotaReserved")
+        assert not condition(workloads_owned_by(dev_cluster, namespace, "Job", "urgent")[0], "QuotaReserved")
+        assert dev_cluster.get_json("job", "urgent", "-n", namespace)["spec"]["suspend"] is True
 
         # The slow pod finally exits: the group gives its quota back and the job runs.
         dev_cluster.kubectl("patch", "pod", slow, "-n", namespace, "--type=merge", "-p",
@@ -245,5 +262,10 @@ def test_a_preempted_group_keeps_its_quota_until_its_pods_have_stopped(
         assert not condition(wl, "QuotaReserved")
         assert condition(wl, "Requeued")
     finally:
+        if slow is not None:
+            # A failure above must not leave the pod behind: it would keep its node's room
+            # taken for every later test of the session.
+            dev_cluster.kubectl("patch", "pod", slow, "-n", namespace, "--type=merge", "-p",
+                                json.dumps({"metadata": {"finalizers": None}}), check=False)
         dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",
                             check=False)

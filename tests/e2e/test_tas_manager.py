@@ -123,6 +123,40 @@ def bound_pods(dev_cluster: DevCluster, namespace: str, job: str, count: int) ->
     return pods if len(pods) == count else None
 
 
+BOUND_UNFINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+def room_taken_elsewhere(dev_cluster: DevCluster, namespace: str) -> list[str]:
+    """What else takes room on the nodes, as the manager counts it: bound, unfinished pods
+    of other namespaces (terminating ones too) and the topology assignments of Workloads of
+    other namespaces that hold quota. Earlier tests share the dev cluster, and their
+    teardown deletes without waiting."""
+    taken = [f"pod {p['metadata']['namespace']}/{p['metadata']['name']} on {p['spec']['nodeName']}"
+             for p in dev_cluster.get_json("pods", "-A", "--field-selector", BOUND_UNFINISHED)["items"]
+             if p["metadata"]["namespace"] != namespace]
+    for wl in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-A")["items"]:
+        psas = ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or ()
+        if wl["metadata"]["namespace"] != namespace \
+                and condition(wl, keys.WorkloadCondition.QUOTA_RESERVED).get("status") == "True" \
+                and condition(wl, keys.WorkloadCondition.FINISHED).get("status") != "True" \
+                and any(psa.get("topologyAssignment") for psa in psas):
+            taken.append(f"Workload {wl['metadata']['namespace']}/{wl['metadata']['name']}")
+    return taken
+
+
+def wait_for_empty_nodes(dev_cluster: DevCluster, namespace: str, deadline_s: float = 180.0) -> None:
+    left: list[str] = []
+
+    def empty() -> bool:
+        left[:] = room_taken_elsewhere(dev_cluster, namespace)
+        return not left
+
+    try:
+        wait_until("the nodes to be free of what earlier tests left", empty, deadline_s, poll_s=1.0)
+    except pytest.fail.Exception:
+        pytest.fail(f"the nodes are still in use after {deadline_s:.0f}s: {', '.join(left)}")
+
+
 def test_a_rack_job_gets_one_rack_busy_racks_are_avoided_and_too_big_waits(
         dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
     ns = tas_queue.namespace
@@ -184,12 +218,20 @@ def test_a_restarted_manager_keeps_what_it_placed_and_places_nothing_twice(
     assert condition(after, keys.WorkloadCondition.EVICTED).get("status") != "True"
 
 
+# Waiting for free nodes, Pod GC and the Job's backoff take several minutes under load.
+@pytest.mark.timeout(900)
 def test_a_lost_node_is_replaced_inside_the_rack_and_the_workload_keeps_running(
         dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
     """Nothing but the node deletion is done by hand: the manager marks and replaces the node
     (or the extender swaps it at bind time), the Job recreates the lost pods and the TAS
     scheduler places them inside the same rack."""
     ns = tas_queue.namespace
+    # Which rack the pods end up in depends on what else uses the nodes: placement takes
+    # the tightest rack that fits, and a lost node is replaced only where the rest of its
+    # rack has room (or, when all the Job's pods were on it, again in the tightest rack).
+    # Pods or placements that earlier tests leave behind while they are deleted could move
+    # the Job to another rack, so it starts on nodes that nothing else uses.
+    wait_for_empty_nodes(dev_cluster, ns)
     job = rack_job("survives", pods=4)
     # A pod lost with its node is replaced without counting as a failure.
     job["spec"]["podFailurePolicy"] = {"rules": [{"action": "Ignore",
@@ -209,7 +251,9 @@ def test_a_lost_node_is_replaced_inside_the_rack_and_the_workload_keeps_running(
             fresh = [p for p in pods or () if p["metadata"]["uid"] not in lost]
             return pods if pods and len(fresh) >= len(lost) else None
 
-        after = wait_until("the lost pods recreated and bound", replaced, 180.0)
+        # Pod GC removes a deleted node's pods 40-80 s later; the Job then waits out its pod
+        # failure backoff (10 s doubled per failed pod: 80 s for four) before it recreates them.
+        after = wait_until("the lost pods recreated and bound", replaced, 300.0)
         nodes = {p["spec"]["nodeName"] for p in after}
         assert failed not in nodes and {RACK_OF[n] for n in nodes} == {rack}, f"inside rack {rack}: {nodes}"
         wl = workload_of(dev_cluster, ns, "survives")
