@@ -15,9 +15,9 @@ directory, started and stopped by this run, so a shared dev cluster is not distu
 is ``N / (last pod seen bound - first create)``, watched through the API. *Without*: the
 dev cluster's default kube-scheduler. *With*: a second kube-scheduler running the shipped
 ``pykueue-tas-scheduler`` configuration (same client rate limits) wired to ``pykueue
-extender`` in a subprocess on loopback, so every pod goes through filter, prioritize and
-bind. The pods are unmanaged (no Workload), i.e. the wiring's fixed cost per pod. Rounds
-alternate (without, with, with, without; twice, once with ``--quick``) and each mode's
+extender`` in a subprocess on loopback, so every pod goes through the configured verbs
+(filter and bind). The pods are unmanaged (no Workload), i.e. the wiring's fixed cost per
+pod. Rounds alternate (without, with, with, without; twice, once with ``--quick``) and each mode's
 figure is the median of its rounds; ``sched_ratio`` is with / without. Each *with* round
 also records the CPU seconds of the extender and the second kube-scheduler (``/proc``),
 summarised as the median milliseconds per pod. This part needs

@@ -52,7 +52,7 @@ async def _serve(args: argparse.Namespace) -> None:
         allowed = frozenset(args.allowed_client or (TAS_SCHEDULER,))
         app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True,
                                     allowed_clients=allowed, scheduler_name=args.scheduler_name))
-        # One access-log line per filter/prioritize/bind call is a measurable share of the
+        # One access-log line per filter/bind call is a measurable share of the
         # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
         access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
         context = server_context(Path(args.tls_cert_file), Path(args.tls_private_key_file))

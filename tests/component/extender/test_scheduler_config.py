@@ -29,8 +29,16 @@ def test_extender_entry_is_well_formed() -> None:
     ext = extender_config()
     assert set(ext) <= EXTENDER_FIELDS
     assert ext["nodeCacheCapable"] is True and ext["ignorable"] is False
-    assert ext["weight"] > 0  # required by validation when prioritizeVerb is set
     assert ext["httpTimeout"].endswith("s")
+
+
+def test_only_filter_and_bind_are_called() -> None:
+    # A prioritize call would cost both processes a third request (and pod copy) per pod;
+    # filter alone keeps TAS pods to their assigned domains. Validation wants a weight only
+    # with a prioritizeVerb.
+    ext = extender_config()
+    assert (ext["filterVerb"], ext["bindVerb"]) == ("filter", "bind")
+    assert "prioritizeVerb" not in ext and "weight" not in ext
 
 
 async def test_every_configured_verb_is_served(extender: Extender) -> None:
@@ -42,6 +50,8 @@ async def test_every_configured_verb_is_served(extender: Extender) -> None:
         "bindVerb": binding_args(0, "block-1-rack-1-node-1"),
     }
     for field, body in bodies.items():
+        if field not in ext:
+            continue
         status, reply = await extender.post(f"{prefix}/{ext[field]}".lstrip("/"), body)
         assert status == 200, field
         assert isinstance(reply, list if field == "prioritizeVerb" else dict)
