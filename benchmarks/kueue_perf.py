@@ -479,7 +479,8 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "runner_requests": runner_requests, "generation_s": round(gen_s, 2),
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
-        "evictions": rec.evictions(), "errors": runner.errors[:5],
+        "evictions": rec.evictions(),
+        "evictions_by_cause": rec.evictions_by_cause(), "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
         "manager": spec.mode,

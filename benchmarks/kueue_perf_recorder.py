@@ -46,6 +46,7 @@ class WorkloadState:
     admitted_ms: float | None = None
     finished_ms: float | None = None
     evictions: int = 0
+    causes: list[str] = field(default_factory=list)  # per eviction: the Preempted reason, or Evicted's
     admitted: bool = False
     evicted: bool = False
     finished: bool = False
@@ -82,6 +83,7 @@ class Recorder:
             state.admitted_ms = now_ms
         if evicted and not state.evicted:
             state.evictions += 1
+            state.causes.append(_cause(obj))
         if finished and not state.finished:
             state.finished_ms = now_ms
         state.admitted, state.evicted, state.finished = admitted, evicted, finished
@@ -143,6 +145,16 @@ class Recorder:
     def evictions(self) -> int:
         return sum(w.evictions for w in self.workloads.values())
 
+    def evictions_by_cause(self) -> dict[str, int]:
+        """``<evicted class>/<reason>`` -> count; the reason is the Preempted condition's
+        (InClusterQueue, InCohortReclamation, ...) or, for other evictions, Evicted's."""
+        out: dict[str, int] = {}
+        for w in self.workloads.values():
+            for cause in w.causes:
+                label = f"{w.class_name}/{cause}"
+                out[label] = out.get(label, 0) + 1
+        return dict(sorted(out.items()))
+
     def counts(self) -> tuple[int, int, int]:
         """(pending, admitted and running, finished) right now, for the timeline plot."""
         pending = admitted = finished = 0
@@ -154,3 +166,9 @@ class Recorder:
             else:
                 pending += 1
         return pending, admitted, finished
+
+
+def _cause(obj: JSON) -> str:
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    reasons = {c.get("type"): str(c.get("reason") or "") for c in conditions if c.get("status") == "True"}
+    return reasons.get("Preempted") or reasons.get("Evicted") or "unknown"

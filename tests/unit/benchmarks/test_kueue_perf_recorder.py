@@ -44,7 +44,25 @@ def test_readmission_after_eviction_keeps_the_first_admission_and_counts_evictio
     r.workload_event(950, wl("a", "small", "Admitted", "Finished"))
     assert r.time_to_admission_ms() == {"small": 200}
     assert r.evictions() == 1
+    assert r.evictions_by_cause() == {"small/unknown": 1}
     assert r.counts() == (0, 0, 1)
+
+
+def test_evictions_are_told_apart_by_the_evicted_class_and_the_preemption_reason() -> None:
+    def evicted(name: str, cls: str, preempted: str | None,
+                evicted_reason: str = "Preempted") -> dict[str, Any]:
+        obj = wl(name, cls)
+        obj["status"]["conditions"] = [{"type": "Evicted", "status": "True", "reason": evicted_reason}] + (
+            [{"type": "Preempted", "status": "True", "reason": preempted}] if preempted else [])
+        return obj
+    r = Recorder()
+    r.workload_event(0, evicted("a", "small", "InCohortReclamation"))
+    r.workload_event(10, wl("a", "small", "Admitted"))
+    r.workload_event(20, evicted("a", "small", "InClusterQueue"))
+    r.workload_event(30, evicted("b", "medium", "InClusterQueue"))
+    r.workload_event(40, evicted("c", "medium", None, "PodsReadyTimeout"))
+    assert r.evictions_by_cause() == {"medium/InClusterQueue": 1, "medium/PodsReadyTimeout": 1,
+                                      "small/InClusterQueue": 1, "small/InCohortReclamation": 1}
 
 
 def test_usage_integrates_usage_between_status_events() -> None:
