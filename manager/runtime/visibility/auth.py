@@ -84,6 +84,11 @@ def _common_names(peercert: Mapping[str, Any]) -> list[str]:
     return [value for rdn in peercert.get("subject", ()) for key, value in rdn if key == "commonName"]
 
 
+ANONYMOUS = "system:anonymous"
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+
+
 class RequestHeaderAuthenticator:
     def __init__(self, config: RequestHeaderConfig) -> None:
         self.config = config
@@ -103,6 +108,12 @@ class RequestHeaderAuthenticator:
             return None
         groups = tuple(value for header in self.config.group_headers
                        for value in _all_values(headers, header))
+        # As every Kubernetes API server does (its authenticated-group adder): the
+        # aggregator fetches /apis and /openapi as system:aggregator with no group, and the
+        # cluster's default system:discovery binding is to system:authenticated. Without
+        # it, discovery of this group fails and namespace deletion waits on it forever.
+        if name != ANONYMOUS and not {AUTHENTICATED, UNAUTHENTICATED} & set(groups):
+            groups = (*groups, AUTHENTICATED)
         extra: dict[str, tuple[str, ...]] = {}
         lowered_prefixes = [p.lower() for p in self.config.extra_headers_prefixes]
         for header in headers:

@@ -83,9 +83,22 @@ def test_extra_headers_become_user_extra() -> None:
     authenticator = RequestHeaderAuthenticator(RequestHeaderConfig("PEM", ("front-proxy-client",)))
     peer = {"subject": ((("commonName", "front-proxy-client"),),)}
     user = authenticator.authenticate(peer, {"X-Remote-User": "bob", "X-Remote-Extra-Scopes%2Fa": "x"})
-    assert user == UserInfo("bob", (), {"scopes/a": ("x",)})
+    assert user == UserInfo("bob", ("system:authenticated",), {"scopes/a": ("x",)})
     assert authenticator.authenticate({"subject": ((("commonName", "intruder"),),)},
                                       {"X-Remote-User": "bob"}) is None
+
+
+def test_an_authenticated_user_is_in_system_authenticated_as_kubernetes_adds_it() -> None:
+    # The aggregator asks for /apis and /openapi/v2 as system:aggregator with no group; the
+    # cluster's system:discovery binding admits it only through system:authenticated.
+    authenticator = RequestHeaderAuthenticator(RequestHeaderConfig("PEM", ("front-proxy-client",)))
+    peer = {"subject": ((("commonName", "front-proxy-client"),),)}
+    aggregator = authenticator.authenticate(peer, {"X-Remote-User": "system:aggregator"})
+    assert aggregator is not None and aggregator.groups == ("system:authenticated",)
+    team = authenticator.authenticate(peer, {"X-Remote-User": "al", "X-Remote-Group": "system:authenticated"})
+    assert team is not None and team.groups == ("system:authenticated",)
+    anonymous = authenticator.authenticate(peer, {"X-Remote-User": "system:anonymous"})
+    assert anonymous is not None and anonymous.groups == ()
 
 
 def test_subject_access_review_names_the_subresource() -> None:
