@@ -101,3 +101,24 @@ def test_queue_and_flavor_in_use_stay_until_released(dev_cluster: DevCluster, na
     waits = dev_cluster.get_json("job", "waits", "-n", namespace)
     assert waits["spec"]["suspend"] and not (waits.get("status") or {}).get("startTime"), \
         "the terminating ClusterQueue admitted the waiting Job"
+
+
+def test_a_deleted_namespace_is_gone_and_discovery_is_whole(dev_cluster: DevCluster) -> None:
+    """The aggregator reads pykueue's visibility group (/apis, /openapi) as system:aggregator;
+    were that refused, discovery would stay incomplete, `kubectl api-resources` would fail
+    and the namespace controller would keep every deleted namespace Terminating."""
+    resources = dev_cluster.kubectl("api-resources", check=False)
+    assert resources.returncode == 0 and not resources.stderr.strip(), resources.stderr
+    assert keys.VISIBILITY_GROUP in dev_cluster.kubectl("api-versions").stdout
+    name = dev_cluster.namespace()
+    dev_cluster.kubectl("create", "configmap", "left-behind", "-n", name)
+    dev_cluster.kubectl("delete", "namespace", name, "--wait=false")
+
+    def gone() -> bool:
+        return dev_cluster.kubectl("get", "namespace", name, check=False).returncode != 0
+
+    try:
+        wait_until(f"namespace {name} deleted", gone, 90.0)
+    except pytest.fail.Exception:
+        status = dev_cluster.get_json("namespace", name).get("status") or {}
+        pytest.fail(f"namespace {name} still there: {json.dumps(status.get('conditions'))}")
