@@ -45,7 +45,6 @@ class WorkloadState:
     first_ms: float
     admitted_ms: float | None = None
     finished_ms: float | None = None
-    evictions: int = 0
     causes: list[str] = field(default_factory=list)  # per eviction: the Preempted reason, or Evicted's
     admitted: bool = False
     evicted: bool = False
@@ -82,7 +81,6 @@ class Recorder:
         if admitted and not state.admitted and state.admitted_ms is None:
             state.admitted_ms = now_ms
         if evicted and not state.evicted:
-            state.evictions += 1
             state.causes.append(_cause(obj))
         if finished and not state.finished:
             state.finished_ms = now_ms
@@ -143,7 +141,7 @@ class Recorder:
         return {c: int(sum(v) / len(v)) for c, v in totals.items()}
 
     def evictions(self) -> int:
-        return sum(w.evictions for w in self.workloads.values())
+        return sum(len(w.causes) for w in self.workloads.values())
 
     def evictions_by_cause(self) -> dict[str, int]:
         """``<evicted class>/<reason>`` -> count; the reason is the Preempted condition's

@@ -207,9 +207,8 @@ class PendingQueue:
     def _merge(self, src: _Group, dst: _Group) -> None:
         """Move src's members into dst and forget src."""
         for skey, key in src.items:
-            member = self._members.get(key)
             # A member moved already has dst's gid, so a duplicate item is not moved twice.
-            if member is not None and member[0] == src.gid and member[1] == skey:
+            if self._holds(src, skey, key):
                 self._members[key] = (dst.gid, skey, dst.shape)
                 heapq.heappush(dst.items, (skey, key))
                 dst.alive += 1
@@ -225,13 +224,17 @@ class PendingQueue:
         self._leave_group(key)
 
     # -- order ------------------------------------------------------------------------------
+    def _holds(self, group: _Group, skey: SortKey, key: str) -> bool:
+        """A group's item is current: its workload is still in the group with that sort key
+        (members that left or were re-keyed leave their old items behind)."""
+        member = self._members.get(key)
+        return member is not None and member[0] == group.gid and member[1] == skey
+
     def _group_head(self, group: _Group) -> tuple[SortKey, str] | None:
         """The group's first member still in it, dropping the ones that left."""
         items = group.items
         while items:
-            skey, key = items[0]
-            member = self._members.get(key)
-            if member is not None and member[0] == group.gid and member[1] == skey:
+            if self._holds(group, *items[0]):
                 return items[0]
             heapq.heappop(items)
         return None
@@ -324,9 +327,7 @@ class PendingQueue:
 
     def _maybe_compact_group(self, group: _Group) -> None:
         if len(group.items) > 2 * group.alive + COMPACT_SLACK:
-            members = self._members
-            group.items = [(skey, k) for skey, k in group.items
-                           if (m := members.get(k)) is not None and m[0] == group.gid and m[1] == skey]
+            group.items = [item for item in group.items if self._holds(group, *item)]
             heapq.heapify(group.items)
 
     def keys(self) -> list[str]:
