@@ -67,6 +67,11 @@ class CoreConfig:
     # waits this long and later ones join it. 0 requeues at once (simulate: steps stay
     # immediate); the manager runtime uses 0.1 s (Kueue: 1 s; see runtime REQUEUE_BATCH_S).
     requeue_batch_s: float = 0.0
+    # A requeue costs one evaluation per parked shape and queue of the tree, so a tree of
+    # many queues is requeued less often: its batch lasts this long per ClusterQueue in it
+    # (when that is more than ``requeue_batch_s``), at most ``requeue_batch_max_s``.
+    requeue_batch_per_queue_s: float = 0.0
+    requeue_batch_max_s: float = 1.0
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.
     equivalence_hashing: bool = True

@@ -16,7 +16,7 @@ Nothing outside the returned :class:`CycleResult` changes; the caller applies it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
@@ -26,6 +26,7 @@ from .objects import FR
 from .quota import QuotaNode, Usage, available
 from .reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from .snapshot import Snapshot
+from .workload_state import WorkloadRecord
 
 FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 NAMESPACE_MISMATCH = "NamespaceMismatch"
@@ -204,17 +205,26 @@ class Scheduler:
     # -- the cycle -----------------------------------------------------------------------
 
     @staticmethod
-    def _without(snap: Snapshot, usage: Usage, victims: set[str]) -> Usage:
+    def _holders(snap: Snapshot) -> dict[str, tuple[QuotaNode, WorkloadRecord]]:
+        """Workload key -> (its queue's node, record), for every workload holding quota."""
+        out: dict[str, tuple[QuotaNode, WorkloadRecord]] = {}
+        for cq_name, held in snap.holding.items():
+            node = snap.nodes.get(cq_name)
+            if node is not None:
+                out.update((key, (node, rec)) for key, rec in held.items())
+        return out
+
+    @staticmethod
+    def _without(holders: Mapping[str, tuple[QuotaNode, WorkloadRecord]], usage: Usage,
+                 victims: set[str]) -> Usage:
         """The usage view with the chosen victims' quota given back (a throw-away overlay)."""
         if not victims:
             return usage
         view = usage.overlay()
-        for cq_name, held in snap.holding.items():
-            node = snap.nodes.get(cq_name)
-            if node is None:
-                continue
-            for key in victims.intersection(held):
-                view.add_all(node, held[key].usage, sign=-1)
+        for key in victims:
+            held = holders.get(key)
+            if held is not None:
+                view.add_all(held[0], held[1].usage, sign=-1)
         return view
 
     def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
@@ -238,6 +248,7 @@ class Scheduler:
             ordered = sorted(entries, key=lambda e: (not e.preempting, e.assignment.borrowing if e.assignment
                                                      else 0, -e.priority, e.timestamp, e.workload.key))
         victims: set[str] = set()
+        holders: dict[str, tuple[QuotaNode, WorkloadRecord]] | None = None  # built once, when needed
         for e in ordered:
             a = e.assignment
             assert a is not None
@@ -262,7 +273,10 @@ class Scheduler:
                                           PendingReason(Pending.OVERLAPPING_TARGETS),
                                           assignment=a, immediate=True))
                 continue
-            if not _fits(node, self._without(snap, usage, victims | set(e.targets)), a.usage):
+            gone = victims | set(e.targets)
+            if gone and holders is None:
+                holders = self._holders(snap)
+            if not _fits(node, self._without(holders or {}, usage, gone), a.usage):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           PendingReason(Pending.NO_LONGER_FITS),
                                           assignment=a, immediate=True))

@@ -108,6 +108,7 @@ class QueueingCore:
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        self._tree_queues: dict[str, int] = {}  # root key -> ClusterQueues in its tree (see _requeue_period)
         # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
         self._freed_roots: dict[str, QuotaNode] | None = None
         self._dirty = True
@@ -369,6 +370,7 @@ class QueueingCore:
             if node.parent is None:
                 compute_subtree(node)
         self.nodes, self.cohort_nodes = nodes, cohorts
+        self._tree_queues = {}
         self.inactive = {}
         for name, cq in self.cq_defs.items():
             why = self._inactive_reason(cq, cyclic)
@@ -569,8 +571,18 @@ class QueueingCore:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
             if key not in self._requeue_due:
                 self._requeue_due.add(key)
-                heapq.heappush(self._timers, (self.now + self.config.requeue_batch_s, next(self._seq),
+                heapq.heappush(self._timers, (self.now + self._requeue_period(root), next(self._seq),
                                               _REQUEUE, key, 0))
+
+    def _requeue_period(self, root: QuotaNode) -> float:
+        cfg = self.config
+        if not cfg.requeue_batch_per_queue_s:
+            return cfg.requeue_batch_s
+        key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
+        queues = self._tree_queues.get(key)
+        if queues is None:
+            queues = self._tree_queues[key] = sum(1 for _ in root.cluster_queues())
+        return max(cfg.requeue_batch_s, min(cfg.requeue_batch_max_s, cfg.requeue_batch_per_queue_s * queues))
 
     def _requeue_subtree(self, root: QuotaNode) -> None:
         for n in root.cluster_queues():

@@ -72,6 +72,15 @@ def _within_nominal(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
     return not _borrowing_on(node, usage, frs)
 
 
+def _at_nominal(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
+    return any(usage.get(node, fr) >= node.quota(fr).nominal for fr in frs)
+
+
+def _bwc_forbidden(cq: ClusterQueueDef) -> bool:
+    bwc = cq.preemption.get("borrowWithinCohort") or {}
+    return str(bwc.get("policy") or "Never") == "Never"
+
+
 def _fits_in_quota(node: QuotaNode, usage: Usage, request: Mapping[FR, int]) -> tuple[bool, dict[FR, int]]:
     """Whether ``request`` fits in the node's subtree quota, and what is left after its local quota."""
     fits = all(usage.get(node, fr) + v <= node.subtree.get(fr, 0) for fr, v in request.items())
@@ -187,12 +196,19 @@ class ClassicalPreemption:
     # -- search --------------------------------------------------------------------------
 
     def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
-                   request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:
-        """Hierarchy candidates, then priority candidates, then the preemptor's own queue's."""
+                   request: Mapping[FR, int], frs: frozenset[FR], usable_only: bool = False
+                   ) -> list[Candidate]:
+        """Hierarchy candidates, then priority candidates, then the preemptor's own queue's.
+
+        With ``usable_only``, priority candidates are left out when no attempt of
+        :meth:`_search` could take one (the preemptor already at its nominal quota, and
+        ``borrowWithinCohort`` off): most heads of a full cohort ask just that, and the
+        cohort's borrowers are many."""
         memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         usage = snap.usage
+        skip_priority = usable_only and _bwc_forbidden(cq) and _at_nominal(node, usage, frs)
         own: list[Candidate] = []
         within = _policy(cq, "withinClusterQueue")
         if within != "Never":
@@ -234,7 +250,8 @@ class ClassicalPreemption:
             previous: QuotaNode | None = None
             ancestor: QuotaNode | None = node.parent
             while ancestor is not None:
-                collect(ancestor, ancestor, previous, advantage, hierarchy if advantage else by_priority)
+                if advantage or not skip_priority:
+                    collect(ancestor, ancestor, previous, advantage, hierarchy if advantage else by_priority)
                 fits, remaining = _fits_in_quota(ancestor, usage, remaining)
                 advantage = advantage or fits
                 previous, ancestor = ancestor, ancestor.parent
@@ -267,14 +284,12 @@ class ClassicalPreemption:
                 request: Mapping[FR, int], frs: frozenset[FR], topology: TopologyFit | None = None
                 ) -> list[Candidate]:
         cq_name = cq.name
-        cands = self.candidates(snap, cq_name, priority, timestamp, request, frs)
+        cands = self.candidates(snap, cq_name, priority, timestamp, request, frs, usable_only=True)
         if not cands:
             return []
         node = snap.nodes[cq_name]
-        bwc = cq.preemption.get("borrowWithinCohort") or {}
-        bwc_forbidden = str(bwc.get("policy") or "Never") == "Never"
-        at_nominal = any(snap.usage.get(node, fr) >= node.quota(fr).nominal for fr in frs)
-        if self.no_other_queues or (bwc_forbidden and at_nominal):
+        bwc_forbidden = _bwc_forbidden(cq)
+        if self.no_other_queues or (bwc_forbidden and _at_nominal(node, snap.usage, frs)):
             attempts = [True]
         elif bwc_forbidden and self.no_hierarchy:
             attempts = [False, True]

@@ -93,6 +93,10 @@ PENDING_MESSAGE_INTERVAL_S = 3.0
 # baseline shape (runtimes of 0.2-1 s) a simulated run ends at 61 s with 0.1 s, 89 s with
 # 0.3 s and 120 s with 1 s, time to admission of small workloads 9 s, 64 s and 87 s.
 REQUEUE_BATCH_S = 0.1
+# ... and a tree of many queues waits longer, 10 ms per ClusterQueue up to Kueue's 1 s: on
+# Kueue's large-scale shape (100 queues per cohort) requeues at 0.1 s re-evaluated every
+# parked head of a cohort ten times a second and kept the manager CPU-bound.
+REQUEUE_BATCH_PER_QUEUE_S = 0.01
 # A pending notice (see pending_notice) or a queue status write waits while less than
 # this share of the client's burst is left, and looks again after PENDING_NOTICE_RETRY_S:
 # it spends tokens the bucket would otherwise lose at its cap, not ones an admission needs.
@@ -111,6 +115,7 @@ class QueueManager:
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
         self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
+                                         requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S,
                                          hold_quota_until_stopped=True),
                                  now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()

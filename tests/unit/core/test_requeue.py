@@ -138,6 +138,40 @@ def test_requests_inside_one_period_share_one_requeue() -> None:
     assert core.next_deadline() is None
 
 
+def _cohort_core(queues: int, config: CoreConfig) -> QueueingCore:
+    """``queues`` ClusterQueues of 2 CPU in cohort "co"; cq0 holds a and parks b."""
+    core = QueueingCore(config)
+    core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": {}})
+    for i in range(queues):
+        core.apply(_cq(f"cq{i}", cpu=2 if i == 0 else 0, cohortName="co"))
+    core.apply({"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+                "spec": {"clusterQueue": "cq0"}})
+    _wl(core, "a", 2)
+    _wl(core, "b", 2)
+    core.run_until_idle()
+    assert core.queues["cq0"].is_parked("ns/b")
+    return core
+
+
+def test_a_tree_of_many_queues_is_requeued_less_often_up_to_the_maximum() -> None:
+    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_max_s=1.0)
+    for queues, period in ((3, 0.1), (30, 0.3), (200, 1.0)):
+        core = _cohort_core(queues, config)
+        core.finish("ns/a")
+        assert core.next_deadline() == period
+        core.fire_timers(period - 0.01)
+        assert core.queues["cq0"].is_parked("ns/b")  # not due yet
+        core.fire_timers(period)
+        core.run_until_idle()
+        assert core.workloads["ns/b"].status == "Admitted"
+
+
+def test_without_a_per_queue_period_every_tree_waits_the_base_period() -> None:
+    core = _cohort_core(200, CoreConfig(requeue_batch_s=0.1))
+    core.finish("ns/a")
+    assert core.next_deadline() == 0.1
+
+
 # ------------------------------------------------------------------ status echoes
 
 
