@@ -16,7 +16,7 @@ Nothing outside the returned :class:`CycleResult` changes; the caller applies it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
@@ -205,24 +205,27 @@ class Scheduler:
     # -- the cycle -----------------------------------------------------------------------
 
     @staticmethod
-    def _holders(snap: Snapshot) -> dict[str, tuple[QuotaNode, WorkloadRecord]]:
-        """Workload key -> (its queue's node, record), for every workload holding quota."""
-        out: dict[str, tuple[QuotaNode, WorkloadRecord]] = {}
-        for cq_name, held in snap.holding.items():
+    def _holder(snap: Snapshot, key: str) -> tuple[QuotaNode, WorkloadRecord] | None:
+        """The node of the queue where ``key`` holds quota, and its record (None: holds none)."""
+        rec = snap.workloads.get(key)
+        if rec is not None:
+            held = snap.holding.get(rec.cluster_queue or "")
+            node = snap.nodes.get(rec.cluster_queue or "")
+            if held is not None and node is not None and held.get(key) is rec:
+                return node, rec
+        for cq_name, held in snap.holding.items():  # a snapshot built without its workloads
             node = snap.nodes.get(cq_name)
-            if node is not None:
-                out.update((key, (node, rec)) for key, rec in held.items())
-        return out
+            if node is not None and key in held:
+                return node, held[key]
+        return None
 
-    @staticmethod
-    def _without(holders: Mapping[str, tuple[QuotaNode, WorkloadRecord]], usage: Usage,
-                 victims: set[str]) -> Usage:
+    def _without(self, snap: Snapshot, usage: Usage, victims: set[str]) -> Usage:
         """The usage view with the chosen victims' quota given back (a throw-away overlay)."""
         if not victims:
             return usage
         view = usage.overlay()
         for key in victims:
-            held = holders.get(key)
+            held = self._holder(snap, key)
             if held is not None:
                 view.add_all(held[0], held[1].usage, sign=-1)
         return view
@@ -248,7 +251,6 @@ class Scheduler:
             ordered = sorted(entries, key=lambda e: (not e.preempting, e.assignment.borrowing if e.assignment
                                                      else 0, -e.priority, e.timestamp, e.workload.key))
         victims: set[str] = set()
-        holders: dict[str, tuple[QuotaNode, WorkloadRecord]] | None = None  # built once, when needed
         for e in ordered:
             a = e.assignment
             assert a is not None
@@ -273,10 +275,7 @@ class Scheduler:
                                           PendingReason(Pending.OVERLAPPING_TARGETS),
                                           assignment=a, immediate=True))
                 continue
-            gone = victims | set(e.targets)
-            if gone and holders is None:
-                holders = self._holders(snap)
-            if not _fits(node, self._without(holders or {}, usage, gone), a.usage):
+            if not _fits(node, self._without(snap, usage, victims | set(e.targets)), a.usage):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           PendingReason(Pending.NO_LONGER_FITS),
                                           assignment=a, immediate=True))

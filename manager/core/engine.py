@@ -785,7 +785,7 @@ class QueueingCore:
         levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
                         self.usage.overlay(), self.holding, self.fair_weights,
-                        levels() if callable(levels) else {})
+                        levels() if callable(levels) else {}, self.workloads)
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready

@@ -32,3 +32,5 @@ class Snapshot:
     weights: Mapping[str, float] = field(default_factory=dict)
     # Topology name -> its level node labels, top first (missing: not known, not checked).
     topology_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Workload key -> record, every workload the cache knows (finding a victim's queue).
+    workloads: Mapping[str, WorkloadRecord] = field(default_factory=dict)

@@ -220,7 +220,7 @@ class MetricsFeed:
         their status needs writing although the core did not mark them changed.
         """
         became_ready: set[str] = set()
-        for key in set(keys) | self._awaiting_ready:
+        for key in set(keys) | {k for k in self._awaiting_ready if self._moved(k)}:
             rec = self.core.workloads.get(key)
             if rec is None:
                 self._seen.pop(key, None)
@@ -231,6 +231,13 @@ class MetricsFeed:
                 became_ready.add(key)
             self._remember(rec, prev)
         return became_ready
+
+    def _moved(self, key: str) -> bool:
+        """An admitted workload awaiting PodsReady changed since it was last seen (thousands
+        wait at once, so the unchanged ones are passed over cheaply)."""
+        rec, seen = self.core.workloads.get(key), self._seen.get(key)
+        return rec is None or seen is None or rec.pods_ready or rec.status != ADMITTED \
+            or seen.status != ADMITTED or len(rec.evictions) != seen.evictions
 
     def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
                     preemptors: Mapping[str, str]) -> bool:
