@@ -99,6 +99,9 @@ class QueueingCore:
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
         self.changed: set[str] = set()  # workloads whose status may differ from the last write
+        # Workloads whose PodsReady changed since the last take_ready_changed (the metrics
+        # feed counts those transitions; nothing scheduling decides changed).
+        self.ready_changed: set[str] = set()
         # Workloads whose quota was released since the last take_released; None: untracked
         # (only a caller that orders its writes by it, the manager, asks for them).
         self.released: set[str] | None = None
@@ -188,6 +191,7 @@ class QueueingCore:
                 return False
             self._leave(rec)
             del self.workloads[key]
+            self.ready_changed.discard(key)
             return True
         if kind == "LocalQueue":
             table, name = self.local_queues, key
@@ -720,8 +724,14 @@ class QueueingCore:
         rec = self.workloads.get(key)
         if rec is None or rec.status != ADMITTED:
             return False
+        if rec.pods_ready != ready:
+            self.ready_changed.add(key)
         rec.pods_ready = ready
         return True
+
+    def take_ready_changed(self) -> set[str]:
+        out, self.ready_changed = self.ready_changed, set()
+        return out
 
     # ---------------------------------------------------------------- time
 

@@ -177,7 +177,9 @@ class MetricsFeed:
         self.cluster_queue_resources = cluster_queue_resources
         self.local_queue_metrics = local_queue_metrics
         self._seen: dict[str, _Seen] = {}
-        self._awaiting_ready: set[str] = set()
+        # Workloads changed outside the core's decisions (finished or deleted by another
+        # writer), for the next observe; PodsReady changes come from the core itself.
+        self._touched: set[str] = set()
         self._queues: set[str] = set()
         self._local_queues: set[str] = set()
 
@@ -205,39 +207,35 @@ class MetricsFeed:
         elif rec.status == ADMITTED:
             seen.first_admitted = rec.admitted_at
         self._seen[rec.key] = seen
-        if rec.status == ADMITTED and not rec.pods_ready:
-            self._awaiting_ready.add(rec.key)
-        else:
-            self._awaiting_ready.discard(rec.key)
         return seen
+
+    def touch(self, key: str) -> None:
+        """Look at ``key`` in the next :meth:`observe` although the core did not change it
+        (only a workload seen before has a transition to count or a memory to drop)."""
+        if key in self._seen:
+            self._touched.add(key)
 
     def observe(self, keys: Iterable[str], now: float,
                 preemptors: Mapping[str, str] | None = None) -> set[str]:
-        """Count the transitions of ``keys`` (and of admitted workloads awaiting PodsReady).
+        """Count the transitions of ``keys``, of the workloads whose PodsReady changed in the
+        core and of those touched since the last call.
 
         ``preemptors`` maps a victim's key to the preempting ClusterQueue, for
         ``kueue_preempted_workloads_total``. Returns the keys whose PodsReady turned true:
         their status needs writing although the core did not mark them changed.
         """
         became_ready: set[str] = set()
-        for key in set(keys) | {k for k in self._awaiting_ready if self._moved(k)}:
+        touched, self._touched = self._touched, set()
+        for key in set(keys) | touched | self.core.take_ready_changed():
             rec = self.core.workloads.get(key)
             if rec is None:
                 self._seen.pop(key, None)
-                self._awaiting_ready.discard(key)
                 continue
             prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
             if self._transition(rec, prev, now, preemptors or {}):
                 became_ready.add(key)
             self._remember(rec, prev)
         return became_ready
-
-    def _moved(self, key: str) -> bool:
-        """An admitted workload awaiting PodsReady changed since it was last seen (thousands
-        wait at once, so the unchanged ones are passed over cheaply)."""
-        rec, seen = self.core.workloads.get(key), self._seen.get(key)
-        return rec is None or seen is None or rec.pods_ready or rec.status != ADMITTED \
-            or seen.status != ADMITTED or len(rec.evictions) != seen.evictions
 
     def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
                     preemptors: Mapping[str, str]) -> bool:

@@ -176,6 +176,7 @@ class QueueManager:
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
                 if kind == "Workload":  # nothing of it will be written any more
                     key = object_key(obj)
+                    self.metrics_feed.touch(key)  # forgotten there too
                     self._retry_held(self.release_order.written(key, self.release_order.token(key)))
             elif kind == "Workload" and self._admitted_elsewhere(obj):
                 # Quota reserved by another writer (a previous leader, a test, an external
@@ -228,6 +229,7 @@ class QueueManager:
         the quota as Kueue's workload controller does. The object already says Finished, so
         there is nothing to write back unless a write was owed anyway."""
         owed = key in self.core.changed
+        self.metrics_feed.touch(key)  # counted as finished even when nothing is written
         if self.core.finish(key) and not owed:
             self.core.changed.discard(key)
             if self.core.released is not None:

@@ -172,3 +172,24 @@ def test_eviction_labels() -> None:
     assert eviction_labels(f"DeactivatedDueTo{limit}") == ("Deactivated", limit)
     assert eviction_labels("PodsReadyTimeout") == ("PodsReadyTimeout", "")
     assert eviction_labels("PodsReadyTimeout", unique=True) == ("PodsReadyTimeout", "WaitForStart")
+
+
+def test_a_finish_touched_from_outside_the_decisions_is_counted_and_a_deletion_forgotten() -> None:
+    core = _core()
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    core.finish("ns/w0")
+    core.take_changes()  # another writer's Finished: nothing of ours to write
+    assert feed.observe((), core.now) == set()
+    labels = {"cluster_queue": "cq", "priority_class": ""}
+    assert _value(metrics, "kueue_finished_workloads_total", **labels) is None  # not told yet
+    feed.touch("ns/w0")
+    feed.touch("ns/never-seen")  # nothing to count or forget: not remembered
+    feed.observe((), core.now)
+    assert _value(metrics, "kueue_finished_workloads_total", **labels) == 1
+    core.delete("Workload", "ns", "w0")
+    feed.touch("ns/w0")
+    feed.observe((), core.now)
+    assert "ns/w0" not in feed._seen and not feed._touched
