@@ -575,14 +575,14 @@ class QueueingCore:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
             if key not in self._requeue_due:
                 self._requeue_due.add(key)
-                heapq.heappush(self._timers, (self.now + self._requeue_period(root), next(self._seq),
+                heapq.heappush(self._timers, (self.now + self._requeue_period(root, key), next(self._seq),
                                               _REQUEUE, key, 0))
 
-    def _requeue_period(self, root: QuotaNode) -> float:
+    def _requeue_period(self, root: QuotaNode, key: str) -> float:
+        """The batch period of the tree under ``root`` (``key``: its timer key)."""
         cfg = self.config
         if not cfg.requeue_batch_per_queue_s:
             return cfg.requeue_batch_s
-        key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
         queues = self._tree_queues.get(key)
         if queues is None:
             queues = self._tree_queues[key] = sum(1 for _ in root.cluster_queues())

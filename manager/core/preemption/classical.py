@@ -196,19 +196,18 @@ class ClassicalPreemption:
     # -- search --------------------------------------------------------------------------
 
     def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
-                   request: Mapping[FR, int], frs: frozenset[FR], usable_only: bool = False
+                   request: Mapping[FR, int], frs: frozenset[FR], skip_priority: bool = False
                    ) -> list[Candidate]:
         """Hierarchy candidates, then priority candidates, then the preemptor's own queue's.
 
-        With ``usable_only``, priority candidates are left out when no attempt of
-        :meth:`_search` could take one (the preemptor already at its nominal quota, and
-        ``borrowWithinCohort`` off): most heads of a full cohort ask just that, and the
-        cohort's borrowers are many."""
+        With ``skip_priority``, priority candidates are left out: :meth:`_search` asks so
+        when no attempt could take one (the preemptor already at its nominal quota, and
+        ``borrowWithinCohort`` off), as most heads of a full cohort do, and the cohort's
+        borrowers are many."""
         memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         usage = snap.usage
-        skip_priority = usable_only and _bwc_forbidden(cq) and _at_nominal(node, usage, frs)
         own: list[Candidate] = []
         within = _policy(cq, "withinClusterQueue")
         if within != "Never":
@@ -284,12 +283,15 @@ class ClassicalPreemption:
                 request: Mapping[FR, int], frs: frozenset[FR], topology: TopologyFit | None = None
                 ) -> list[Candidate]:
         cq_name = cq.name
-        cands = self.candidates(snap, cq_name, priority, timestamp, request, frs, usable_only=True)
-        if not cands:
-            return []
         node = snap.nodes[cq_name]
         bwc_forbidden = _bwc_forbidden(cq)
-        if self.no_other_queues or (bwc_forbidden and _at_nominal(node, snap.usage, frs)):
+        # Only borrowing attempts, which cannot take priority candidates: leave them out.
+        borrowing_only = bwc_forbidden and _at_nominal(node, snap.usage, frs)
+        cands = self.candidates(snap, cq_name, priority, timestamp, request, frs,
+                                skip_priority=borrowing_only)
+        if not cands:
+            return []
+        if self.no_other_queues or borrowing_only:
             attempts = [True]
         elif bwc_forbidden and self.no_hierarchy:
             attempts = [False, True]
