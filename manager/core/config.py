@@ -79,6 +79,12 @@ class CoreConfig:
     # (the job reconciler calls ``QueueingCore.job_stopped``); until then it still counts.
     # The manager runtime sets this; simulate has no pods, so its jobs stop at once.
     hold_quota_until_stopped: bool = False
+    # A reservation nobody outside the core has seen yet (its status write has not started)
+    # is taken back when it is chosen as a preemption victim, instead of being evicted: its
+    # job never started, so there is no Evicted condition to show and nothing to stop. The
+    # manager runtime sets this and calls ``QueueingCore.publish`` as a write starts; in
+    # simulate every reservation takes effect at once.
+    withdraw_unpublished: bool = False
     # Kueue's UnadmittedWorkloadsObservability gate (beta, on by default at Kueue's HEAD):
     # tiered QuotaReserved=False reasons and the unadmitted-workloads metrics.
     tiered_reasons: bool = True

@@ -615,6 +615,23 @@ class QueueingCore:
             return
         self._complete_eviction(rec, stop)
 
+    def _withdraw(self, rec: WorkloadRecord) -> None:
+        """Take back a reservation no one has seen (see ``CoreConfig.withdraw_unpublished``):
+        the workload goes back to its queue as if it had never been admitted, with no
+        eviction recorded, since to its job and the API it never was."""
+        self._release(rec)
+        rec.generation += 1
+        rec.unpublished = False
+        rec.checks = {}
+        self._route(rec)
+
+    def publish(self, key: str) -> None:
+        """A write carrying the workload's reservation out of the core starts: from now on
+        taking it back is an eviction."""
+        rec = self.workloads.get(key)
+        if rec is not None:
+            rec.unpublished = False
+
     def job_stopped(self, key: str) -> bool:
         """The job of an evicted workload has no active pods left: release its quota and
         requeue (or deactivate) it. False if it was not waiting for that."""
@@ -935,7 +952,10 @@ class QueueingCore:
                     victim = self.workloads.get(target)
                     # A victim already stopping counts as preempted, as Kueue's does: the
                     # preemptor waits for its quota and nothing is evicted twice.
-                    if victim is not None and victim.holds_quota and victim.stopping is None:
+                    if victim is not None and victim.holds_quota and victim.unpublished:
+                        self._withdraw(victim)
+                        progress = True
+                    elif victim is not None and victim.holds_quota and victim.stopping is None:
                         reason = d.target_reasons.get(target, "InClusterQueue")
                         self.preempted_reasons[target] = reason
                         victim.preemption_reasons.append(reason)
@@ -1044,6 +1064,7 @@ class QueueingCore:
         rec.usage = dict(d.assignment.usage)
         rec.reserved_at = self.now
         rec.reserved_seq = next(self._reservations)
+        rec.unpublished = self.config.withdraw_unpublished
         rec.pending = None
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
         self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)

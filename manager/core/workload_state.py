@@ -61,6 +61,8 @@ class WorkloadRecord:
     # Evicted, with quota still held until its job has stopped (Kueue's Evicted=True while
     # QuotaReserved=True); None otherwise.
     stopping: Stopping | None = None
+    # Holds quota that no write has carried out of the core yet (see CoreConfig.withdraw_unpublished).
+    unpublished: bool = False
 
     @property
     def reason(self) -> str:

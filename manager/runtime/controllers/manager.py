@@ -62,6 +62,7 @@ from .release_order import ReleaseOrder
 from .reservation_moves import released, reservation_moved, reserved
 from .retention import FinishedRetention, after_finished
 from .topology import TopologyFeed
+from .write_echoes import WriteEchoes
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class QueueManager:
         self.tas = TasPlacer(synced=False)
         self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
                                          requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S,
-                                         hold_quota_until_stopped=True),
+                                         hold_quota_until_stopped=True, withdraw_unpublished=True),
                                  now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
@@ -140,7 +141,7 @@ class QueueManager:
         # Our last write of a Workload until the informer shows it: (resourceVersion written
         # over, the object the API returned), so the next write neither 409s on a lagging
         # cache nor compares against it. And when each Workload status was last written.
-        self._written: dict[str, tuple[str, JSON]] = {}
+        self._written = WriteEchoes()
         self._written_at: dict[str, float] = {}
         # Per Workload, the topology assignments and admission check states last agreed with
         # the API (written or read): stored ones that differ are another writer's (_follow_others).
@@ -191,8 +192,8 @@ class QueueManager:
         except ObjectError as exc:
             log.warning("ignoring invalid %s %s: %s", kind, object_key(obj), exc)
         if kind == "Workload":
-            if event != EventType.DELETED and object_key(obj) not in self._written:
-                self._follow_others(obj)  # not a stale copy from before our own last write
+            if event != EventType.DELETED and not self._written.covers(object_key(obj), obj):
+                self._follow_others(obj)  # not our own last write, nor a stale copy from before it
             self._seen_workload(event, obj)
             self.jobs.on_workload(event, obj)
         self._poke()
@@ -216,13 +217,12 @@ class QueueManager:
 
     def _seen_workload(self, event: EventType, obj: JSON) -> None:
         key = object_key(obj)
-        written = self._written.get(key)
         if event == EventType.DELETED:
-            self._written.pop(key, None)
+            self._written.forget(key)
             self._written_at.pop(key, None)
             self._agreed.pop(key, None)
-        elif written is not None and _rv(written[1]) == _rv(obj):
-            del self._written[key]
+        else:
+            self._written.seen(key, obj)
 
     def _finished_by_writer(self, key: str) -> None:
         """Another writer (a job controller elsewhere, a test harness) set Finished: release
@@ -400,17 +400,7 @@ class QueueManager:
 
     def _current_workload(self, key: str) -> tuple[JSON | None, bool]:
         """The copy to write over and whether it may be trusted to skip an equal write."""
-        cached = self.informers["Workload"].get(key)
-        written = self._written.get(key)
-        if written is None:
-            return cached, True
-        base_rv, obj = written
-        if cached is None or _rv(cached) == base_rv:
-            return obj, True  # the informer has not caught up with our write yet
-        if _rv(cached) == _rv(obj):
-            del self._written[key]
-            return cached, True
-        return cached, False  # changed since by someone else (or older): let the write decide
+        return self._written.copy_to_write_over(key, self.informers["Workload"].get(key))
 
     async def _write_workload_status(self, key: str) -> float | None:
         """Write one Workload's status from the core's record, after the releases whose room
@@ -516,6 +506,8 @@ class QueueManager:
                 # Released and reserved again elsewhere before the release was written: the
                 # API takes no change of a reserved admission, so the release goes first.
                 new_status = released(old_status, new_status, _timestamp(self.core.now))
+            if rec.holds_quota:
+                self.core.publish(key)  # it may be stored from here on: no longer withdrawn
             try:
                 # Only what changed, on the copy it was computed from (409 if that is stale).
                 written = await self.client.patch(path, {
@@ -528,12 +520,10 @@ class QueueManager:
                     raise  # the work queue retries with backoff
                 current = None  # re-read and recompute from the fresh object
                 continue
-            cached = self.informers["Workload"].get(key)
-            if cached is None or _rv(cached) == _rv(current):
-                self._written[key] = (_rv(current), written)
-            # else: the informer already moved past the copy we wrote over (our write's echo, or a
-            # later one, came before this response): waiting for an echo that has passed would
-            # hide other writers' changes (a check controller's verdict) from _follow_others.
+            # Kept until the informer shows it; not when its echo (or a later version) came
+            # first: waiting for an echo that has passed would hide other writers' changes (a
+            # check controller's verdict) from _follow_others.
+            self._written.wrote(key, current, written, self.informers["Workload"].get(key))
             self._written_at[key] = time.monotonic()
             self._agreed[key] = (_topology_of(written), _checks_of(written))
             if not release_only and reservation_moved(old_status, _keep_times(old_status, status)):

@@ -153,3 +153,39 @@ def test_a_workload_read_mid_eviction_still_holds_its_quota() -> None:
     core.apply(_wl("a", cpu=2, status=admitted))
     a = core.workloads["ns/a"]
     assert a.status == PENDING and a.evictions == ["Preempted"] and not any(core.usage_of("cq").values())
+
+
+# ------------------------------------------------------------------ unpublished reservations
+
+
+def test_a_victim_no_write_has_carried_out_is_withdrawn_not_evicted() -> None:
+    """The manager chose a victim whose admission it has not started writing yet: to its
+    job and to the API it was never admitted, so it goes back to its queue with no
+    Evicted condition, and its room is free at once."""
+    core = _core(withdraw_unpublished=True)
+    _preempted_pair(core)
+    low, high = core.workloads["ns/low"], core.workloads["ns/high"]
+    assert low.status == PENDING and low.stopping is None and low.evictions == []
+    assert low.preemption_reasons == [] and "ns/low" not in core.preempted_reasons
+    assert high.status == ADMITTED and high.unpublished
+    assert "Evicted" not in _conditions(core, "ns/low")
+    assert core.take_stopping() == set()  # no job to stop
+
+
+def test_once_its_write_started_the_victim_is_evicted_as_before() -> None:
+    core = _core(withdraw_unpublished=True)
+    core.apply(_wl("low", cpu=2))
+    core.run_until_idle()
+    core.publish("ns/low")
+    core.apply(_wl("high", cpu=2, priority=10))
+    core.run_until_idle()
+    low = core.workloads["ns/low"]
+    assert low.status == ADMITTED and low.stopping is not None and low.evictions == ["Preempted"]
+    assert _conditions(core, "ns/low")["Evicted"] == ("True", "Preempted")
+
+
+def test_without_the_setting_every_reservation_counts_as_seen() -> None:
+    core = _core()
+    core.apply(_wl("low", cpu=2))
+    core.run_until_idle()
+    assert not core.workloads["ns/low"].unpublished

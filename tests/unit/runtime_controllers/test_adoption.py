@@ -75,7 +75,7 @@ def test_only_a_topology_someone_else_rewrote_is_followed(monkeypatch: Any) -> N
     assert adopted == ["n2"]
     # Our own write is in flight: an older copy arriving meanwhile is not someone else's rewrite.
     ours = _with_topology(wl, "n3", "5")
-    manager._written["ns/w0"] = ("3", ours)
+    manager._written.wrote("ns/w0", _with_topology(wl, "n2", "3"), ours, _with_topology(wl, "n2", "3"))
     manager._agreed["ns/w0"] = ({"main": ours["status"]["admission"]["podSetAssignments"][0][
         "topologyAssignment"]}, {})
     manager._core_handler(EventType.MODIFIED, _with_topology(wl, "n2", "4"), None)
