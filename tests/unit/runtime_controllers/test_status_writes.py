@@ -347,3 +347,63 @@ def test_a_stored_reservation_changing_waits_for_no_release() -> None:
         await manager.status_writes.shutdown(drain=False)
 
     asyncio.run(go())
+
+
+def _preempting_setup() -> tuple[QueueManager, FakeApi, dict[str, Any]]:
+    """w0 and w1 fill the queue; ``urgent`` (priority 10) may preempt either."""
+    manager, api = _setup()
+    cq = copy.deepcopy(_objects()[1])
+    cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    manager._core_handler(EventType.MODIFIED, cq, None)
+    manager._core_handler(EventType.DELETED, _objects()[5], None)  # w2: not part of these tests
+    urgent = copy.deepcopy(_objects()[5])
+    urgent["metadata"]["name"] = "urgent"
+    urgent["spec"]["priority"] = 10
+    return manager, api, urgent
+
+
+def _arrives(manager: QueueManager, api: FakeApi, obj: dict[str, Any]) -> None:
+    manager._core_handler(EventType.ADDED, api._store(WORKLOADS + obj["metadata"]["name"], obj), None)
+
+
+def _evicted_in_api(api: FakeApi) -> list[str]:
+    return sorted(name.rsplit("/", 1)[1] for name, obj in api.objects.items()
+                  if any(c["type"] == "Evicted" and c["status"] == "True"
+                         for c in (obj.get("status") or {}).get("conditions") or ()))
+
+
+def test_a_victim_whose_admission_was_never_written_is_taken_back_without_an_eviction() -> None:
+    """The core admitted w0 and w1, and chose one as the victim of a higher-priority
+    workload before any write started: the API never shows that workload admitted, so it
+    must not show it evicted either; the preemptor's admission waits for nothing."""
+    async def go() -> None:
+        manager, api, urgent = _preempting_setup()
+        await manager.schedule_once()  # w0 and w1 admitted in the core only
+        _arrives(manager, api, urgent)
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/urgent"].holds_quota
+        victims = [k for k in ("ns/w0", "ns/w1") if not manager.core.workloads[k].holds_quota]
+        assert len(victims) == 1 and manager.core.workloads[victims[0]].evictions == []
+        manager.status_writes.start()
+        await manager.status_writes.join(5)
+        assert _holds_quota(api.objects[WORKLOADS + "urgent"])
+        assert _evicted_in_api(api) == []
+        assert api.most_holding == 2
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_victim_whose_admission_write_started_is_evicted() -> None:
+    async def go() -> None:
+        manager, api, urgent = _preempting_setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)  # w0 and w1 stored as admitted
+        _arrives(manager, api, urgent)
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        assert len(_evicted_in_api(api)) == 1
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
