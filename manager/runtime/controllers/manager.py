@@ -74,6 +74,10 @@ QUEUE_STATUS_PERIOD_S = 1.0
 # Queue statuses wait for request budget at most this long: a manager that stays busy
 # still shows its queues' usage.
 QUEUE_STATUS_MAX_DEFER_S = 10.0
+# ... or longer where a pass over every queue (one request each) would otherwise take more
+# than this share of the client's request budget: at 50 QPS, 60 queues written every 10 s
+# were a ninth of it, requests that admissions waited for.
+QUEUE_STATUS_BUDGET_SHARE = 0.05
 # After a failed pass the next comes 1, 2, 4 ... up to 60 s later (an API that keeps
 # refusing a write is not asked every second).
 QUEUE_STATUS_RETRY = Backoff(base=QUEUE_STATUS_PERIOD_S, cap=60.0, jitter=0.0)
@@ -549,7 +553,7 @@ class QueueManager:
             await self._queues_dirty.wait()
             # Queue statuses (counts) give way to workload writes while the client's request
             # budget is low, as pending notices do; they catch up once it refills.
-            defer_until = time.monotonic() + QUEUE_STATUS_MAX_DEFER_S
+            defer_until = time.monotonic() + self._queue_status_max_defer()
             while self._request_budget_low() and time.monotonic() < defer_until:
                 await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
@@ -560,6 +564,11 @@ class QueueManager:
                 failures += 1
             pause = QUEUE_STATUS_RETRY.delay(failures - 1) if failures else QUEUE_STATUS_PERIOD_S
             await asyncio.sleep(pause)  # rate limit, not synchronisation
+
+    def _queue_status_max_defer(self) -> float:
+        limiter = self.client.limiter
+        queues = len(self.informers["ClusterQueue"]) + len(self.informers["LocalQueue"])
+        return queue_status_max_defer(queues, limiter.qps if limiter.enabled else None)
 
     async def write_queue_statuses(self) -> bool:
         """Write every ClusterQueue and LocalQueue status that changed, a few at a time;
@@ -612,6 +621,15 @@ class QueueManager:
         log.warning("gave up writing status of %s %s after %d conflicts", ref.kind, meta["name"],
                     MAX_CONFLICT_RETRIES)
         return False
+
+
+def queue_status_max_defer(queues: int, qps: float | None) -> float:
+    """How long queue statuses may wait for request budget: ``QUEUE_STATUS_MAX_DEFER_S``, or
+    long enough that a pass over ``queues`` takes at most ``QUEUE_STATUS_BUDGET_SHARE`` of a
+    client limited to ``qps`` (None: unlimited)."""
+    if not qps:
+        return QUEUE_STATUS_MAX_DEFER_S
+    return max(QUEUE_STATUS_MAX_DEFER_S, queues / (QUEUE_STATUS_BUDGET_SHARE * qps))
 
 
 def _rv(obj: JSON) -> str:

@@ -16,7 +16,12 @@ from kube.ratelimit import TokenBucket
 from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from manager.core.workload_state import FINISHED
 from manager.runtime.controllers import manager as manager_module
-from manager.runtime.controllers.manager import QueueManager, only_pending_message_changed, pending_notice
+from manager.runtime.controllers.manager import (
+    QueueManager,
+    only_pending_message_changed,
+    pending_notice,
+    queue_status_max_defer,
+)
 from webhook.crd_rules import validate_workload
 
 from .test_queue_status import _objects
@@ -257,6 +262,15 @@ def test_pending_notices_give_way_while_the_request_budget_is_low() -> None:
         await manager.status_writes.shutdown(drain=False)
 
     asyncio.run(go())
+
+
+def test_queue_statuses_take_a_bounded_share_of_a_short_request_budget() -> None:
+    """While the budget is short, queue statuses are written at least every 10 s, or less
+    often where a pass over every queue would take over 5 % of the client's requests."""
+    assert queue_status_max_defer(60, 300.0) == 10.0  # 60 requests per 10 s of 3,000
+    assert queue_status_max_defer(60, 50.0) == 24.0  # Kueue's benchmark setting: 5 % of 50 QPS
+    assert queue_status_max_defer(2000, 300.0) == 2000 / 15.0  # 1,000 ClusterQueues and LocalQueues
+    assert queue_status_max_defer(2000, None) == 10.0  # no client limit: never short
 
 
 def test_a_reservation_that_moved_is_written_as_its_release_then_the_new_one() -> None:
