@@ -81,6 +81,11 @@ class WorkQueue(Generic[K]):
         return len(self._queued)
 
     @property
+    def urgent_waiting(self) -> int:
+        """Urgent keys waiting for a worker: every worker is busy while this is above 0."""
+        return len(self._queued_urgent)
+
+    @property
     def in_flight(self) -> frozenset[K]:
         return frozenset(self._processing)
 

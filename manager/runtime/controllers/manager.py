@@ -107,6 +107,9 @@ REQUEUE_BATCH_PER_QUEUE_S = 0.01
 # it spends tokens the bucket would otherwise lose at its cap, not ones an admission needs.
 PENDING_NOTICE_HEADROOM = 0.9
 PENDING_NOTICE_RETRY_S = 1.0
+# ... but a notice waits at most this long: under a backlog that lasts (minutes at 300 QPS
+# on a loaded apiserver) a user still learns within it why the job waits.
+PENDING_NOTICE_MAX_DEFER_S = 30.0
 
 
 class QueueManager:
@@ -147,6 +150,8 @@ class QueueManager:
         # cache nor compares against it. And when each Workload status was last written.
         self._written = WriteEchoes()
         self._written_at: dict[str, float] = {}
+        # When a pending notice that is still unwritten was first held back.
+        self._notice_held_since: dict[str, float] = {}
         # Per Workload, the topology assignments and admission check states last agreed with
         # the API (written or read): stored ones that differ are another writer's (_follow_others).
         self._agreed: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
@@ -224,6 +229,7 @@ class QueueManager:
         if event == EventType.DELETED:
             self._written.forget(key)
             self._written_at.pop(key, None)
+            self._notice_held_since.pop(key, None)
             self._agreed.pop(key, None)
         else:
             self._written.seen(key, obj)
@@ -368,9 +374,20 @@ class QueueManager:
         rec = self.core.workloads[key]
         return rec.holds_quota and rec.stopping is None
 
-    def _request_budget_low(self) -> bool:
-        """Optional writes (pending notices, queue counts) wait while this holds."""
-        return self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM
+    def _optional_writes_wait(self) -> bool:
+        """Optional writes (pending notices, queue counts) wait while this holds: the
+        client's request budget runs short, or admissions, evictions and finishes wait for
+        a writer. The second is the limit when the client's is not: at 300 QPS on a loaded
+        kube-apiserver, 16 writers stay busy for minutes, and each count or notice written
+        then is apiserver time an admission waits for."""
+        return (self.client.limiter.headroom() < PENDING_NOTICE_HEADROOM
+                or self.status_writes.urgent_waiting > 0)
+
+    def _notice_overdue(self, key: str) -> bool:
+        """The key's pending notice has been held back ``PENDING_NOTICE_MAX_DEFER_S`` (the
+        clock starts at the first time it is)."""
+        now = time.monotonic()
+        return now - self._notice_held_since.setdefault(key, now) >= PENDING_NOTICE_MAX_DEFER_S
 
     def _write_is_urgent(self, key: str) -> bool:
         """Admissions, evictions and finishes go before telling pending workloads why they
@@ -501,9 +518,10 @@ class QueueManager:
                 wait = self._written_at.get(key, 0.0) + PENDING_MESSAGE_INTERVAL_S - time.monotonic()
                 if wait > 0:
                     return wait
-            if trusted and pending_notice(old_status, new_status) and self._request_budget_low():
+            if trusted and pending_notice(old_status, new_status) and self._optional_writes_wait() \
+                    and not self._notice_overdue(key):
                 # Telling a never-admitted workload why it waits gives way to admissions and
-                # evictions while the client's request budget runs low; it may be outdated
+                # evictions while the request budget runs low; it may be outdated
                 # (admitted meanwhile) by the time budget is back.
                 return PENDING_NOTICE_RETRY_S
             if reservation_moved(old_status, new_status):
@@ -529,6 +547,7 @@ class QueueManager:
             # check controller's verdict) from _follow_others.
             self._written.wrote(key, current, written, self.informers["Workload"].get(key))
             self._written_at[key] = time.monotonic()
+            self._notice_held_since.pop(key, None)
             self._agreed[key] = (_topology_of(written), _checks_of(written))
             if not release_only and reservation_moved(old_status, _keep_times(old_status, status)):
                 current, trusted = written, True  # now the new reservation, on the released copy
@@ -552,9 +571,10 @@ class QueueManager:
         while True:
             await self._queues_dirty.wait()
             # Queue statuses (counts) give way to workload writes while the client's request
-            # budget is low, as pending notices do; they catch up once it refills.
+            # budget is low or workload writes queue up, as pending notices do; they catch
+            # up once that ends, or after the longest deferral.
             defer_until = time.monotonic() + self._queue_status_max_defer()
-            while self._request_budget_low() and time.monotonic() < defer_until:
+            while self._optional_writes_wait() and time.monotonic() < defer_until:
                 await asyncio.sleep(QUEUE_STATUS_PERIOD_S)  # polling the budget, not synchronisation
             self._queues_dirty.clear()
             if await self.write_queue_statuses():

@@ -259,7 +259,9 @@ async def test_urgent_keys_are_taken_first_and_an_urgent_add_moves_a_waiting_key
     queue.add("u1", urgent=True)
     queue.add("n3", urgent=True)  # already waiting: moves up, still runs once
     assert len(queue) == 4
+    assert queue.urgent_waiting == 2
     queue.start()
     await queue.join(DEADLINE_S)
     await queue.shutdown()
     assert order == ["u1", "n3", "n1", "n2"]
+    assert queue.urgent_waiting == 0

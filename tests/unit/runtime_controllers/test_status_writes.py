@@ -257,8 +257,45 @@ def test_pending_notices_give_way_while_the_request_budget_is_low() -> None:
         assert await manager._write_workload_status("ns/w2") == manager_module.PENDING_NOTICE_RETRY_S
         assert sorted(api.puts) == ["w0", "w1"]
         api.limiter = TokenBucket(qps=-1, burst=0)
-        assert await manager._write_workload_status("ns/w2") is None
+        manager.status_writes.start()  # w0 and w1 again (nothing left to write), then w2
+        await manager.status_writes.join(5)
         assert sorted(api.puts) == ["w0", "w1", "w2"]
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_pending_notices_give_way_while_admissions_wait_for_a_writer() -> None:
+    """With no client limit, a backlog of urgent writes (every writer busy) holds notices back."""
+    async def go() -> None:
+        manager, api = _setup()
+        api.limiter = TokenBucket(qps=-1, burst=0)
+        await manager.schedule_once()  # queues w0 and w1 (urgent) and w2 (a notice); no worker runs
+        assert manager.status_writes.urgent_waiting == 2
+        assert await manager._write_workload_status("ns/w2") == manager_module.PENDING_NOTICE_RETRY_S
+        assert api.puts == []
+        manager.status_writes.start()
+        await manager.status_writes.join(5)
+        assert manager.status_writes.urgent_waiting == 0
+        assert sorted(api.puts) == ["w0", "w1", "w2"]
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_pending_notice_waits_at_most_its_longest_deferral() -> None:
+    """A backlog that lasts does not keep a user from learning why the job waits."""
+    async def go() -> None:
+        manager, api = _setup()
+        api.limiter = TokenBucket(qps=-1, burst=0)
+        await manager.schedule_once()
+        assert await manager._write_workload_status("ns/w2") == manager_module.PENDING_NOTICE_RETRY_S
+        held = manager._notice_held_since["ns/w2"]
+        manager._notice_held_since["ns/w2"] = held - manager_module.PENDING_NOTICE_MAX_DEFER_S
+        assert manager.status_writes.urgent_waiting == 2  # still a backlog
+        assert await manager._write_workload_status("ns/w2") is None
+        assert api.puts == ["w2"]
+        assert "ns/w2" not in manager._notice_held_since
         await manager.status_writes.shutdown(drain=False)
 
     asyncio.run(go())
