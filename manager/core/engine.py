@@ -625,12 +625,14 @@ class QueueingCore:
         rec.checks = {}
         self._route(rec)
 
-    def publish(self, key: str) -> None:
+    def publish(self, key: str) -> bool:
         """A write carrying the workload's reservation out of the core starts: from now on
-        taking it back is an eviction."""
+        taking it back is an eviction. Returns whether the reservation was unpublished."""
         rec = self.workloads.get(key)
-        if rec is not None:
-            rec.unpublished = False
+        if rec is None or not rec.unpublished:
+            return False
+        rec.unpublished = False
+        return True
 
     def job_stopped(self, key: str) -> bool:
         """The job of an evicted workload has no active pods left: release its quota and

@@ -231,11 +231,25 @@ class MetricsFeed:
             if rec is None:
                 self._seen.pop(key, None)
                 continue
+            if rec.unpublished and rec.holds_quota:
+                # A reservation no write has carried out yet may still be taken back as if it
+                # never was (CoreConfig.withdraw_unpublished): counted once it is published.
+                continue
             prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
             if self._transition(rec, prev, now, preemptors or {}):
                 became_ready.add(key)
             self._remember(rec, prev)
         return became_ready
+
+    def published(self, key: str, now: float) -> None:
+        """Count the reservation of ``key`` that :meth:`observe` held back while it was
+        unpublished (see ``QueueingCore.publish``)."""
+        rec = self.core.workloads.get(key)
+        if rec is None or rec.unpublished:
+            return
+        prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
+        self._transition(rec, prev, now, {})
+        self._remember(rec, prev)
 
     def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
                     preemptors: Mapping[str, str]) -> bool:

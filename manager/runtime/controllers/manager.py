@@ -528,8 +528,9 @@ class QueueManager:
                 # Released and reserved again elsewhere before the release was written: the
                 # API takes no change of a reserved admission, so the release goes first.
                 new_status = released(old_status, new_status, _timestamp(self.core.now))
-            if rec.holds_quota:
-                self.core.publish(key)  # it may be stored from here on: no longer withdrawn
+            if rec.holds_quota and self.core.publish(key):
+                # It may be stored from here on: no longer withdrawn, and counted as admitted.
+                self.metrics_feed.published(key, self.core.now)
             try:
                 # Only what changed, on the copy it was computed from (409 if that is stale).
                 written = await self.client.patch(path, {

@@ -6,7 +6,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from manager.core.config import config_from
+from manager.core.config import CoreConfig, config_from
 from manager.core.engine import QueueingCore
 from manager.runtime.metrics import KueueMetrics
 from manager.runtime.metrics_feed import (
@@ -193,3 +193,48 @@ def test_a_finish_touched_from_outside_the_decisions_is_counted_and_a_deletion_f
     feed.touch("ns/w0")
     feed.observe((), core.now)
     assert "ns/w0" not in feed._seen and not feed._touched
+
+
+def test_a_withdrawn_reservation_is_counted_once_when_admitted_again() -> None:
+    """The manager takes back a victim whose admission it never wrote (as if never admitted):
+    admissions are counted when their write starts, so its later admission counts once."""
+    core = QueueingCore(CoreConfig(withdraw_unpublished=True), now=1767225600.0)
+    for obj in _objects():
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        if obj["kind"] != "Workload":
+            core.apply(obj)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    low = _workload("low", cpu=2, priority=0)
+    core.apply(low)
+    core.run_until_idle()
+    assert feed.observe(core.take_changes(), core.now) == set()
+    assert core.workloads["ns/low"].holds_quota
+    assert _value(metrics, "kueue_admitted_workloads_total", cluster_queue="cq", priority_class="") is None
+    core.apply(_workload("high", cpu=2, priority=10))
+    core.run_until_idle()  # low, never written, is taken back; high takes its room
+    feed.observe(core.take_changes(), core.now)
+    assert not core.workloads["ns/low"].holds_quota and core.workloads["ns/low"].evictions == []
+    for key in ("ns/high", "ns/low"):
+        if core.publish(key):
+            feed.published(key, core.now)
+    assert _value(metrics, "kueue_admitted_workloads_total", cluster_queue="cq", priority_class="") == 1
+    core.finish("ns/high")
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    assert core.publish("ns/low")
+    feed.published("ns/low", core.now)
+    assert not core.publish("ns/low")  # a second write of the same reservation publishes nothing
+    assert _value(metrics, "kueue_admitted_workloads_total", cluster_queue="cq", priority_class="") == 2
+    assert _value(metrics, "kueue_quota_reserved_workloads_total", cluster_queue="cq", priority_class="") == 2
+    assert _value(metrics, "kueue_evicted_workloads_total", cluster_queue="cq", reason="Preempted",
+                  underlying_cause="", priority_class="") is None
+
+
+def _workload(name: str, cpu: int, priority: int) -> dict[str, Any]:
+    container = {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"queueName": "lq", "priority": priority, "podSets": [
+                {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}]}}

@@ -24,6 +24,7 @@ from manager.runtime.controllers.manager import (
 )
 from webhook.crd_rules import validate_workload
 
+from .test_metrics_feed import _value
 from .test_queue_status import _objects
 
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/"
@@ -440,6 +441,9 @@ def test_a_victim_whose_admission_was_never_written_is_taken_back_without_an_evi
         assert _holds_quota(api.objects[WORKLOADS + "urgent"])
         assert _evicted_in_api(api) == []
         assert api.most_holding == 2
+        # Counted as the API shows them: two admissions, the one taken back not among them.
+        assert _value(manager.metrics, "kueue_admitted_workloads_total", cluster_queue="cq",
+                      priority_class="") == 2
         await manager.status_writes.shutdown()
 
     asyncio.run(go())
