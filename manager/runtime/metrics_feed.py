@@ -167,6 +167,12 @@ def cohort_path(core: QueueingCore, cluster_queue: str) -> tuple[str, str]:
     return parent, root
 
 
+def _held_back(rec: WorkloadRecord) -> bool:
+    """A reservation no write has carried out yet may still be taken back as if it never
+    was (``CoreConfig.withdraw_unpublished``): its transitions are counted once published."""
+    return rec.unpublished and rec.holds_quota
+
+
 class MetricsFeed:
     """Feeds :class:`KueueMetrics` from a :class:`QueueingCore`."""
 
@@ -231,25 +237,23 @@ class MetricsFeed:
             if rec is None:
                 self._seen.pop(key, None)
                 continue
-            if rec.unpublished and rec.holds_quota:
-                # A reservation no write has carried out yet may still be taken back as if it
-                # never was (CoreConfig.withdraw_unpublished): counted once it is published.
-                continue
-            prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
-            if self._transition(rec, prev, now, preemptors or {}):
+            if not _held_back(rec) and self._observe_one(rec, now, preemptors or {}):
                 became_ready.add(key)
-            self._remember(rec, prev)
         return became_ready
 
     def published(self, key: str, now: float) -> None:
         """Count the reservation of ``key`` that :meth:`observe` held back while it was
         unpublished (see ``QueueingCore.publish``)."""
         rec = self.core.workloads.get(key)
-        if rec is None or rec.unpublished:
-            return
-        prev = self._seen.get(key) or _Seen(PENDING, 0, False, rec.wl.created)
-        self._transition(rec, prev, now, {})
+        if rec is not None and not _held_back(rec):
+            self._observe_one(rec, now, {})
+
+    def _observe_one(self, rec: WorkloadRecord, now: float, preemptors: Mapping[str, str]) -> bool:
+        """Count the record's transitions since it was last seen; True if its pods became ready."""
+        prev = self._seen.get(rec.key) or _Seen(PENDING, 0, False, rec.wl.created)
+        became_ready = self._transition(rec, prev, now, preemptors)
         self._remember(rec, prev)
+        return became_ready
 
     def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
                     preemptors: Mapping[str, str]) -> bool:
