@@ -37,8 +37,9 @@ def _fits(node: QuotaNode, usage: Usage, amounts: dict[FR, int]) -> bool:
     return all(available(node, usage, fr) >= v for fr, v in amounts.items() if v)
 
 
-def _reserve_for_preemption(node: QuotaNode, usage: Usage, amounts: dict[FR, int], borrowing: bool) -> None:
-    """Hold what a preempting entry can get, so later entries of the cohort cannot take it."""
+def _preemption_hold(node: QuotaNode, usage: Usage, amounts: dict[FR, int], borrowing: bool) -> dict[FR, int]:
+    """What a preempting entry can get, held so later entries of the cohort cannot take it."""
+    holds: dict[FR, int] = {}
     for fr, v in amounts.items():
         q = node.quota(fr)
         used = usage.get(node, fr)
@@ -47,7 +48,8 @@ def _reserve_for_preemption(node: QuotaNode, usage: Usage, amounts: dict[FR, int
         else:
             hold = min(v, q.nominal - used)
         if hold > 0:
-            usage.add(node, fr, hold)
+            holds[fr] = hold
+    return holds
 
 
 class Scheduler:
@@ -219,23 +221,22 @@ class Scheduler:
                 return node, held[key]
         return None
 
-    def _without(self, snap: Snapshot, usage: Usage, victims: set[str]) -> Usage:
-        """The usage view with the chosen victims' quota given back (a throw-away overlay)."""
-        if not victims:
-            return usage
-        view = usage.overlay()
-        for key in victims:
+    def _give_back(self, snap: Snapshot, usage: Usage, victims: Iterable[str]) -> None:
+        """Give the victims' quota back in ``usage``."""
+        for key in dict.fromkeys(victims):
             held = self._holder(snap, key)
             if held is not None:
-                view.add_all(held[0], held[1].usage, sign=-1)
-        return view
+                usage.add_all(held[0], held[1].usage, sign=-1)
 
     def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
         assigner = FlavorAssigner(snap, self.preemption)
         for entry in heads:
             self._nominate(entry, snap, assigner)
-        # The cycle's own view: admissions of this cycle count against later entries.
+        # The cycle's own view: admissions of this cycle count against later entries. Beside
+        # it, the same view without the victims chosen so far (kept as they are chosen: a
+        # cycle of a thousand heads may choose thousands).
         usage = snap.usage.overlay()
+        freed = snap.usage.overlay()
         decisions: list[Decision] = []
         entries = [e for e in heads if e.assignment is not None]
         for e in heads:
@@ -264,8 +265,10 @@ class Scheduler:
             if a.mode.needs_preemption and not e.targets:
                 reclaim = snap.cluster_queues[e.cluster_queue].preemption.get("reclaimWithinCohort", "Never")
                 if reclaim != "Any":
-                    _reserve_for_preemption(node, usage, {fr: a.usage[fr] for fr in a.preempt_frs
+                    hold = _preemption_hold(node, usage, {fr: a.usage[fr] for fr in a.preempt_frs
                                                           if fr in a.usage}, a.borrowing > 0)
+                    usage.add_all(node, hold)
+                    freed.add_all(node, hold)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           PendingReason(Pending.NO_CANDIDATES, podsets=a.misses),
                                           assignment=a, no_fit=True))
@@ -275,14 +278,20 @@ class Scheduler:
                                           PendingReason(Pending.OVERLAPPING_TARGETS),
                                           assignment=a, immediate=True))
                 continue
-            if not _fits(node, self._without(snap, usage, victims | set(e.targets)), a.usage):
+            view = freed
+            if e.targets:
+                view = freed.overlay()
+                self._give_back(snap, view, e.targets)
+            if not _fits(node, view, a.usage):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           PendingReason(Pending.NO_LONGER_FITS),
                                           assignment=a, immediate=True))
                 continue
             usage.add_all(node, a.usage)
+            freed.add_all(node, a.usage)
             if e.targets:
                 victims.update(e.targets)
+                self._give_back(snap, freed, e.targets)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PREEMPT,
                                           PendingReason(Pending.PREEMPTING), assignment=a,
                                           targets=e.targets, immediate=True, target_reasons=e.target_reasons))

@@ -92,12 +92,17 @@ class QueueingCore:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.workloads: dict[str, WorkloadRecord] = {}
         self.queues: dict[str, PendingQueue] = {}
+        # Queues that may have a workload to pop, by the order their queue was made (see _heads).
+        self._ready: dict[str, int] = {}
+        self._queue_order: dict[str, int] = {}
         self.nodes: dict[str, QuotaNode] = {}
         self.cohort_nodes: dict[str, QuotaNode] = {}
         self.inactive: dict[str, PendingReason] = {}
         self.terminating: set[str] = set()  # ClusterQueues being deleted: they admit nothing new
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
+        self.holding_versions: dict[str, int] = {}  # see Snapshot.holding_versions
+        self._holding_version = itertools.count(1)
         self.changed: set[str] = set()  # workloads whose status may differ from the last write
         # Workloads whose PodsReady changed since the last take_ready_changed (the metrics
         # feed counts those transitions; nothing scheduling decides changed).
@@ -224,6 +229,9 @@ class QueueingCore:
         prio = self.priority_classes.get(wl.priority_class, wl.priority) if wl.priority_class else wl.priority
         old = self.workloads.get(wl.key)
         if old is not None:
+            held = old.key in self.holding.get(old.cluster_queue or "", ())
+            if held and (prio, wl.uid) != (old.priority, old.wl.uid):
+                self._holders_changed(old.cluster_queue)
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
             if old.stopping is not None:
@@ -318,6 +326,7 @@ class QueueingCore:
                 self._timer((self.now if since is None else min(since, self.now)) + wfpr.timeout,
                             _PODS_READY, rec)
         self.holding.setdefault(cq_name, {})[rec.key] = rec
+        self._holders_changed(cq_name)
         node = self.nodes.get(cq_name)
         if node is not None:
             self.usage.add_all(node, total)
@@ -387,7 +396,7 @@ class QueueingCore:
                 usage.add_all(holder, rec.usage)
         self.usage = usage
         for name in self.cq_defs:
-            self.queues.setdefault(name, PendingQueue())
+            self._queue(name)
         for rec in self.workloads.values():
             if rec.status == PENDING and not rec.deactivated and rec.requeue_at is None:
                 self._route(rec)
@@ -487,7 +496,7 @@ class QueueingCore:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
         if target is not None:
-            q = self.queues.setdefault(target, PendingQueue())
+            q = self._queue(target)
             skey = self._sort_key(rec)
             if q.is_parked(rec.key):
                 q.park(rec.key, skey, self._shape(rec, target))
@@ -550,7 +559,8 @@ class QueueingCore:
             self.released.add(rec.key)
         if self.tas is not None:
             self.tas.release(rec.key)
-        self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None)
+        if self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None) is not None:
+            self._holders_changed(rec.cluster_queue)
         node = self.nodes.get(rec.cluster_queue or "")
         if node is not None:
             self.usage.add_all(node, rec.usage, sign=-1)
@@ -594,6 +604,9 @@ class QueueingCore:
             if q is not None and q.parked_count:
                 q.requeue_parked()
 
+    def _holders_changed(self, cq_name: str | None) -> None:
+        self.holding_versions[cq_name or ""] = next(self._holding_version)
+
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
                backoff: float | None = None, deactivate: bool = False) -> None:
         """Evict a workload holding quota. With ``hold_quota_until_stopped`` it keeps its
@@ -611,6 +624,7 @@ class QueueingCore:
         stop = Stopping(reason, backoff_until, reason if deactivate else None)
         if self.config.hold_quota_until_stopped:
             rec.stopping = stop
+            self._holders_changed(rec.cluster_queue)  # a stopping workload is the first victim
             self.stopping.add(rec.key)
             return
         self._complete_eviction(rec, stop)
@@ -814,7 +828,7 @@ class QueueingCore:
         levels = getattr(self.tas, "topology_levels", None)
         return Snapshot(self.cq_defs, self.nodes, self.flavors, self.namespaces, self.inactive,
                         self.usage.overlay(), self.holding, self.fair_weights,
-                        levels() if callable(levels) else {}, self.workloads)
+                        levels() if callable(levels) else {}, self.workloads, self.holding_versions)
 
     def _blocked(self) -> bool:
         wfpr = self.config.wait_for_pods_ready
@@ -833,10 +847,21 @@ class QueueingCore:
             return CycleResult([])
         return self.scheduler.schedule(heads, self.snapshot())
 
+    def _queue(self, name: str) -> PendingQueue:
+        q = self.queues.get(name)
+        if q is None:
+            order = self._queue_order.setdefault(name, len(self._queue_order))
+            q = self.queues[name] = PendingQueue(on_ready=lambda: self._ready.__setitem__(name, order))
+        return q
+
     def _heads(self, take: bool) -> list[Entry]:
         heads: list[Entry] = []
-        for name, q in self.queues.items():
-            if not q.active_count or name in self.inactive:
+        for name in sorted(self._ready, key=self._ready.__getitem__):  # the order queues were made
+            q = self.queues[name]
+            if not q.active_count:
+                del self._ready[name]
+                continue
+            if name in self.inactive:
                 continue
             key = q.pop() if take else q.peek()
             if key is None:
@@ -1069,6 +1094,7 @@ class QueueingCore:
         rec.unpublished = self.config.withdraw_unpublished
         rec.pending = None
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
+        self._holders_changed(d.cluster_queue)
         self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)
         cq = self.cq_defs[d.cluster_queue]
         used = {f for ps in d.assignment.podsets for f in ps.flavors.values()}

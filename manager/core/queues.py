@@ -69,12 +69,15 @@ class _Group:
 
 
 class PendingQueue:
-    __slots__ = ("_group_by_ticket", "_groups", "_heap", "_members", "_no_fit", "_parked_alive",
+    __slots__ = ("_group_by_ticket", "_groups", "_heap", "_members", "_no_fit", "_on_ready", "_parked_alive",
                  "_parked_group", "_tickets")
 
     _counter = itertools.count()
 
-    def __init__(self) -> None:
+    def __init__(self, on_ready: Callable[[], object] | None = None) -> None:
+        # Told when the queue may have gained a workload to pop (a push or a requeue; nothing
+        # else adds one), so the core need not ask each of a thousand queues every cycle.
+        self._on_ready = on_ready
         # Items are (sort key, ticket, key); a released group's item has the key "" and its
         # ticket in _Group.ticket.
         self._heap: list[tuple[SortKey, int, str]] = []
@@ -145,6 +148,8 @@ class PendingQueue:
         self._tickets[key] = (ticket, skey, shape)
         heapq.heappush(self._heap, (skey, ticket, key))
         self._maybe_compact()
+        if self._on_ready is not None:
+            self._on_ready()
 
     def offer(self, key: str, skey: SortKey, shape: int | None) -> None:
         """Queue a workload, parked if its shape already did not fit (BestEffortFIFO)."""
@@ -295,6 +300,8 @@ class PendingQueue:
         self._parked_group.clear()
         self._parked_alive = 0
         self._maybe_compact()
+        if moved and self._on_ready is not None:
+            self._on_ready()
         return moved
 
     def resort(self, key_of: Callable[[str], SortKey]) -> None:

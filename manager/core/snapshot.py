@@ -34,3 +34,6 @@ class Snapshot:
     topology_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Workload key -> record, every workload the cache knows (finding a victim's queue).
     workloads: Mapping[str, WorkloadRecord] = field(default_factory=dict)
+    # ClusterQueue name -> a number that changes whenever its ``holding`` does, or a holder's
+    # place in victim order (missing: not tracked, so nothing derived from it is kept).
+    holding_versions: Mapping[str, int] = field(default_factory=dict)

@@ -23,14 +23,19 @@ The search works on throw-away overlays of the snapshot's usage, so it never cha
 what the cycle sees; ``reasons`` remembers why each returned target was chosen. A
 snapshot does not change while its cycle nominates, and every queue's head is searched
 for against it (twice: the flavor assigner's oracle, then the targets), so the borrowing
-queues of each cohort, each queue's candidate workloads and whole answers are kept per
-snapshot (:class:`_Memo`).
+queues of each cohort and whole answers are kept per snapshot (:class:`_Memo`). Each
+queue's holders in victim order are kept longer, until the core says they changed; a
+search merges those of the queues it may take from, and makes candidates only as far as
+it reads them, which in a cohort of hundreds of admitted workloads is mostly a few.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ..assignment import Entry
 from ..hooks import NO_CANDIDATES, PREEMPT, RECLAIM
@@ -62,6 +67,46 @@ class Candidate:
     record: WorkloadRecord
     variant: int
     lca: str = ""  # the cohort whose subtree the candidate was found in (other queues only)
+
+
+# A workload holding quota, as a victim: (victim order, key, record, its ClusterQueue).
+_Held = tuple["VictimOrder", str, WorkloadRecord, str]
+# A cohort to take candidates from: (the cohort, its child to leave out, the preemptor's advantage).
+_Level = tuple[QuotaNode, "QuotaNode | None", bool]
+_T = TypeVar("_T")
+
+
+def _held_order(h: _Held) -> VictimOrder:
+    return h[0]
+
+
+def _pair_order(p: tuple[VictimOrder, Candidate]) -> VictimOrder:
+    return p[0]
+
+
+class _Lazy(Generic[_T]):
+    """A sequence made as far as it is read, and read again from what was made."""
+
+    def __init__(self, source: Iterator[_T]) -> None:
+        self._source: Iterator[_T] | None = source
+        self._made: list[_T] = []
+
+    def _more(self) -> bool:
+        if self._source is not None:
+            for item in self._source:
+                self._made.append(item)
+                return True
+            self._source = None
+        return False
+
+    def __iter__(self) -> Iterator[_T]:
+        i = 0
+        while i < len(self._made) or self._more():
+            yield self._made[i]
+            i += 1
+
+    def __bool__(self) -> bool:
+        return bool(self._made) or self._more()
 
 
 def _borrowing_on(node: QuotaNode, usage: Usage, frs: frozenset[FR]) -> bool:
@@ -127,32 +172,55 @@ def _policy(cq: ClusterQueueDef, name: str) -> str:
 
 
 class _Memo:
-    """What the searches against one snapshot share (computed at most once each)."""
+    """What the searches against one snapshot share (computed at most once each).
 
-    def __init__(self, snap: Snapshot) -> None:
+    Each queue's workloads in victim order are also kept across snapshots (``ordered``),
+    while the core's version of that queue's holders (:attr:`Snapshot.holding_versions`)
+    stays the same: a cycle mostly has one head per cohort, and the cohort's hundreds of
+    admitted workloads need not be sorted again for it."""
+
+    def __init__(self, snap: Snapshot, ordered: dict[tuple[str, frozenset[FR]], tuple[int, list[_Held]]]
+                 ) -> None:
         self.snap = snap
-        self._borrowing: dict[tuple[int, frozenset[FR]], list[QuotaNode]] = {}
-        self._holding: dict[tuple[str, frozenset[FR]], list[tuple[str, WorkloadRecord]]] = {}
+        self._ordered = ordered
+        self._borrowing: dict[tuple[int, frozenset[FR]], list[tuple[QuotaNode, str]]] = {}
         # ClassicalPreemption.search's answers (do not mutate).
         self.found: dict[tuple[str, tuple[tuple[FR, int], ...], frozenset[FR], PolicyArgs, PolicyArgs],
                          list[Candidate]] = {}
 
-    def borrowing_children(self, cohort: QuotaNode, frs: frozenset[FR]) -> list[QuotaNode]:
-        """Children of ``cohort`` that use more than their subtree quota on one of ``frs``."""
+    def borrowing_queues(self, cohort: QuotaNode, frs: frozenset[FR]) -> list[tuple[QuotaNode, str]]:
+        """(the child of ``cohort`` it is under, name) of each ClusterQueue below ``cohort``
+        that uses more than its quota on one of ``frs``, through cohorts that do too."""
         key = (id(cohort), frs)
         got = self._borrowing.get(key)
         if got is None:
             usage = self.snap.usage
-            got = self._borrowing[key] = [c for c in cohort.children if _borrowing_on(c, usage, frs)]
+            got = self._borrowing[key] = []
+
+            def walk(current: QuotaNode, top: QuotaNode | None) -> None:
+                for child in current.children:
+                    if not _borrowing_on(child, usage, frs):
+                        continue
+                    if child.is_cq:
+                        got.append((top or child, child.name))
+                    else:
+                        walk(child, top or child)
+
+            walk(cohort, None)
         return got
 
-    def holding(self, cq_name: str, frs: frozenset[FR]) -> list[tuple[str, WorkloadRecord]]:
-        """Workloads of a queue that use one of ``frs``."""
+    def ordered(self, cq_name: str, frs: frozenset[FR]) -> list[_Held]:
+        """Workloads of a queue that use one of ``frs``, in victim order (do not mutate)."""
         key = (cq_name, frs)
-        got = self._holding.get(key)
-        if got is None:
-            got = self._holding[key] = [(k, rec) for k, rec in self.snap.holding.get(cq_name, {}).items()
-                                        if frs.intersection(rec.usage)]
+        version = self.snap.holding_versions.get(cq_name)
+        kept = self._ordered.get(key)
+        if kept is not None and version is not None and kept[0] == version:
+            return kept[1]
+        got = [(victim_order(cq_name, rec, ""), k, rec, cq_name)
+               for k, rec in self.snap.holding.get(cq_name, {}).items() if frs.intersection(rec.usage)]
+        got.sort(key=_held_order)
+        if version is not None:
+            self._ordered[key] = (version, got)
         return got
 
 
@@ -164,10 +232,11 @@ class ClassicalPreemption:
         self.no_other_queues = True  # facts about the latest candidate list (attempt order)
         self.no_hierarchy = True
         self._memo: _Memo | None = None  # the last snapshot's, replaced when another comes
+        self._ordered: dict[tuple[str, frozenset[FR]], tuple[int, list[_Held]]] = {}
 
     def _memo_for(self, snap: Snapshot) -> _Memo:
         if self._memo is None or self._memo.snap is not snap:
-            self._memo = _Memo(snap)
+            self._memo = _Memo(snap, self._ordered)
         return self._memo
 
     # -- hook ----------------------------------------------------------------------------
@@ -197,51 +266,26 @@ class ClassicalPreemption:
 
     def candidates(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                    request: Mapping[FR, int], frs: frozenset[FR], skip_priority: bool = False
-                   ) -> list[Candidate]:
+                   ) -> _Lazy[Candidate]:
         """Hierarchy candidates, then priority candidates, then the preemptor's own queue's.
 
         With ``skip_priority``, priority candidates are left out: :meth:`_search` asks so
         when no attempt could take one (the preemptor already at its nominal quota, and
         ``borrowWithinCohort`` off), as most heads of a full cohort do, and the cohort's
-        borrowers are many."""
+        borrowers are many. The list is made as far as it is read: a search mostly stops
+        after a few victims of a cohort holding hundreds."""
         memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         usage = snap.usage
-        own: list[Candidate] = []
         within = _policy(cq, "withinClusterQueue")
+        own: Iterator[Candidate] = iter(())
         if within != "Never":
-            for key, rec in memo.holding(cq_name, frs):
-                if policy_allows(within, rec, priority, timestamp):
-                    own.append(Candidate(key, cq_name, rec, _WITHIN_CQ))
-        hierarchy: list[Candidate] = []
-        by_priority: list[Candidate] = []
+            own = (Candidate(key, cq_name, rec, _WITHIN_CQ) for _, key, rec, _ in memo.ordered(cq_name, frs)
+                   if policy_allows(within, rec, priority, timestamp))
+        levels: tuple[list[_Level], list[_Level]] = ([], [])  # hierarchy, by priority
         reclaim = _policy(cq, "reclaimWithinCohort")
         if node.parent is not None and reclaim != "Never":
-            bwc = cq.preemption.get("borrowWithinCohort") or {}
-            bwc_allowed = str(bwc.get("policy") or "Never") != "Never"
-            threshold = bwc.get("maxPriorityThreshold")
-
-            def variant(rec: WorkloadRecord, advantage: bool) -> int:
-                if advantage:
-                    return _RECLAIM
-                if not bwc_allowed or rec.priority >= priority or (
-                        threshold is not None and rec.priority > int(threshold)):
-                    return _WITHOUT_BORROWING
-                return _WHILE_BORROWING
-
-            def collect(current: QuotaNode, lca: QuotaNode, skip: QuotaNode | None, advantage: bool,
-                        out: list[Candidate]) -> None:
-                for child in memo.borrowing_children(current, frs):
-                    if child is skip or child is node:
-                        continue
-                    if not child.is_cq:
-                        collect(child, lca, skip, advantage, out)
-                        continue
-                    for key, rec in memo.holding(child.name, frs):
-                        if policy_allows(reclaim, rec, priority, timestamp):
-                            out.append(Candidate(key, child.name, rec, variant(rec, advantage), lca.name))
-
             # Walking up, the preemptor gains an "advantage" over everything outside the
             # lowest subtree whose quota can hold its request: those workloads use quota
             # that subtree lends, so they are reclaimed regardless of borrowWithinCohort.
@@ -250,15 +294,46 @@ class ClassicalPreemption:
             ancestor: QuotaNode | None = node.parent
             while ancestor is not None:
                 if advantage or not skip_priority:
-                    collect(ancestor, ancestor, previous, advantage, hierarchy if advantage else by_priority)
+                    levels[0 if advantage else 1].append((ancestor, previous, advantage))
                 fits, remaining = _fits_in_quota(ancestor, usage, remaining)
                 advantage = advantage or fits
                 previous, ancestor = ancestor, ancestor.parent
-        for group in (hierarchy, by_priority, own):
-            group.sort(key=lambda c: self._order(c, cq_name))
-        self.no_other_queues = not hierarchy and not by_priority
+        hierarchy, by_priority = (_Lazy(self._others(memo, cq, node, group, priority, timestamp, frs))
+                                  for group in levels)
         self.no_hierarchy = not hierarchy
-        return [*hierarchy, *by_priority, *own]
+        self.no_other_queues = self.no_hierarchy and not by_priority
+        return _Lazy(itertools.chain(hierarchy, by_priority, own))
+
+    @staticmethod
+    def _others(memo: _Memo, cq: ClusterQueueDef, node: QuotaNode, levels: list[_Level], priority: int,
+                timestamp: float, frs: frozenset[FR]) -> Iterator[Candidate]:
+        """Candidates of other queues found from ``levels``, merged in victim order."""
+        reclaim = _policy(cq, "reclaimWithinCohort")
+        bwc = cq.preemption.get("borrowWithinCohort") or {}
+        bwc_allowed = str(bwc.get("policy") or "Never") != "Never"
+        threshold = bwc.get("maxPriorityThreshold")
+
+        def variant(rec: WorkloadRecord, advantage: bool) -> int:
+            if advantage:
+                return _RECLAIM
+            if not bwc_allowed or rec.priority >= priority or (
+                    threshold is not None and rec.priority > int(threshold)):
+                return _WITHOUT_BORROWING
+            return _WHILE_BORROWING
+
+        def level(lca: QuotaNode, skip: QuotaNode | None, advantage: bool
+                  ) -> Iterator[tuple[VictimOrder, Candidate]]:
+            streams = [memo.ordered(name, frs) for top, name in memo.borrowing_queues(lca, frs)
+                       if top is not skip and top is not node]
+            held: Iterable[_Held] = (streams[0] if len(streams) == 1
+                                     else heapq.merge(*streams, key=_held_order))
+            for order, key, rec, cq_name in held:
+                if policy_allows(reclaim, rec, priority, timestamp):
+                    yield order, Candidate(key, cq_name, rec, variant(rec, advantage), lca.name)
+
+        streams = [level(*lv) for lv in levels]
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_pair_order)
+        return (c for _, c in merged)
 
     @staticmethod
     def _order(c: Candidate, cq_name: str) -> VictimOrder:
@@ -325,7 +400,7 @@ class ClassicalPreemption:
         return True
 
     def _minimal(self, snap: Snapshot, node: QuotaNode, request: Mapping[FR, int], frs: frozenset[FR],
-                 cands: list[Candidate], allow_borrowing: bool, topology: TopologyFit | None = None
+                 cands: Iterable[Candidate], allow_borrowing: bool, topology: TopologyFit | None = None
                  ) -> list[Candidate]:
         """Remove candidates in order until the request fits (its quota, and with ``topology``
         its placement on the nodes the removed ones free), then give back the unneeded."""

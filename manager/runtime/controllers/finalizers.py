@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -63,7 +64,12 @@ def cluster_queues_using_flavor(flavor: str, cluster_queues: Iterable[Mapping[st
 class FinalizerRelease:
     """Leader-only loop releasing the finalizer; ``reserving(cq)`` counts the workloads
     holding quota in a ClusterQueue (the core's view, which includes decisions not yet
-    written back)."""
+    written back).
+
+    Workloads change hundreds of times a second under load, and only matter here while a
+    queue or flavor holding our finalizer is being deleted: the names of those are kept
+    from their own events, so a pass looks at them alone and a Workload change wakes the
+    loop only while there are any."""
 
     def __init__(self, client: KubeClient, informers: Mapping[str, Informer],
                  reserving: Callable[[str], int]) -> None:
@@ -71,15 +77,37 @@ class FinalizerRelease:
         self.cluster_queues = informers["ClusterQueue"]
         self.flavors = informers["ResourceFlavor"]
         self._changed = asyncio.Event()
-        for kind in ("ClusterQueue", "ResourceFlavor", "Workload"):
-            informers[kind].add_handler(self._on_event)
+        self._held: dict[str, set[str]] = {"ClusterQueue": set(), "ResourceFlavor": set()}
+        for kind, names in self._held.items():
+            for obj in informers[kind].items():
+                self._track(names, obj, gone=False)
+            informers[kind].add_handler(functools.partial(self._on_object, names))
+        informers["Workload"].add_handler(self._on_workload)
 
-    def _on_event(self, event: EventType, obj: JSON, old: JSON | None) -> None:
-        self._changed.set()
+    @staticmethod
+    def _track(names: set[str], obj: JSON, gone: bool) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name"))
+        if not gone and terminating(obj) and FINALIZER in (meta.get("finalizers") or ()):
+            names.add(name)
+        else:
+            names.discard(name)
+
+    def _on_object(self, names: set[str], event: EventType, obj: JSON, old: JSON | None) -> None:
+        self._track(names, obj, gone=event is EventType.DELETED)
+        self._changed.set()  # a queue's change can also free a flavor
+
+    def _on_workload(self, event: EventType, obj: JSON, old: JSON | None) -> None:
+        self.poke()
 
     def poke(self) -> None:
-        """Something the informers do not show changed (the core released quota)."""
-        self._changed.set()
+        """Something that may free a queue changed (a Workload, or the core released quota)."""
+        if any(self._held.values()):
+            self._changed.set()
+
+    def waiting(self) -> list[str]:
+        """Deleted ClusterQueues and ResourceFlavors still holding our finalizer (``kind/name``)."""
+        return [f"{kind}/{name}" for kind, names in self._held.items() for name in sorted(names)]
 
     async def run(self) -> None:
         while True:
@@ -92,16 +120,15 @@ class FinalizerRelease:
     async def sweep(self) -> bool:
         """Release what is due; returns whether a write failed (to be retried)."""
         ok = True
-        cqs = self.cluster_queues.items()
-        for cq in cqs:
-            name = str(cq["metadata"]["name"])
-            if release_due(cq, self.reserving(name) > 0):
+        for name in sorted(self._held["ClusterQueue"]):
+            cq = self.cluster_queues.get_by_name(name)
+            if cq is not None and release_due(cq, self.reserving(name) > 0):
                 ok &= await self._release(res.CLUSTER_QUEUES, cq)
-        for flavor in self.flavors.items():
-            if not terminating(flavor):
-                continue
-            name = str(flavor["metadata"]["name"])
-            if release_due(flavor, bool(cluster_queues_using_flavor(name, cqs))):
+        flavors = sorted(self._held["ResourceFlavor"])
+        cqs = self.cluster_queues.items() if flavors else []
+        for name in flavors:
+            flavor = self.flavors.get_by_name(name)
+            if flavor is not None and release_due(flavor, bool(cluster_queues_using_flavor(name, cqs))):
                 ok &= await self._release(res.RESOURCE_FLAVORS, flavor)
         return not ok
 

@@ -96,3 +96,32 @@ async def test_a_finalizer_release_that_fails_is_reported_for_retry(unreachable:
 
     assert await release.sweep() is True  # a write failed: the loop comes back after RETRY_S
     assert unreachable.requests_issued == 1
+
+
+async def test_a_finalizer_pass_looks_only_at_deleted_holders(unreachable: KubeClient) -> None:
+    """Workload changes wake the release loop only while a deleted queue or flavor holds the
+    finalizer, and a pass over a thousand live queues sends nothing."""
+    informers = {kind: Informer(unreachable, ref) for kind, ref in
+                 (("ClusterQueue", res.CLUSTER_QUEUES), ("ResourceFlavor", res.RESOURCE_FLAVORS),
+                  ("Workload", res.WORKLOADS))}
+    for i in range(1000):
+        await _add(informers["ClusterQueue"], _cluster_queue(f"cq-{i}", finalizers=[FINALIZER]))
+    release = FinalizerRelease(unreachable, informers, reserving=lambda cq: 0)
+    workload = {"apiVersion": keys.API_VERSION, "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}}
+
+    release._changed.clear()
+    await _add(informers["Workload"], workload)
+    assert not release._changed.is_set() and release.waiting() == []
+    assert await release.sweep() is False and unreachable.requests_issued == 0
+
+    await informers["ClusterQueue"]._apply({"type": "MODIFIED", "object": _cluster_queue(
+        "cq-7", finalizers=[FINALIZER], deletionTimestamp="2020-01-01T00:00:00Z")})
+    assert release.waiting() == ["ClusterQueue/cq-7"]
+    release._changed.clear()
+    await informers["Workload"]._apply({"type": "MODIFIED", "object": workload})
+    assert release._changed.is_set()
+    assert await release.sweep() is True and unreachable.requests_issued == 1  # only cq-7's release
+
+    await informers["ClusterQueue"]._apply({"type": "DELETED", "object": _cluster_queue("cq-7")})
+    assert release.waiting() == []
