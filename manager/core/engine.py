@@ -92,8 +92,8 @@ class QueueingCore:
         self.namespaces: dict[str, dict[str, str]] = {}
         self.workloads: dict[str, WorkloadRecord] = {}
         self.queues: dict[str, PendingQueue] = {}
-        # Queues that may have a workload to pop, by the order their queue was made (see _heads).
-        self._ready: dict[str, int] = {}
+        # Queues that may have a workload to pop (see _heads), and the order queues were made.
+        self._ready: set[str] = set()
         self._queue_order: dict[str, int] = {}
         self.nodes: dict[str, QuotaNode] = {}
         self.cohort_nodes: dict[str, QuotaNode] = {}
@@ -850,16 +850,16 @@ class QueueingCore:
     def _queue(self, name: str) -> PendingQueue:
         q = self.queues.get(name)
         if q is None:
-            order = self._queue_order.setdefault(name, len(self._queue_order))
-            q = self.queues[name] = PendingQueue(on_ready=lambda: self._ready.__setitem__(name, order))
+            self._queue_order.setdefault(name, len(self._queue_order))
+            q = self.queues[name] = PendingQueue(on_ready=lambda: self._ready.add(name))
         return q
 
     def _heads(self, take: bool) -> list[Entry]:
         heads: list[Entry] = []
-        for name in sorted(self._ready, key=self._ready.__getitem__):  # the order queues were made
+        for name in sorted(self._ready, key=self._queue_order.__getitem__):  # as self.queues iterates
             q = self.queues[name]
             if not q.active_count:
-                del self._ready[name]
+                self._ready.discard(name)
                 continue
             if name in self.inactive:
                 continue

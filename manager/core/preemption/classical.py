@@ -183,6 +183,7 @@ class _Memo:
                  ) -> None:
         self.snap = snap
         self._ordered = ordered
+        self._untracked: dict[tuple[str, frozenset[FR]], list[_Held]] = {}
         self._borrowing: dict[tuple[int, frozenset[FR]], list[tuple[QuotaNode, str]]] = {}
         # ClassicalPreemption.search's answers (do not mutate).
         self.found: dict[tuple[str, tuple[tuple[FR, int], ...], frozenset[FR], PolicyArgs, PolicyArgs],
@@ -213,14 +214,22 @@ class _Memo:
         """Workloads of a queue that use one of ``frs``, in victim order (do not mutate)."""
         key = (cq_name, frs)
         version = self.snap.holding_versions.get(cq_name)
+        if version is None:  # not tracked by the core: kept for this snapshot only
+            got = self._untracked.get(key)
+            if got is None:
+                got = self._untracked[key] = self._sorted(cq_name, frs)
+            return got
         kept = self._ordered.get(key)
-        if kept is not None and version is not None and kept[0] == version:
+        if kept is not None and kept[0] == version:
             return kept[1]
+        got = self._sorted(cq_name, frs)
+        self._ordered[key] = (version, got)
+        return got
+
+    def _sorted(self, cq_name: str, frs: frozenset[FR]) -> list[_Held]:
         got = [(victim_order(cq_name, rec, ""), k, rec, cq_name)
                for k, rec in self.snap.holding.get(cq_name, {}).items() if frs.intersection(rec.usage)]
         got.sort(key=_held_order)
-        if version is not None:
-            self._ordered[key] = (version, got)
         return got
 
 
@@ -334,10 +343,6 @@ class ClassicalPreemption:
         streams = [level(*lv) for lv in levels]
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_pair_order)
         return (c for _, c in merged)
-
-    @staticmethod
-    def _order(c: Candidate, cq_name: str) -> VictimOrder:
-        return victim_order(c.cluster_queue, c.record, cq_name)
 
     def search(self, snap: Snapshot, cq_name: str, priority: int, timestamp: float,
                request: Mapping[FR, int], frs: frozenset[FR]) -> list[Candidate]:

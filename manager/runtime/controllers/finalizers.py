@@ -86,9 +86,8 @@ class FinalizerRelease:
 
     @staticmethod
     def _track(names: set[str], obj: JSON, gone: bool) -> None:
-        meta = obj.get("metadata") or {}
-        name = str(meta.get("name"))
-        if not gone and terminating(obj) and FINALIZER in (meta.get("finalizers") or ()):
+        name = str((obj.get("metadata") or {}).get("name"))
+        if not gone and release_due(obj, in_use=False):  # deleted, and holding our finalizer
             names.add(name)
         else:
             names.discard(name)
