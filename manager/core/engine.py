@@ -110,6 +110,9 @@ class QueueingCore:
         # Workloads whose quota was released since the last take_released; None: untracked
         # (only a caller that orders its writes by it, the manager, asks for them).
         self.released: set[str] | None = None
+        # Of those, the ones whose only release since then took back an unpublished
+        # reservation: nothing of it was ever sent, so no write has to carry its release.
+        self.withdrawn: set[str] = set()
         # Workloads that started stopping (evicted, quota held) since the last take_stopping.
         self.stopping: set[str] = set()
         self._timers: list[tuple[float, int, str, str, int]] = []
@@ -557,6 +560,7 @@ class QueueingCore:
         rec.stopping = None
         if self.released is not None:
             self.released.add(rec.key)
+            self.withdrawn.discard(rec.key)
         if self.tas is not None:
             self.tas.release(rec.key)
         if self.holding.get(rec.cluster_queue or "", {}).pop(rec.key, None) is not None:
@@ -633,7 +637,10 @@ class QueueingCore:
         """Take back a reservation no one has seen (see ``CoreConfig.withdraw_unpublished``):
         the workload goes back to its queue as if it had never been admitted, with no
         eviction recorded, since to its job and the API it never was."""
+        only = self.released is not None and rec.key not in self.released
         self._release(rec)
+        if only:
+            self.withdrawn.add(rec.key)
         rec.generation += 1
         rec.unpublished = False
         rec.checks = {}
@@ -1120,11 +1127,12 @@ class QueueingCore:
         changed, self.changed = self.changed, set()
         return {k for k in changed if k in self.workloads}
 
-    def take_released(self) -> set[str]:
+    def take_released(self) -> tuple[set[str], set[str]]:
         """Keys of workloads whose quota was released since the last call (tracking starts
-        with the first call)."""
+        with the first call), and those of them whose only release was a withdrawal."""
         released, self.released = self.released or set(), set()
-        return {k for k in released if k in self.workloads}
+        withdrawn, self.withdrawn = self.withdrawn, set()
+        return {k for k in released if k in self.workloads}, {k for k in withdrawn if k in self.workloads}
 
     def awaiting_turn(self, key: str) -> bool:
         """Pending in a usable queue and not evaluated since it got there (Kueue writes no

@@ -334,10 +334,13 @@ class QueueManager:
         while True:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
             changed = self.core.take_changes()
-            released_now = self.core.take_released()
+            released_now, withdrawn = self.core.take_released()
+            # No write has carried a withdrawn reservation: one of its key in flight carries an
+            # earlier state (a pending notice). An earlier release still owed is another matter.
+            withdrawn = {k for k in withdrawn if self.release_order.token(k) is None}
             self.release_order.released(released_now)
             for key in sorted(released_now):
-                if self._release_needs_no_write(key):
+                if self._release_needs_no_write(key, key in withdrawn):
                     self._retry_held(self.release_order.written(key, self.release_order.token(key)))
             self.release_order.admitted({k for k in changed
                                          if self._takes_quota(k) and self._takes_new_room(k)})
@@ -351,12 +354,13 @@ class QueueManager:
                 return
             await asyncio.sleep(0)
 
-    def _release_needs_no_write(self, key: str) -> bool:
+    def _release_needs_no_write(self, key: str, withdrawn: bool) -> bool:
         """Nothing of the key's reservation is stored, nor on its way (its admission was
-        never written): the API shows its quota free already. Waiting for its next write
-        instead would hold admissions behind a write that may wait a long time (a pending
-        notice, low priority while the request budget is short)."""
-        return key not in self.status_writes.in_flight and not self._stored_reserved(key)
+        never written, and no write in flight carries it): the API shows its quota free
+        already. Waiting for its next write instead would hold
+        admissions behind a write that may wait a long time (a pending notice, low priority
+        while the request budget is short)."""
+        return (withdrawn or key not in self.status_writes.in_flight) and not self._stored_reserved(key)
 
     def _takes_new_room(self, key: str) -> bool:
         """Its reservation is not stored yet (or was released since): a write of a stored
@@ -528,7 +532,7 @@ class QueueManager:
                 # Released and reserved again elsewhere before the release was written: the
                 # API takes no change of a reserved admission, so the release goes first.
                 new_status = released(old_status, new_status, _timestamp(self.core.now))
-            if rec.holds_quota and self.core.publish(key):
+            if rec.holds_quota and not release_only and self.core.publish(key):
                 # It may be stored from here on: no longer withdrawn, and counted as admitted.
                 self.metrics_feed.published(key, self.core.now)
             try:

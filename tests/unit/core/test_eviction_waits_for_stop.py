@@ -189,3 +189,18 @@ def test_without_the_setting_every_reservation_counts_as_seen() -> None:
     core.apply(_wl("low", cpu=2))
     core.run_until_idle()
     assert not core.workloads["ns/low"].unpublished
+
+
+def test_a_release_that_only_withdrew_a_reservation_is_reported_as_such() -> None:
+    """The manager waits for no write of a withdrawn reservation's release (nothing of it was
+    sent); a release of a reservation it may have sent is not reported so."""
+    core = _core(withdraw_unpublished=True)
+    core.take_released()  # the manager tracks releases from its first call
+    _preempted_pair(core)
+    assert core.take_released() == ({"ns/low"}, {"ns/low"})
+    core.publish("ns/high")
+    core.apply(_wl("top", cpu=2, priority=20))
+    core.run_until_idle()
+    core.job_stopped("ns/high")  # the evicted job stopped: its quota is released
+    released, withdrawn = core.take_released()
+    assert "ns/high" in released and "ns/high" not in withdrawn

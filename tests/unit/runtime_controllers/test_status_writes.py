@@ -35,6 +35,7 @@ class FakeApi:
 
     def __init__(self, objects: list[dict[str, Any]]) -> None:
         self.objects: dict[str, dict[str, Any]] = {}
+        self.stored = asyncio.Event()  # set on every store
         self.rv = 0
         for obj in objects:
             self._store(WORKLOADS + obj["metadata"]["name"], obj)
@@ -49,13 +50,22 @@ class FakeApi:
         self.patch_bytes = 0
         self.validate = False  # refuse what pykueue's validating webhook refuses
         self.admissions: dict[str, list[Any]] = {}  # by name: each stored admission's flavors
+        self.gates: dict[str, asyncio.Event] = {}  # by Workload name: its writes wait until set
+        self.at_gate: dict[str, asyncio.Event] = {}  # set once a write waits at that gate
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        self.stored.set()
         self.rv += 1
         stored = copy.deepcopy(obj)
         stored["metadata"]["resourceVersion"] = str(self.rv)
         self.objects[path] = stored
         return copy.deepcopy(stored)
+
+    async def until(self, stored: Callable[[], bool]) -> None:
+        """Wait until what is stored satisfies ``stored``."""
+        while not stored():
+            self.stored.clear()
+            await self.stored.wait()
 
     def touch(self, name: str) -> None:
         """Someone else changes the object (a new resourceVersion)."""
@@ -98,6 +108,9 @@ class FakeApi:
         try:
             name = base.rsplit("/", 1)[1]
             await asyncio.sleep(self.round_trip_s.get(name, 0.01))  # lets other writers start meanwhile
+            if name in self.gates:
+                self.at_gate.setdefault(name, asyncio.Event()).set()
+                await self.gates[name].wait()
             self.puts.append(name)
             if rv != self.objects[base]["metadata"]["resourceVersion"]:
                 raise ApiError(409)
@@ -459,6 +472,79 @@ def test_a_victim_whose_admission_write_started_is_evicted() -> None:
         await manager.schedule_once()
         await manager.status_writes.join(5)
         assert len(_evicted_in_api(api)) == 1
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+
+def _with_cpu(obj: dict[str, Any], name: str, cpu: str) -> dict[str, Any]:
+    new = copy.deepcopy(obj)
+    new["metadata"]["name"] = name
+    new["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return new
+
+
+def test_a_withdrawn_victims_write_in_flight_holds_no_admission_back() -> None:
+    """w1's pending notice is on its way when w1 is admitted and, before any write carries
+    that admission, taken back for a preemptor: the write in flight holds no reservation, so
+    the preemptor's admission waits for no write of w1's."""
+    async def go() -> None:
+        manager, api, urgent = _preempting_setup()
+        for obj in _objects()[3:5]:  # w0 and w1 come later, or not at all
+            manager._core_handler(EventType.DELETED, obj, None)
+        manager.status_writes.start()
+        _arrives(manager, api, _with_cpu(_objects()[4], "hog", "2"))
+        await manager.schedule_once()
+        await manager.status_writes.join(5)  # hog stored as admitted
+        api.gates["w1"] = asyncio.Event()
+        _arrives(manager, api, api.objects[WORKLOADS + "w1"])
+        await manager.schedule_once()  # w1 does not fit: told it waits, a write that stays in flight
+        await api.at_gate.setdefault("w1", asyncio.Event()).wait()
+        manager._core_handler(EventType.DELETED, api.objects.pop(WORKLOADS + "hog"), None)
+        manager.core.fire_timers(manager.core.now + 1.0)  # past the batched requeue of w1
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/w1"].holds_quota  # admitted in the core only
+        _arrives(manager, api, _with_cpu(urgent, "urgent", "2"))
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/urgent"].holds_quota
+        w1 = manager.core.workloads["ns/w1"]
+        assert not w1.holds_quota and w1.evictions == []
+        assert manager.release_order.unwritten == 0 and manager.release_order.may_write("ns/urgent")
+        api.gates["w1"].set()
+        await manager.status_writes.join(5)
+        assert _holds_quota(api.objects[WORKLOADS + "urgent"])
+        assert not _holds_quota(api.objects[WORKLOADS + "w1"]) and _evicted_in_api(api) == []
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_release_written_ahead_of_a_new_reservation_does_not_publish_it() -> None:
+    """w0 was released and reserved again before its release was written; the new
+    reservation waits for w1's release, so w0's release goes alone first. That write carries
+    nothing of the new reservation: until a write does, it may still be taken back."""
+    async def go() -> None:
+        manager, api = _setup()
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        rec = manager.core.workloads["ns/w0"]
+        assert not rec.unpublished
+        api.gates["w1"] = asyncio.Event()  # w1's release stays unwritten
+        manager.release_order.released({"ns/w0", "ns/w1"})
+        manager.release_order.admitted({"ns/w0", "ns/w1"})
+        rec.unpublished = True  # the core's new reservation of w0, not sent yet
+        for key in ("ns/w0", "ns/w1"):
+            manager.status_writes.add(key, urgent=True)
+        await api.until(lambda: not _holds_quota(api.objects[WORKLOADS + "w0"]))
+        assert rec.unpublished
+        admitted = _value(manager.metrics, "kueue_admitted_workloads_total", cluster_queue="cq",
+                          priority_class="")
+        assert admitted == 2  # counted when a write carries it
+        api.gates["w1"].set()
+        await manager.status_writes.join(5)
+        assert _holds_quota(api.objects[WORKLOADS + "w0"]) and not rec.unpublished
         await manager.status_writes.shutdown()
 
     asyncio.run(go())
