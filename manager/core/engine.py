@@ -653,6 +653,7 @@ class QueueingCore:
         if rec is None or not rec.unpublished:
             return False
         rec.unpublished = False
+        self._holders_changed(rec.cluster_queue)  # it moves back among the victims
         return True
 
     def job_stopped(self, key: str) -> bool:

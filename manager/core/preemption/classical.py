@@ -156,15 +156,19 @@ def policy_args(policy: str, priority: int, timestamp: float) -> PolicyArgs:
     return ()
 
 
-VictimOrder = tuple[bool, bool, int, float, int, str]
+VictimOrder = tuple[bool, bool, bool, int, float, int, str]
 
 
 def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> VictimOrder:
     """Kueue's candidate order: already evicted (still stopping) first, then other
     ClusterQueues, lower priority, most recent reservation, uid (shared with fair-sharing
-    preemption)."""
-    return (rec.stopping is None, cluster_queue == own, rec.priority, -(rec.reserved_at or 0.0),
-            -rec.reserved_seq, rec.wl.uid)
+    preemption). Within that, reservations no write has carried out yet (``unpublished``)
+    come right after the stopping ones: taking one back evicts nothing the API or a job has
+    seen, so it goes before any that would be evicted. The groups of candidates (hierarchy,
+    priority, own queue) keep Kueue's order. Kueue has no such state; where the core does
+    not track it (simulate, explain) the order is Kueue's."""
+    return (rec.stopping is None, not rec.unpublished, cluster_queue == own, rec.priority,
+            -(rec.reserved_at or 0.0), -rec.reserved_seq, rec.wl.uid)
 
 
 def _policy(cq: ClusterQueueDef, name: str) -> str:

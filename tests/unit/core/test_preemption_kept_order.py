@@ -46,7 +46,8 @@ def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
 
 
 Step = tuple[str, int, int, int]  # (operation, which, cpu or priority, priority)
-steps = st.lists(st.tuples(st.sampled_from(("add", "add", "finish", "reprioritise", "evict", "stopped")),
+steps = st.lists(st.tuples(st.sampled_from(("add", "add", "finish", "reprioritise", "evict", "stopped",
+                                            "publish")),
                            st.integers(0, 40), st.integers(1, 4), st.integers(0, 4)), min_size=1, max_size=40)
 
 
@@ -70,9 +71,9 @@ def _check(core: QueueingCore) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps, st.booleans())
-def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: bool) -> None:
-    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold))
+@given(steps, st.booleans(), st.booleans())
+def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: bool, withdraw: bool) -> None:
+    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold, withdraw_unpublished=withdraw))
     _setup(core)
     made: list[str] = []
     for op, which, amount, priority in plan:
@@ -92,6 +93,26 @@ def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: boo
             core.evict(holders[which % len(holders)], "Preempted")
         elif holders and op == "stopped":
             core.job_stopped(holders[which % len(holders)])
+        elif holders and op == "publish":
+            core.publish(holders[which % len(holders)])
         _check(core)  # before the cycle: the versions must have followed the step itself
         core.apply_cycle(core.next_cycle())
         _check(core)
+
+
+def test_unpublished_reservations_come_first_until_published() -> None:
+    """Taking back a reservation no write has carried out evicts nothing anyone has seen:
+    within a group of candidates it goes before the published ones, and moves back among
+    them once published."""
+    core = QueueingCore(CoreConfig(withdraw_unpublished=True))
+    _setup(core)
+    for i in range(3):
+        core.apply_workload(_wl(f"w{i}", "a", 1, 0))
+        core.apply_cycle(core.next_cycle())
+    core.publish("default/w0")
+    core.publish("default/w2")
+    _check(core)
+    order = [h[1] for h in core.preemption._memo_for(core.snapshot()).ordered("a", frozenset({FR}))]
+    assert order == ["default/w1", "default/w2", "default/w0"]  # then the newest first
+    core.publish("default/w1")
+    _check(core)
