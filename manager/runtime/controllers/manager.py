@@ -357,9 +357,9 @@ class QueueManager:
     def _release_needs_no_write(self, key: str, withdrawn: bool) -> bool:
         """Nothing of the key's reservation is stored, nor on its way (its admission was
         never written, and no write in flight carries it): the API shows its quota free
-        already. Waiting for its next write instead would hold
-        admissions behind a write that may wait a long time (a pending notice, low priority
-        while the request budget is short)."""
+        already. Waiting for its next write instead would hold admissions behind a write
+        that may wait a long time (a pending notice, low priority while the request budget
+        is short)."""
         return (withdrawn or key not in self.status_writes.in_flight) and not self._stored_reserved(key)
 
     def _takes_new_room(self, key: str) -> bool:

@@ -477,7 +477,6 @@ def test_a_victim_whose_admission_write_started_is_evicted() -> None:
     asyncio.run(go())
 
 
-
 def _with_cpu(obj: dict[str, Any], name: str, cpu: str) -> dict[str, Any]:
     new = copy.deepcopy(obj)
     new["metadata"]["name"] = name
