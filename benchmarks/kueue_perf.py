@@ -468,6 +468,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
     rec = runner.recorder
     pending, admitted, finished = rec.counts()
     usage = rec.usage_pct()
+    evicted_workloads, most_evictions = rec.evicted_workloads()
     metrics: dict[str, Any] = {
         "config": name, "qps": spec.qps, "burst": spec.burst, "wall_s": round(stats.wall_s, 2),
         "usage_pct": usage.get("cq", next(iter(usage.values()), 0.0)), "usage_pct_by_class": usage,
@@ -480,6 +481,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
         "evictions": rec.evictions(),
+        "evicted_workloads": evicted_workloads, "most_evictions_of_one": most_evictions,
         "evictions_by_cause": rec.evictions_by_cause(), "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),

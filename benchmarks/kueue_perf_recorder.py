@@ -143,6 +143,14 @@ class Recorder:
     def evictions(self) -> int:
         return sum(len(w.causes) for w in self.workloads.values())
 
+    def evicted_workloads(self) -> tuple[int, int]:
+        """(workloads evicted at least once, most evictions of one workload). A count far
+        above the first means the same workloads lose their room again and again, as when
+        every newly created higher-priority workload preempts the ones that filled the gap
+        its predecessor left."""
+        counts = [len(w.causes) for w in self.workloads.values() if w.causes]
+        return len(counts), max(counts, default=0)
+
     def evictions_by_cause(self) -> dict[str, int]:
         """``<evicted class>/<reason>`` -> count; the reason is the Preempted condition's
         (InClusterQueue, InCohortReclamation, ...) or, for other evictions, Evicted's."""

@@ -21,7 +21,8 @@ ENTRY_KEYS = ("manager", "version", "qps", "burst", "wall_s", "usage_pct", "tta_
               "manager_peak_rss_mb", "api_requests", "evictions")
 # Measure -> its key among the ratios.
 _COMPARED = {"wall_s": "wall", "usage_pct": "usage", "manager_cpu_s": "manager_cpu",
-             "manager_peak_rss_mb": "manager_peak_rss", "api_requests": "api_requests"}
+             "manager_peak_rss_mb": "manager_peak_rss", "api_requests": "api_requests",
+             "evictions": "evictions"}
 
 
 def setting(qps: float | None, burst: int | None) -> str:

@@ -63,6 +63,14 @@ def test_evictions_are_told_apart_by_the_evicted_class_and_the_preemption_reason
     r.workload_event(40, evicted("c", "medium", None, "PodsReadyTimeout"))
     assert r.evictions_by_cause() == {"medium/InClusterQueue": 1, "medium/PodsReadyTimeout": 1,
                                       "small/InClusterQueue": 1, "small/InCohortReclamation": 1}
+    assert r.evicted_workloads() == (3, 2)  # a twice, b and c once
+
+
+def test_no_eviction_counts_no_evicted_workload() -> None:
+    r = Recorder()
+    r.workload_event(0, wl("a", "small"))
+    r.workload_event(10, wl("a", "small", "Admitted"))
+    assert r.evicted_workloads() == (0, 0)
 
 
 def test_usage_integrates_usage_between_status_events() -> None:

@@ -37,8 +37,8 @@ def test_labels() -> None:
 
 def test_compare_takes_medians_per_setting_and_divides_pykueue_by_kueue() -> None:
     runs = [run_entry("pykueue", "0.1.0", _metrics("own", 50.0, 100, w), "") for w in (10.0, 12.0, 30.0)]
-    runs += [run_entry("kueue", "v0.19.2", _metrics("kueue", 50.0, 100, w, manager_cpu_s=6.0), "")
-             for w in (20.0, 24.0, 22.0)]
+    runs += [run_entry("kueue", "v0.19.2", _metrics("kueue", 50.0, 100, w, manager_cpu_s=6.0, evictions=n),
+                       "") for w, n in ((20.0, 4), (24.0, 8), (22.0, 1))]
     runs.append(run_entry("pykueue", "0.1.0", _metrics("own", 300.0, 500, 5.0), ""))  # no Kueue run
     out = comparison(runs)
     assert list(out) == ["50/100"]
@@ -50,6 +50,7 @@ def test_compare_takes_medians_per_setting_and_divides_pykueue_by_kueue() -> Non
     assert block["ratio"]["manager_cpu"] == 0.5
     assert block["ratio"]["manager_peak_rss"] == 1.0 and block["ratio"]["api_requests"] == 1.0
     assert block["ratio"]["tta"] == {"large": 1.0, "small": 1.0}
+    assert block["kueue"]["evictions"] == 4.0 and block["ratio"]["evictions"] == 0.5  # 2 / median of 4, 8, 1
 
 
 def test_summary_top_level_is_the_pykueue_run_and_runs_is_a_list() -> None:

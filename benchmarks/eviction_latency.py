@@ -1,0 +1,166 @@
+"""Evictions against the time a workload holds its quota past its run, in simulated time.
+
+Kueue's generator configs create each class of workload at a fixed interval per queue,
+and the higher-priority ones may preempt lower ones in their queue. Whether they have to
+depends on timing: a large workload that gives its quota back before the next one is
+created leaves a gap, lower-priority workloads waiting in the queue fill it, and the next
+large one preempts them; the same ones, every time, since the oldest go first. If it
+holds the quota until the next one is there (its run plus the latency of admission,
+start and finish is at least the creation interval), the next one takes the quota as it
+is freed and nothing is evicted.
+
+This runs the scheduling core alone over one ``kueue_perf`` config (no API, no writes:
+every reservation is seen at once, as Kueue's rules assume), finishing each workload
+``latency`` after its run, and reports the evictions for each latency. ``kueue_perf``
+measures the real latencies; this shows what the count would be with each.
+
+``--quick`` runs the config's first cohort at two latencies. The last line printed is the
+JSON result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from manager.core.config import CoreConfig
+from manager.core.engine import QueueingCore
+from manager.core.workload_state import ADMITTED
+
+from .kueue_perf_config import (
+    CLASS_LABEL,
+    RUNNING_TIME_LABEL,
+    ConfigError,
+    GeneratorConfig,
+    QueuePlan,
+    flavor_object,
+    load_config,
+    queue_plans,
+    workload_object,
+)
+
+CONFIGS = Path(__file__).parent / "configs" / "kueue_perf"
+LATENCIES_MS = (0, 50, 100, 150, 200, 300, 500, 1000)
+QUICK_LATENCIES_MS = (0, 300)
+
+
+@dataclass(order=True)
+class _Event:
+    at_ms: int
+    seq: int
+    key: str = field(compare=False)
+    obj: dict[str, Any] | None = field(compare=False, default=None)  # set for a creation
+    admission: int = field(compare=False, default=0)  # for a finish: which admission it ends
+
+
+def _creations(plans: list[QueuePlan]) -> list[_Event]:
+    """Each workload at the time ``kueue_perf``'s generator creates it: every set of a
+    queue creates one workload per interval, the first after one interval."""
+    events: list[_Event] = []
+    for plan in plans:
+        for set_idx, wset in enumerate(plan.queues.workloads_sets):
+            for n in range(wset.count):
+                for ti, template in enumerate(wset.workloads):
+                    step = n * len(wset.workloads) + ti + 1
+                    name = f"{template.class_name}-{set_idx}-{n}-{ti}"
+                    obj = workload_object(template, name, plan.name, plan.name)
+                    key = f"{plan.name}/{name}"
+                    events.append(_Event(step * wset.creation_interval_ms, len(events), key, obj))
+    return events
+
+
+def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int) -> dict[str, Any]:
+    """Run every workload of ``plans`` through the core; each finishes ``latency_ms`` after
+    its run time (counted from each admission)."""
+    core = QueueingCore(CoreConfig(), now=0.0)
+    core.apply(flavor_object(config))
+    for plan in plans:
+        for obj in plan.objects(config.flavor.name):
+            if obj["kind"] != "Namespace":
+                core.apply(obj)
+    events = _creations(plans)
+    heapq.heapify(events)
+    seq = len(events)
+    created: dict[str, int] = {}
+    first_admitted: dict[str, int] = {}
+    admissions: dict[str, int] = {}
+    end_ms = finished = 0
+    while events:
+        now_ms = events[0].at_ms
+        core.fire_timers(now_ms / 1000)
+        while events and events[0].at_ms == now_ms:
+            ev = heapq.heappop(events)
+            if ev.obj is not None:
+                core.apply_workload(ev.obj)
+                created[ev.key] = now_ms
+            elif ev.admission == admissions.get(ev.key) and core.workloads[ev.key].status == ADMITTED:
+                core.finish(ev.key)  # not when evicted since: that admission ended already
+                end_ms, finished = now_ms, finished + 1
+        for d in core.run_until_idle():
+            rec = core.workloads.get(d.key)
+            if d.outcome != "Admit" or rec is None or rec.status != ADMITTED:
+                continue
+            admissions[d.key] = admissions.get(d.key, 0) + 1
+            first_admitted.setdefault(d.key, now_ms)
+            run_ms = int(rec.wl.source["metadata"]["labels"][RUNNING_TIME_LABEL])
+            seq += 1
+            ends = _Event(now_ms + run_ms + latency_ms, seq, d.key, admission=admissions[d.key])
+            heapq.heappush(events, ends)
+    per_workload = {k: len(r.evictions) for k, r in core.workloads.items()}
+    tta: dict[str, list[int]] = {}
+    for key, at in first_admitted.items():
+        cls = core.workloads[key].wl.source["metadata"]["labels"][CLASS_LABEL]
+        tta.setdefault(cls, []).append(at - created[key])
+    return {
+        "latency_ms": latency_ms,
+        "evictions": sum(per_workload.values()),
+        "evicted_workloads": sum(1 for n in per_workload.values() if n),
+        "most_evictions_of_one": max(per_workload.values(), default=0),
+        "finished": finished,
+        "end_s": round(end_ms / 1000, 3),
+        "tta_ms": {c: round(sum(v) / len(v)) for c, v in sorted(tta.items())},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="baseline",
+                        help="a kueue_perf config name or file (default baseline)")
+    parser.add_argument("--quick", action="store_true", help="the first cohort only, latencies 0 and 300 ms")
+    parser.add_argument("--latency-ms", type=int, action="append", default=None,
+                        help="a latency to run (repeatable; default 0-1000 ms in eight steps)")
+    args = parser.parse_args(argv)
+    path = Path(args.config) if args.config.endswith((".yaml", ".yml")) else CONFIGS / f"{args.config}.yaml"
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"eviction_latency: {exc}", file=sys.stderr)
+        return 2
+    plans = queue_plans(config)
+    if args.quick:
+        plans = [p for p in plans if p.cohort == plans[0].cohort]
+    latencies = args.latency_ms or (QUICK_LATENCIES_MS if args.quick else LATENCIES_MS)
+    if any(v < 0 for v in latencies):
+        print("eviction_latency: --latency-ms must not be negative", file=sys.stderr)
+        return 2
+    runs = []
+    for latency in latencies:
+        run = simulate(config, plans, latency)
+        runs.append(run)
+        print(f"latency {latency} ms: {run['evictions']} evictions of {run['evicted_workloads']} workloads "
+              f"(at most {run['most_evictions_of_one']} of one), last finish at {run['end_s']} s",
+              file=sys.stderr)
+    metrics = {"config": path.stem, "workloads": sum(1 for _ in _creations(plans)), "runs": runs}
+    env = {"python": platform.python_version(), "machine": platform.machine(), "quick": args.quick}
+    print(json.dumps({"benchmark": "eviction_latency", "metrics": metrics, "env": env}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

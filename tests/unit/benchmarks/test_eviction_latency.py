@@ -1,0 +1,52 @@
+"""The core alone over a small kueue_perf shape: evictions against the hold-over latency."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.eviction_latency import main, simulate
+from benchmarks.kueue_perf_config import parse_config, queue_plans
+
+
+def _shape(large_interval_ms: int = 1200) -> dict[str, Any]:
+    """The baseline's queue shape and rates (so its queues stay short of quota), fewer workloads."""
+    def wset(count: int, interval: int, cls: str, run_ms: int, prio: int, cpu: int) -> dict[str, Any]:
+        return {"count": count, "creationIntervalMs": interval, "workloads": [
+            {"className": cls, "runtimeMs": run_ms, "priority": prio, "request": cpu}]}
+    return {"cohorts": [{"className": "cohort", "count": 1, "queuesSets": [{
+        "className": "cq", "count": 2, "nominalQuota": 20, "borrowingLimit": 100,
+        "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+        "workloadsSets": [wset(70, 100, "small", 200, 50, 1), wset(20, 500, "medium", 500, 100, 5),
+                          wset(8, large_interval_ms, "large", 1000, 200, 20)]}]}]}
+
+
+def test_large_workloads_leaving_gaps_evict_the_same_waiting_ones_each_time() -> None:
+    config = parse_config(_shape())
+    run = simulate(config, queue_plans(config), latency_ms=0)
+    assert run["finished"] == 2 * (70 + 20 + 8)
+    # Each large one after the first preempts the medium ones that filled its predecessor's gap.
+    assert run["most_evictions_of_one"] >= 5
+    assert run["evictions"] >= 3 * run["evicted_workloads"]
+    assert run["tta_ms"]["large"] == 0
+
+
+def test_holding_quota_until_the_next_one_comes_evicts_each_at_most_once() -> None:
+    config = parse_config(_shape())
+    run = simulate(config, queue_plans(config), latency_ms=300)  # 1,000 + 300 ms >= the 1,200 ms interval
+    assert run["finished"] == 2 * (70 + 20 + 8)
+    assert run["most_evictions_of_one"] <= 1
+    assert run["tta_ms"]["large"] > 0  # the next large one waits for the quota instead
+
+
+def test_cli_prints_the_json_line_last(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--latency-ms", "0"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith('{"benchmark": "eviction_latency"') and '"latency_ms": 0' in last
+
+
+def test_cli_rejects_an_unknown_config_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", "no-such-config"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("eviction_latency: ") and "\n" not in err
