@@ -42,6 +42,7 @@ from .kueue_perf_config import (
     flavor_object,
     load_config,
     queue_plans,
+    workload_name,
     workload_object,
 )
 
@@ -68,7 +69,7 @@ def _creations(plans: list[QueuePlan]) -> list[_Event]:
             for n in range(wset.count):
                 for ti, template in enumerate(wset.workloads):
                     step = n * len(wset.workloads) + ti + 1
-                    name = f"{template.class_name}-{set_idx}-{n}-{ti}"
+                    name = workload_name(template, set_idx, n, ti)
                     obj = workload_object(template, name, plan.name, plan.name)
                     key = f"{plan.name}/{name}"
                     events.append(_Event(step * wset.creation_interval_ms, len(events), key, obj))
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"latency {latency} ms: {run['evictions']} evictions of {run['evicted_workloads']} workloads "
               f"(at most {run['most_evictions_of_one']} of one), last finish at {run['end_s']} s",
               file=sys.stderr)
-    metrics = {"config": path.stem, "workloads": sum(1 for _ in _creations(plans)), "runs": runs}
+    workloads = sum(ws.count * len(ws.workloads) for p in plans for ws in p.queues.workloads_sets)
+    metrics = {"config": path.stem, "workloads": workloads, "runs": runs}
     env = {"python": platform.python_version(), "machine": platform.machine(), "quick": args.quick}
     print(json.dumps({"benchmark": "eviction_latency", "metrics": metrics, "env": env}))
     return 0

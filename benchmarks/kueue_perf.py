@@ -58,6 +58,7 @@ from benchmarks.kueue_perf_config import (
     load_config,
     queue_plans,
     topology_objects,
+    workload_name,
     workload_object,
 )
 from benchmarks.kueue_perf_managers import ExternalManager, KueueManager, Manager, OwnManager, process_cpu_s
@@ -255,7 +256,7 @@ class Runner:
         for n in range(wset.count):
             for ti, template in enumerate(wset.workloads):
                 await asyncio.sleep(wset.creation_interval_ms / 1000.0)
-                await self._create_workload(template, f"{template.class_name}-{set_idx}-{n}-{ti}", plan.name)
+                await self._create_workload(template, workload_name(template, set_idx, n, ti), plan.name)
 
     async def _create_workload(self, template: WorkloadTemplate, name: str, namespace: str) -> None:
         await self._create(res.WORKLOADS, workload_object(template, name, namespace, namespace))

@@ -262,6 +262,11 @@ def queue_plans(config: GeneratorConfig, prefix: str = "") -> list[QueuePlan]:
     return plans
 
 
+def workload_name(t: WorkloadTemplate, set_idx: int, n: int, template_idx: int) -> str:
+    """The generator's name for the ``n``-th round of a workloads set's ``template_idx``-th template."""
+    return f"{t.class_name}-{set_idx}-{n}-{template_idx}"
+
+
 def workload_object(t: WorkloadTemplate, name: str, namespace: str, queue: str) -> JSON:
     podset: JSON = {"name": "main", "count": t.pod_count, "template": {"spec": {
         "restartPolicy": "Never",

@@ -10,8 +10,8 @@ from benchmarks.eviction_latency import main, simulate
 from benchmarks.kueue_perf_config import parse_config, queue_plans
 
 
-def _shape(large_interval_ms: int = 1200) -> dict[str, Any]:
-    """The baseline's queue shape and rates (so its queues stay short of quota), fewer workloads."""
+def _shape() -> dict[str, Any]:
+    """The baseline's queue shape and rates (its queues ask for more than their quota), fewer workloads."""
     def wset(count: int, interval: int, cls: str, run_ms: int, prio: int, cpu: int) -> dict[str, Any]:
         return {"count": count, "creationIntervalMs": interval, "workloads": [
             {"className": cls, "runtimeMs": run_ms, "priority": prio, "request": cpu}]}
@@ -19,7 +19,7 @@ def _shape(large_interval_ms: int = 1200) -> dict[str, Any]:
         "className": "cq", "count": 2, "nominalQuota": 20, "borrowingLimit": 100,
         "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
         "workloadsSets": [wset(70, 100, "small", 200, 50, 1), wset(20, 500, "medium", 500, 100, 5),
-                          wset(8, large_interval_ms, "large", 1000, 200, 20)]}]}]}
+                          wset(8, 1200, "large", 1000, 200, 20)]}]}]}
 
 
 def test_large_workloads_leaving_gaps_evict_the_same_waiting_ones_each_time() -> None:
