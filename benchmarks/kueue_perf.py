@@ -17,6 +17,10 @@ removes the dev webhook configurations (Kueue's harness runs none) and runs
 Kueue's benchmark manager ``minimalkueue`` (``--kueue-version``, default the pinned one;
 built with the run's client limits, see ``devcluster.kueue_minimal``). ``--compare`` runs
 both, alternating (pykueue, then Kueue, per setting and round; ``--rounds N``).
+``--kueue-limiter``: ``shared`` (default) gives minimalkueue one token bucket for all its
+requests, as Kueue's own manager and pykueue have, so both managers get the same budget;
+``per-resource`` runs it as Kueue's harness does, a bucket per API kind (about four times
+the budget on this generator).
 ``external`` measures the manager already running (the dev cluster's) from outside via
 ``/proc`` (for the shared CI cluster). The managers are in ``kueue_perf_managers``.
 
@@ -64,6 +68,7 @@ from benchmarks.kueue_perf_config import (
 from benchmarks.kueue_perf_managers import ExternalManager, KueueManager, Manager, OwnManager, process_cpu_s
 from benchmarks.kueue_perf_recorder import Recorder
 from benchmarks.kueue_perf_results import KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
+from devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
 from kube import resources as res
 from kube.client import JSON_PATCH, ApiError, KubeClient, connect
 from kube.informer import EventType, Informer
@@ -84,7 +89,7 @@ REFERENCE: dict[str, dict[str, Any]] = {
     "tas": {"wall_s": 401.472, "usage_pct": 62.41, "tta_ms": {}},
 }
 TIMEOUT_S = {"large-scale": 1800.0, "tas": 1200.0, "quick": 150.0}
-DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S = 1800.0  # Kueue on one shared 50/100 budget took 1,119 s on the baseline
 VISIBILITY_API_SERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.visibility.kueue.x-k8s.io"
 WEBHOOK_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Kueue's controllers put it on queues and flavors
@@ -520,6 +525,7 @@ class Bench:
     external_pid: int | None
     kueue_version: str
     binaries: dict[tuple[float, int], Path]
+    kueue_limiter: str
 
     def manager(self, client: KubeClient, spec: RunSpec) -> Manager:
         if spec.mode == "external":
@@ -556,6 +562,8 @@ class Bench:
             result = await run_once(self.kubeconfig, self.config, self.name, spec, self.manager, self.prefix,
                                     self.apiserver_pid)
             m = result["metrics"]
+            # pykueue's client has one token bucket for all its requests; Kueue's as asked.
+            m["client_limiter"] = self.kueue_limiter if spec.manager == KUEUE else SHARED
             version = self.kueue_version if spec.manager == KUEUE else pykueue.__version__
             entries.append(run_entry(spec.manager, version, m, spec.label))
             tops.append(m)
@@ -584,6 +592,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=1, help="with --compare: rounds of both (default 1)")
     parser.add_argument("--kueue-version", default=None,
                         help="Kueue release of minimalkueue, e.g. v0.19.2 (default: the pinned one)")
+    parser.add_argument("--kueue-limiter", choices=LIMITERS, default=None,
+                        help="minimalkueue's client budget: shared (default; one token bucket, as "
+                             "Kueue's manager and pykueue have) or per-resource (Kueue's harness: "
+                             "one per API kind)")
     parser.add_argument("--kubeconfig", default=None, help="default: the dev cluster's")
     parser.add_argument("--prefix", default="", help="prefix for cohort (and so queue) names")
     parser.add_argument("--output", default=None, help="result JSON file (default benchmarks/results/...)")
@@ -601,8 +613,9 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         return "--compare runs pykueue's manager and Kueue's; leave out --manager"
     if args.rounds < 1 or (args.rounds > 1 and not args.compare):
         return "--rounds N (N >= 1) goes with --compare"
-    if args.kueue_version and not (args.compare or args.manager == "kueue"):
-        return "--kueue-version goes with --manager kueue or --compare"
+    for flag, value in (("--kueue-version", args.kueue_version), ("--kueue-limiter", args.kueue_limiter)):
+        if value and not (args.compare or args.manager == "kueue"):
+            return f"{flag} goes with --manager kueue or --compare"
     return None
 
 
@@ -611,12 +624,14 @@ def _output_path(args: argparse.Namespace, name: str) -> Path:
         return Path(args.output)
     if args.compare or args.manager == "kueue":
         kind = "compare" if args.compare else "kueue"
+        if args.kueue_limiter == PER_RESOURCE:
+            kind += f"-{PER_RESOURCE}"
         limits = "" if args.qps is None else f"-{args.qps:g}-{args.burst}"
         return RESULTS / f"kueue_perf-{name}-{kind}{limits}.json"
     return RESULTS / f"kueue_perf-{name}.json"
 
 
-def _kueue_binaries(version: str, specs: list[RunSpec]) -> dict[tuple[float, int], Path]:
+def _kueue_binaries(version: str, specs: list[RunSpec], limiter: str) -> dict[tuple[float, int], Path]:
     """minimalkueue of Kueue ``version`` for each client setting of the Kueue runs (built now)."""
     from devcluster import kueue_minimal
 
@@ -625,7 +640,8 @@ def _kueue_binaries(version: str, specs: list[RunSpec]) -> dict[tuple[float, int
         if spec.mode == "kueue" and spec.qps is not None and spec.burst is not None:
             key = (spec.qps, spec.burst)
             if key not in binaries:
-                binaries[key] = kueue_minimal.binary(version, spec.qps, spec.burst, report=_log)
+                binaries[key] = kueue_minimal.binary(version, spec.qps, spec.burst, limiter=limiter,
+                                                     report=_log)
     return binaries
 
 
@@ -659,8 +675,9 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"kueue_perf: {exc}", file=sys.stderr)
         return 2
+    limiter = args.kueue_limiter or SHARED
     try:
-        binaries = _kueue_binaries(kueue_version, specs) if "kueue" in modes else {}
+        binaries = _kueue_binaries(kueue_version, specs, limiter) if "kueue" in modes else {}
     except BuildError as exc:
         print(f"kueue_perf: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
@@ -677,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     # The managers' logs; kept when a run fails (the error names them), removed otherwise.
     workdir = Path(tempfile.mkdtemp(prefix="kueue-perf-"))
     bench = Bench(kubeconfig, config, name, args.prefix, workdir, apiserver_pid, external_pid,
-                  kueue_version, binaries)
+                  kueue_version, binaries, limiter)
     try:
         entries, tops, timelines = asyncio.run(bench.measure(specs, record))
     except (ApiError, RuntimeError, TimeoutError, OSError) as exc:

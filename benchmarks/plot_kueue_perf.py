@@ -94,25 +94,31 @@ def table_rows(result: dict[str, Any]) -> list[str]:
     for label, run in _runs(m):
         tta = run.get("tta_ms") or {}
         ref_tta = ref.get("tta_ms") or {}
+        if run.get("client_limiter") == "per-resource":  # Kueue's harness build: a budget per API kind
+            label += " (limiter per resource)"
         cells = [label.replace("kueue ", "Kueue ") if label.startswith("kueue ") else label,
                  f"{run['wall_s']:.0f} ({_fmt_ratio(run['wall_s'], ref.get('wall_s'))})",
                  f"{run['usage_pct']:.1f} ({_fmt_ratio(run['usage_pct'], ref.get('usage_pct'))})"]
         cells += [f"{tta[c] / 1000:.1f} ({_fmt_ratio(tta[c], ref_tta.get(c))})" if c in tta else "-"
                   for c in classes]
         cells += [f"{run['manager_cpu_s']:.0f}", f"{run['manager_peak_rss_mb']:.0f}",
-                  str(run.get("api_requests"))]
+                  str(run.get("api_requests")), _count(run.get("evictions"))]
         out.append(f"| {m['config']} | " + " | ".join(cells) + " |")
     if ref:
         ref_tta = ref.get("tta_ms") or {}
         cells = ["Kueue (published mean)", f"{ref['wall_s']:.0f}", f"{ref['usage_pct']:.1f}"]
         cells += [f"{ref_tta[c] / 1000:.1f}" if c in ref_tta else "-" for c in classes]
-        cells += ["-", "-", "-"]
+        cells += ["-", "-", "-", "-"]
         out.append(f"| {m['config']} | " + " | ".join(cells) + " |")
     return out
 
 
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def compare_rows(result: dict[str, Any]) -> list[str]:
@@ -126,13 +132,14 @@ def compare_rows(result: dict[str, Any]) -> list[str]:
                  _x(ratio.get("wall")), _x(ratio.get("usage"))]
         cells += [_x(tta.get(c)) for c in ("large", "medium", "small")]
         cells += [_x(ratio.get("manager_cpu")), _x(ratio.get("manager_peak_rss")),
-                  _x(ratio.get("api_requests"))]
+                  _x(ratio.get("api_requests")),
+                  f"{_count(block['pykueue'].get('evictions'))} / {_count(block['kueue'].get('evictions'))}"]
         out.append(f"| {m['config']} | " + " | ".join(cells) + " |")
     return out
 
 
 HEADER = ("| config | run (QPS/burst) | wall s | usage % | TTA large s | TTA medium s | TTA small s "
-          "| manager CPU s | peak RSS MB | API requests |\n|---|---|---|---|---|---|---|---|---|---|")
+          "| manager CPU s | peak RSS MB | API requests | evictions |\n" + "|---" * 11 + "|")
 
 
 def main(argv: list[str] | None = None) -> int:

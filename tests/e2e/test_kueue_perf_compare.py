@@ -3,7 +3,8 @@
 A comparison takes a dev cluster over (it stops the cluster's pykueue: one manager at a
 time), so it runs on a private dev cluster of its own (``PYKUEUE_DEV_STATE``), never the
 shared one the other e2e tests use, and stops it at the end. One round at Kueue's harness
-limits (50/100, the unpatched minimalkueue that ``make test`` builds); it checks the JSON
+limits (50/100; minimalkueue built with one token bucket for all its requests, as pykueue
+has: a few seconds on top of the minimalkueue ``make test`` builds); it checks the JSON
 line's shape and that both managers admitted and finished every workload.
 """
 
@@ -54,6 +55,7 @@ def test_compare_runs_both_managers_and_reports_each_run_and_the_ratios(tmp_path
         assert run["wall_s"] > 0 and run["manager_cpu_s"] > 0 and run["manager_peak_rss_mb"] > 0
         assert 0 < run["usage_pct"] <= 600
         assert run["api_requests"] > 0 and run["evictions"] >= 0
+        assert run["client_limiter"] == "shared"
     assert runs[0]["wall_s"] == m["wall_s"] and runs[0]["tta_ms"] == m["tta_ms"]
     ratio = m["compare"]["50/100"]["ratio"]
     assert ratio["wall"] == round(runs[0]["wall_s"] / runs[1]["wall_s"], 3)

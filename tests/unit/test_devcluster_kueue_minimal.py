@@ -14,6 +14,10 @@ from devcluster.versions import GoBinary
 # The shape of the lines the patch touches (not Kueue's file: a stand-in with the same form).
 MAIN = """package main
 
+import (
+\t"fmt"
+)
+
 func run() int {
 \tcfg := load()
 
@@ -31,8 +35,30 @@ def test_patch_changes_only_the_two_numbers() -> None:
     assert "\tkubeConfig.QPS = 300\n\tkubeConfig.Burst = 500\n" in patched
     before, after = MAIN.splitlines(), patched.splitlines()
     assert len(before) == len(after)
-    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [6, 7]
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [10, 11]
     assert kueue_minimal.patch_main(MAIN, 37.5, 80).count("kubeConfig.QPS = 37.5\n") == 1
+
+
+def test_a_shared_limiter_is_one_token_bucket_set_after_the_limits() -> None:
+    patched = kueue_minimal.patch_main(MAIN, 50, 100, kueue_minimal.SHARED)
+    assert "\tkubeConfig.QPS = 50\n\tkubeConfig.Burst = 100\n\tkubeConfig.RateLimiter = " \
+           "flowcontrol.NewTokenBucketRateLimiter(kubeConfig.QPS, kubeConfig.Burst)\n\tlog.Info(" in patched
+    assert patched.count("kubeConfig.RateLimiter") == 1
+    assert 'import (\n\t"k8s.io/client-go/util/flowcontrol"\n\t"fmt"\n)' in patched
+    assert kueue_minimal.patch_main(MAIN, 300, 500) == kueue_minimal.patch_main(
+        MAIN, 300, 500, kueue_minimal.PER_RESOURCE)
+    assert "RateLimiter" not in kueue_minimal.patch_main(MAIN, 300, 500)
+
+
+def test_a_shared_limiter_needs_one_import_block_and_no_limiter_yet() -> None:
+    burst = "\tkubeConfig.Burst = 100\n"
+    already = MAIN.replace(burst, f"{burst}\tkubeConfig.RateLimiter = x\n")
+    no_imports = MAIN.replace("import (\n\t\"fmt\"\n)\n", "")
+    for source in (no_imports, already):
+        with pytest.raises(BuildError, match="rate limiter already or no single import block"):
+            kueue_minimal.patch_main(source, 50, 100, kueue_minimal.SHARED)
+    with pytest.raises(BuildError, match="unknown client limiter 'one'"):
+        kueue_minimal.patch_main(MAIN, 50, 100, "one")
 
 
 def test_go_numbers() -> None:
@@ -77,6 +103,9 @@ def test_harness_limits_use_the_unpatched_build(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(kueue_build, "binary", fake_binary)
     assert kueue_minimal.binary("v0.19.2", 50, 100) == tmp_path / "minimalkueue"
     assert calls == [(kueue_build.MINIMAL, "v0.19.2")]
+    per_resource = kueue_minimal.binary("v0.19.2", 50, 100, limiter=kueue_minimal.PER_RESOURCE)
+    assert per_resource == tmp_path / "minimalkueue"
+    assert len(calls) == 2
 
 
 def test_other_limits_build_a_generated_module_once_per_pair(monkeypatch: pytest.MonkeyPatch,
@@ -108,10 +137,13 @@ def test_other_limits_build_a_generated_module_once_per_pair(monkeypatch: pytest
     first = kueue_minimal.binary("v0.19.2", 300, 500, report=lambda _: None)
     again = kueue_minimal.binary("v0.19.2", 300, 500, report=lambda _: None)
     other = kueue_minimal.binary("v0.19.2", 100, 200, report=lambda _: None)
+    shared = kueue_minimal.binary("v0.19.2", 300, 500, limiter=kueue_minimal.SHARED, report=lambda _: None)
     assert first == again != other
+    assert shared.name.startswith("minimalkueue-qps300-burst500-shared_")
     assert first.parent == tmp_path / "cache" / "bin" / "kueue-k"
     assert first.name.startswith("minimalkueue-qps300-burst500_")
-    assert len(built) == 2
+    assert len(built) == 3
+    assert "RateLimiter" in (built[2][2] / "main.go").read_text()  # type: ignore[operator]
     binary, _, module_dir = built[0]
     assert binary.package == "." and module_dir is not None
     assert "kubeConfig.QPS = 300\n" in (module_dir / "main.go").read_text()

@@ -79,7 +79,7 @@ def test_rows_for_the_readme() -> None:
     assert rows[1].startswith("| quick | Kueue 50/100 | 20 ")
     assert compare_rows(result) == [
         "| quick | pykueue / Kueue 50/100 (1 + 1 runs) | 0.50x | 1.00x | 1.00x | - | 1.00x | 1.00x | 1.00x "
-        "| 1.00x |"]
+        "| 1.00x | 2 / 2 |"]
 
 
 def test_client_go_request_counter_is_summed_per_method() -> None:
@@ -107,6 +107,7 @@ def test_compare_plans_alternating_runs_per_setting_and_round() -> None:
     (["--compare", "--manager", "external"], "leave out --manager"),
     (["--rounds", "2"], "goes with --compare"),
     (["--kueue-version", "v0.19.2"], "goes with --manager kueue"),
+    (["--kueue-limiter", "per-resource"], "--kueue-limiter goes with --manager kueue"),
     (["--qps", "50"], "together"),
     (["--compare", "--qps", "0", "--burst", "100"], "positive"),
 ])
@@ -130,4 +131,6 @@ def test_result_files_are_named_by_kind_and_limits() -> None:
         kueue_perf.RESULTS / "kueue_perf-quick-compare-50-100.json"
     assert kueue_perf._output_path(parse(["--manager", "kueue"]), "tas") == \
         kueue_perf.RESULTS / "kueue_perf-tas-kueue.json"
+    assert kueue_perf._output_path(parse(["--compare", "--kueue-limiter", "per-resource"]), "baseline") == \
+        kueue_perf.RESULTS / "kueue_perf-baseline-compare-per-resource.json"
     assert kueue_perf._output_path(parse(["--output", "x.json"]), "quick") == Path("x.json")
