@@ -478,6 +478,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
     metrics: dict[str, Any] = {
         "config": name, "qps": spec.qps, "burst": spec.burst, "wall_s": round(stats.wall_s, 2),
         "usage_pct": usage.get("cq", next(iter(usage.values()), 0.0)), "usage_pct_by_class": usage,
+        "admitted_usage_pct": rec.admitted_usage_pct(),
         "tta_ms": rec.time_to_admission_ms(), "manager_cpu_s": round(stats.cpu_s, 2),
         "manager_mcpu": round(stats.cpu_s * 1000 / stats.wall_s) if stats.wall_s else None,
         "manager_peak_rss_mb": round(stats.peak_rss_mb, 1), "api_requests": stats.api_requests,
@@ -568,7 +569,8 @@ class Bench:
             entries.append(run_entry(spec.manager, version, m, spec.label))
             tops.append(m)
             timelines[spec.label] = result["timeline"]
-            _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% tta {m['tta_ms']} "
+            _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% (admitted {m['admitted_usage_pct']}%) "
+                 f"tta {m['tta_ms']} "
                  f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "
                  f"requests {m['api_requests']} evictions {m['evictions']}")
         return entries, tops, timelines

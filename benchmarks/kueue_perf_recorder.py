@@ -12,6 +12,13 @@ clock, not the objects' second-resolution condition times) and its checker deriv
 * the run is over once generation is done and no Active ClusterQueue reports pending or
   reserving workloads.
 
+Beside the checker's usage, which counts quota as each manager reports it in ClusterQueue
+status (reservations still waiting for their admission write included, sampled only when
+the manager writes the status), ``admitted_usage_pct`` is computed from what the recorder
+sees itself: each workload's CPU requests integrated from its first observed ``Admitted``
+to ``Finished`` (or to losing ``Admitted``), over the sum of nominal quotas and the span
+from the first workload event to the last such end. The same for any manager.
+
 Pure (times are passed in), so the arithmetic is unit-tested against hand-made event
 sequences; the runner in ``kueue_perf`` feeds it watch events.
 """
@@ -46,6 +53,8 @@ class WorkloadState:
     admitted_ms: float | None = None
     finished_ms: float | None = None
     causes: list[str] = field(default_factory=list)  # per eviction: the Preempted reason, or Evicted's
+    cpu_m: int = 0  # requests of all its pods
+    held_since_ms: float | None = None  # observed Admitted and not yet Finished since then
     admitted: bool = False
     evicted: bool = False
     finished: bool = False
@@ -69,13 +78,16 @@ class QueueState:
 class Recorder:
     workloads: dict[str, WorkloadState] = field(default_factory=dict)
     queues: dict[str, QueueState] = field(default_factory=dict)
+    admitted_m_ms: float = 0.0  # CPU of observed admitted workloads, integrated over time
+    last_release_ms: float | None = None
 
     def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
         meta = obj.get("metadata") or {}
         key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         state = self.workloads.get(key)
         if state is None:
-            state = WorkloadState(str((meta.get("labels") or {}).get(CLASS_LABEL, "")), now_ms)
+            state = WorkloadState(str((meta.get("labels") or {}).get(CLASS_LABEL, "")), now_ms,
+                                  cpu_m=_cpu_m(obj))
             self.workloads[key] = state
         admitted, evicted, finished = _true(obj, "Admitted"), _true(obj, "Evicted"), _true(obj, "Finished")
         if admitted and not state.admitted and state.admitted_ms is None:
@@ -85,6 +97,13 @@ class Recorder:
         if finished and not state.finished:
             state.finished_ms = now_ms
         state.admitted, state.evicted, state.finished = admitted, evicted, finished
+        held = admitted and not finished
+        if held and state.held_since_ms is None:
+            state.held_since_ms = now_ms
+        elif not held and state.held_since_ms is not None:
+            self.admitted_m_ms += state.cpu_m * max(0.0, now_ms - state.held_since_ms)
+            state.held_since_ms = None
+            self.last_release_ms = max(now_ms, self.last_release_ms or now_ms)
         return state
 
     def queue_event(self, now_ms: float, obj: JSON) -> None:
@@ -132,6 +151,15 @@ class Recorder:
             out[name] = round(used * 100 / (quota * span), 2) if quota and span > 0 else 0.0
         return out
 
+    def admitted_usage_pct(self) -> float:
+        """CPU of workloads observed admitted (until observed finished), integrated, over the
+        sum of nominal quotas times the span from the first workload event to the last end."""
+        quota = sum(q.quota_m for q in self.queues.values())
+        if not self.workloads or self.last_release_ms is None or not quota:
+            return 0.0
+        span = self.last_release_ms - min(w.first_ms for w in self.workloads.values())
+        return round(self.admitted_m_ms * 100 / (quota * span), 2) if span > 0 else 0.0
+
     def time_to_admission_ms(self) -> dict[str, int]:
         """Average per workload class; a workload never admitted counts 0, as in Kueue's summary."""
         totals: dict[str, list[float]] = {}
@@ -172,6 +200,17 @@ class Recorder:
             else:
                 pending += 1
         return pending, admitted, finished
+
+
+def _cpu_m(obj: JSON) -> int:
+    """CPU requested by all pods of a Workload (its pod sets' count x containers' requests)."""
+    total = 0
+    for pod_set in (obj.get("spec") or {}).get("podSets") or ():
+        pod_spec = (pod_set.get("template") or {}).get("spec") or {}
+        per_pod = sum(_millis(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0))
+                      for c in pod_spec.get("containers") or ())
+        total += int(pod_set.get("count") or 1) * per_pod
+    return total
 
 
 def _cause(obj: JSON) -> str:

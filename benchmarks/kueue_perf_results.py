@@ -20,7 +20,8 @@ PYKUEUE, KUEUE = "pykueue", "kueue"
 ENTRY_KEYS = ("manager", "version", "qps", "burst", "wall_s", "usage_pct", "tta_ms", "manager_cpu_s",
               "manager_peak_rss_mb", "api_requests", "evictions")
 # Measure -> its key among the ratios.
-_COMPARED = {"wall_s": "wall", "usage_pct": "usage", "manager_cpu_s": "manager_cpu",
+_COMPARED = {"wall_s": "wall", "usage_pct": "usage", "admitted_usage_pct": "admitted_usage",
+             "manager_cpu_s": "manager_cpu",
              "manager_peak_rss_mb": "manager_peak_rss", "api_requests": "api_requests",
              "evictions": "evictions"}
 

@@ -53,7 +53,7 @@ def test_compare_runs_both_managers_and_reports_each_run_and_the_ratios(tmp_path
         assert run["still_pending"] == 0 and run["still_admitted"] == 0 and run["errors"] == []
         assert set(run["tta_ms"]) == {"small", "medium", "large"}
         assert run["wall_s"] > 0 and run["manager_cpu_s"] > 0 and run["manager_peak_rss_mb"] > 0
-        assert 0 < run["usage_pct"] <= 600
+        assert 0 < run["usage_pct"] <= 600 and 0 < run["admitted_usage_pct"] <= 100
         assert run["api_requests"] > 0 and run["evictions"] >= 0
         assert run["client_limiter"] == "shared"
     assert runs[0]["wall_s"] == m["wall_s"] and runs[0]["tta_ms"] == m["tta_ms"]

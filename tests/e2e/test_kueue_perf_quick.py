@@ -40,6 +40,7 @@ def test_quick_run_admits_and_finishes_everything(dev_cluster: DevCluster, tmp_p
     assert set(m["tta_ms"]) == {"small", "medium", "large"}
     assert all(v >= 0 for v in m["tta_ms"].values())
     assert 0 < m["usage_pct"] <= 600  # borrowing lets a queue use up to 6x its nominal quota
+    assert 0 < m["admitted_usage_pct"] <= 100  # of all queues' quota together
     assert m["wall_s"] > 0 and m["manager_cpu_s"] > 0 and m["manager_peak_rss_mb"] > 0
     assert m["errors"] == []
     saved = json.loads(out.read_text())

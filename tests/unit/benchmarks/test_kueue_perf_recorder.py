@@ -103,3 +103,35 @@ def test_counts_split_pending_admitted_finished() -> None:
     r.workload_event(0, wl("b", "s", "Admitted"))
     r.workload_event(0, wl("c", "s", "Admitted", "Finished"))
     assert r.counts() == (1, 1, 1)
+
+
+def sized(name: str, cpu: str, count: int, *conds: str) -> dict[str, Any]:
+    obj = wl(name, "small", *conds)
+    obj["spec"] = {"podSets": [{"name": "main", "count": count, "template": {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}]}
+    return obj
+
+
+def test_admitted_usage_integrates_observed_admitted_cpu_until_finished_or_lost() -> None:
+    r = Recorder()
+    r.queue_event(0, cq("q1", "0", quota="10"))
+    r.queue_event(0, cq("q2", "0", quota="10"))  # 20 CPU of nominal quota in all
+    r.workload_event(0, sized("a", "2", 3))  # 6 CPU
+    r.workload_event(1000, sized("a", "2", 3, "QuotaReserved", "Admitted"))
+    r.workload_event(2000, sized("a", "2", 3, "QuotaReserved", "Admitted"))  # repeated: no effect
+    r.workload_event(3000, sized("a", "2", 3, "QuotaReserved", "Admitted", "Finished"))  # 6 CPU x 2 s
+    r.workload_event(500, sized("b", "500m", 2))  # 1 CPU
+    r.workload_event(1000, sized("b", "500m", 2, "QuotaReserved", "Admitted"))
+    r.workload_event(2000, sized("b", "500m", 2, "Evicted"))  # lost Admitted: 1 CPU x 1 s
+    r.workload_event(3000, sized("b", "500m", 2, "QuotaReserved", "Admitted"))
+    r.workload_event(4000, sized("b", "500m", 2, "QuotaReserved", "Admitted", "Finished"))  # 1 CPU x 1 s
+    # (12 + 1 + 1) CPU-seconds over 20 CPU x 4 s
+    assert r.admitted_usage_pct() == round(14 * 100 / (20 * 4), 2)
+
+
+def test_admitted_usage_is_zero_before_anything_finished() -> None:
+    r = Recorder()
+    assert r.admitted_usage_pct() == 0.0
+    r.queue_event(0, cq("q1", "0"))
+    r.workload_event(0, sized("a", "1", 1, "Admitted"))
+    assert r.admitted_usage_pct() == 0.0

@@ -15,6 +15,7 @@ from benchmarks.plot_kueue_perf import compare_rows, table_rows
 
 def _metrics(mode: str, qps: float, burst: int, wall: float, **extra: Any) -> dict[str, Any]:
     return {"config": "quick", "qps": qps, "burst": burst, "wall_s": wall, "usage_pct": 50.0,
+            "admitted_usage_pct": 20.0 if mode == "kueue" else 10.0,
             "usage_pct_by_class": {"cq": 50.0}, "tta_ms": {"small": 4000, "large": 1000},
             "manager_cpu_s": 3.0, "manager_peak_rss_mb": 100.0, "api_requests": 1000, "evictions": 2,
             "workloads": 384, "manager": mode, **extra}
@@ -46,7 +47,7 @@ def test_compare_takes_medians_per_setting_and_divides_pykueue_by_kueue() -> Non
     assert block["pykueue"]["wall_s"] == 12.0 and block["kueue"]["wall_s"] == 22.0
     assert block["pykueue"]["runs"] == 3 and block["kueue"]["runs"] == 3
     assert block["ratio"]["wall"] == round(12 / 22, 3)
-    assert block["ratio"]["usage"] == 1.0
+    assert block["ratio"]["usage"] == 1.0 and block["ratio"]["admitted_usage"] == 0.5
     assert block["ratio"]["manager_cpu"] == 0.5
     assert block["ratio"]["manager_peak_rss"] == 1.0 and block["ratio"]["api_requests"] == 1.0
     assert block["ratio"]["tta"] == {"large": 1.0, "small": 1.0}
