@@ -68,6 +68,8 @@ from benchmarks.kueue_perf_config import (
 from benchmarks.kueue_perf_managers import ExternalManager, KueueManager, Manager, OwnManager, process_cpu_s
 from benchmarks.kueue_perf_recorder import Recorder
 from benchmarks.kueue_perf_results import KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
+from devcluster import kueue_build, kueue_minimal
+from devcluster.build import BuildError
 from devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
 from kube import resources as res
 from kube.client import JSON_PATCH, ApiError, KubeClient, connect
@@ -635,8 +637,6 @@ def _output_path(args: argparse.Namespace, name: str) -> Path:
 
 def _kueue_binaries(version: str, specs: list[RunSpec], limiter: str) -> dict[tuple[float, int], Path]:
     """minimalkueue of Kueue ``version`` for each client setting of the Kueue runs (built now)."""
-    from devcluster import kueue_minimal
-
     binaries: dict[tuple[float, int], Path] = {}
     for spec in specs:
         if spec.mode == "kueue" and spec.qps is not None and spec.burst is not None:
@@ -667,9 +667,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.manager == "external":
         settings = [(None, None)]
     specs = plan_runs(modes, settings, args.rounds)
-
-    from devcluster import kueue_build
-    from devcluster.build import BuildError
 
     try:
         kueue_version = kueue_build.check_version(args.kueue_version) if args.kueue_version \

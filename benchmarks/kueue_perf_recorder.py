@@ -30,6 +30,7 @@ from typing import Any
 
 from api.quantity import Quantity
 from api.wire import JSON
+from manager.core.resources import pod_requests
 
 from .kueue_perf_config import CLASS_LABEL
 
@@ -103,7 +104,8 @@ class Recorder:
         elif not held and state.held_since_ms is not None:
             self.admitted_m_ms += state.cpu_m * max(0.0, now_ms - state.held_since_ms)
             state.held_since_ms = None
-            self.last_release_ms = max(now_ms, self.last_release_ms or now_ms)
+            last = self.last_release_ms
+            self.last_release_ms = now_ms if last is None else max(now_ms, last)
         return state
 
     def queue_event(self, now_ms: float, obj: JSON) -> None:
@@ -203,14 +205,10 @@ class Recorder:
 
 
 def _cpu_m(obj: JSON) -> int:
-    """CPU requested by all pods of a Workload (its pod sets' count x containers' requests)."""
-    total = 0
-    for pod_set in (obj.get("spec") or {}).get("podSets") or ():
-        pod_spec = (pod_set.get("template") or {}).get("spec") or {}
-        per_pod = sum(_millis(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0))
-                      for c in pod_spec.get("containers") or ())
-        total += int(pod_set.get("count") or 1) * per_pod
-    return total
+    """CPU (millicores) requested by all pods of a Workload, per pod as the core counts it."""
+    return sum(int(pod_set.get("count") or 1)
+               * pod_requests((pod_set.get("template") or {}).get("spec") or {}).get("cpu", 0)
+               for pod_set in (obj.get("spec") or {}).get("podSets") or ())
 
 
 def _cause(obj: JSON) -> str:

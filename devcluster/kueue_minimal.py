@@ -33,9 +33,9 @@ SHARED, PER_RESOURCE = "shared", "per-resource"
 LIMITERS = (SHARED, PER_RESOURCE)
 FLOWCONTROL = "k8s.io/client-go/util/flowcontrol"
 MAIN_GO = "test/performance/scheduler/minimalkueue/main.go"
-_QPS_LINE = re.compile(r"^(\s*kubeConfig\.QPS\s*=\s*)\S+(\s*)$", re.MULTILINE)
-_BURST_LINE = re.compile(r"^(\s*kubeConfig\.Burst\s*=\s*)\S+(\s*)$", re.MULTILINE)
-_BURST_ASSIGNMENT = re.compile(r"^([ \t]*)kubeConfig\.Burst\s*=.*$", re.MULTILINE)
+# Groups: 1 the text before the number (2 its indent), 3 what follows it on the line.
+_QPS_LINE = re.compile(r"^(([ \t]*)kubeConfig\.QPS[ \t]*=[ \t]*)\S+([ \t]*)$", re.MULTILINE)
+_BURST_LINE = re.compile(r"^(([ \t]*)kubeConfig\.Burst[ \t]*=[ \t]*)\S+([ \t]*)$", re.MULTILINE)
 _IMPORT_BLOCK = re.compile(r"^import \($", re.MULTILINE)
 _MODULE_LINE = re.compile(r"^module\s+\S+\s*$", re.MULTILINE)
 _TOOL_BLOCK = re.compile(r"^tool\s*\(.*?^\)\s*$\n?|^tool\s+\S+\s*$\n?", re.MULTILINE | re.DOTALL)
@@ -63,12 +63,12 @@ def patch_main(source: str, qps: float, burst: int, limiter: str = PER_RESOURCE)
     for pattern, value, what in ((_QPS_LINE, go_number(qps), "QPS"), (_BURST_LINE, str(burst), "Burst")):
         if len(pattern.findall(out)) != 1:
             raise BuildError(f"minimalkueue's main.go has no single `kubeConfig.{what} = ...` line to patch")
-        out = pattern.sub(rf"\g<1>{value}\g<2>", out)
+        out = pattern.sub(rf"\g<1>{value}\g<3>", out)
     if limiter == SHARED:
         if "kubeConfig.RateLimiter" in out or len(_IMPORT_BLOCK.findall(out)) != 1:
             raise BuildError("minimalkueue's main.go has a rate limiter already or no single import block")
-        out = _BURST_ASSIGNMENT.sub(
-            r"\g<0>\n\g<1>kubeConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(kubeConfig.QPS, "
+        out = _BURST_LINE.sub(
+            r"\g<0>\n\g<2>kubeConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(kubeConfig.QPS, "
             r"kubeConfig.Burst)", out, count=1)
         out = _IMPORT_BLOCK.sub(f'import (\n\t"{FLOWCONTROL}"', out, count=1)
     return out
