@@ -21,6 +21,7 @@ from api.wire import JSON
 from kube import resources as res
 from kube.client import ApiError, KubeClient, connect
 from kube.config_file import load_config
+from kube.startup import one_line
 from manager.jobs.registry import kinds
 from manager.runtime.controllers.topology import BOUND_PODS
 from manager.scenario.cluster_snapshot import ClusterListing
@@ -101,7 +102,7 @@ async def with_client(kubeconfig: str | None, work: Any) -> Any:
     try:
         client = await connect(kubeconfig)
     except Exception as exc:  # kubeconfig missing or malformed: the library raises many kinds
-        raise ClusterReadError(f"cannot load the kubeconfig: {_one_line(exc)}") from exc
+        raise ClusterReadError(f"cannot load the kubeconfig: {one_line(exc)}") from exc
     try:
         async with client:
             async with asyncio.timeout(READ_TIMEOUT_S):
@@ -113,9 +114,4 @@ async def with_client(kubeconfig: str | None, work: Any) -> Any:
     except ApiError as exc:
         raise ClusterReadError(f"the API server refused the request: {exc}") from exc
     except Exception as exc:  # transport errors: connection refused, TLS, DNS
-        raise ClusterReadError(f"cannot reach the cluster: {_one_line(exc)}") from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0] if text.strip() else type(exc).__name__
+        raise ClusterReadError(f"cannot reach the cluster: {one_line(exc)}") from exc

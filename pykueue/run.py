@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from certs.rotation import CertRotator
+from kube.startup import exit_code
 from manager.runtime import cli as manager_cli
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,11 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = manager_cli.settings_from(args)
-    extras = [e for e in (_webhook(args, settings), _extender(args, settings)) if e is not None]
-    manager_extras = [e for e in (_visibility(args, settings), _dashboard(args, settings)) if e is not None]
-    return manager_cli.serve(settings, tuple(extras), tuple(manager_extras))
+
+    def run() -> int:
+        settings = manager_cli.settings_from(args)
+        extras = [e for e in (_webhook(args, settings), _extender(args, settings)) if e is not None]
+        manager_extras = [e for e in (_visibility(args, settings), _dashboard(args, settings))
+                          if e is not None]
+        return manager_cli.serve(settings, tuple(extras), tuple(manager_extras))
+    return exit_code(run)

@@ -11,6 +11,7 @@ from api.config import DEFAULT_NAMESPACE
 from kube.client import connect
 from kube.config_file import load_config
 from kube.event_loop import run_main
+from kube.startup import check_kubeconfig, exit_code, starting
 from webhook import server
 
 
@@ -23,19 +24,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    config = load_config(args.config)
-    settings = server.settings_from(
-        args, config, str(config.get("namespace") or DEFAULT_NAMESPACE)
-    )
+    return exit_code(lambda: _serve(args))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    with starting(f"--config {args.config}"):
+        config = load_config(args.config)
+        settings = server.settings_from(args, config, str(config.get("namespace") or DEFAULT_NAMESPACE))
 
     async def run() -> None:
         stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_event.set)
-        client = await connect(args.kubeconfig)
+        check_kubeconfig(args.kubeconfig)
+        with starting("loading the kubeconfig"):
+            client = await connect(args.kubeconfig)
         try:
-            stop, _ = await server.start_webhook(client, settings)
+            with starting("starting against the API server"):
+                stop, _ = await server.start_webhook(client, settings)
             await stop_event.wait()
             await stop()
         finally:

@@ -29,6 +29,7 @@ from kube.endpoints import HealthChecks, build_app, start_site
 from kube.event_loop import run_main
 from kube.leader import LeaderElector
 from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from kube.startup import check_kubeconfig, exit_code, starting
 from manager.core.config import config_from
 from manager.runtime.controllers.manager import QueueManager
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
@@ -75,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    config = load_config(args.config)
+    with starting(f"--config {args.config}"):
+        config = load_config(args.config)
     metrics = (config.get("metrics") or {}).get("bindAddress") or DEFAULT_METRICS_ADDRESS
     health = (config.get("health") or {}).get("healthProbeBindAddress") or DEFAULT_HEALTH_ADDRESS
     elect = (config.get("leaderElection") or {}).get("leaderElect", True)
@@ -129,36 +131,44 @@ def _dump(manager: QueueManager) -> None:
 
 async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Extra, ...] = (),
                       manager_extras: tuple[ManagerExtra, ...] = ()) -> None:
-    qps, burst = client_limits(settings.config)
-    client = await connect(settings.kubeconfig, qps=qps, burst=burst)
+    with starting("the Configuration"):
+        qps, burst = client_limits(settings.config)
+        core_config = config_from(settings.config)
+    check_kubeconfig(settings.kubeconfig)
+    with starting("loading the kubeconfig"):
+        client = await connect(settings.kubeconfig, qps=qps, burst=burst)
     metrics = KueueMetrics(ReplicaRole.FOLLOWER if settings.leader_elect else ReplicaRole.STANDALONE)
-    manager = QueueManager(client, config_from(settings.config), job_config=settings.config, metrics=metrics)
+    manager = QueueManager(client, core_config, job_config=settings.config, metrics=metrics)
     health = HealthChecks()
     health.add_liveness("ping", lambda: True)
     health.add_readiness("informers", lambda: all(i.has_synced for i in manager.informers.values()))
     runners = []
     stoppers: list[Callable[[], Awaitable[None]]] = []
     try:
-        host, port = split_address(settings.metrics_address)
-        health_host, health_port = split_address(settings.health_address)
-        tls = metrics_tls_files(settings)
-        if (host, port) == (health_host, health_port):
-            runner, _ = await start_site(build_app(metrics, health), host, port,
-                                         cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
-            runners.append(runner)
-        else:
-            runner, bound = await start_site(build_app(metrics), host, port, cert_file=tls.get("cert_file"),
-                                             key_file=tls.get("key_file"))
-            runners.append(runner)
-            log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)
-            runner, bound = await start_site(build_app(health=health), health_host, health_port)
-            runners.append(runner)
-            log.info("probes on %s:%d", health_host, bound)
-        for extra in extras:
-            stoppers.append(await extra(client))
-        for manager_extra in manager_extras:
-            stoppers.append(await manager_extra(client, manager))
-        await manager.start_informers()
+        with starting("serving metrics and probes"):
+            host, port = split_address(settings.metrics_address)
+            health_host, health_port = split_address(settings.health_address)
+            tls = metrics_tls_files(settings)
+            if (host, port) == (health_host, health_port):
+                runner, _ = await start_site(build_app(metrics, health), host, port,
+                                             cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
+                runners.append(runner)
+            else:
+                runner, bound = await start_site(build_app(metrics), host, port,
+                                                 cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
+                runners.append(runner)
+                log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)
+                runner, bound = await start_site(build_app(health=health), health_host, health_port)
+                runners.append(runner)
+                log.info("probes on %s:%d", health_host, bound)
+        # The servers the command composes, then the first reads: where an unreachable or
+        # refusing API server shows first.
+        with starting("starting against the API server"):
+            for extra in extras:
+                stoppers.append(await extra(client))
+            for manager_extra in manager_extras:
+                stoppers.append(await manager_extra(client, manager))
+            await manager.start_informers()
         with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals off the main thread
             asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump, manager)
         if settings.leader_elect:
@@ -203,4 +213,4 @@ def serve(settings: Settings, extras: tuple[Extra, ...] = (),
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    return serve(settings_from(args))
+    return exit_code(lambda: serve(settings_from(args)))
