@@ -48,10 +48,11 @@ def starting(step: str) -> Iterator[None]:
         raise StartupError(f"{step}: {one_line(exc)}") from exc
 
 
-def check_kubeconfig(path: str | None) -> None:
-    """A kubeconfig given but absent: say so (the client library reports a missing key instead)."""
+def check_kubeconfig(path: str | None, error: type[Exception] = StartupError) -> None:
+    """A kubeconfig given but absent: raise ``error`` saying so (the client library reports
+    a missing key instead)."""
     if path is not None and not Path(path).is_file():
-        raise StartupError(f"kubeconfig {path} not found")
+        raise error(f"kubeconfig {path} not found")
 
 
 def exit_code(run: Callable[[], int]) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -21,7 +20,7 @@ from api.wire import JSON
 from kube import resources as res
 from kube.client import ApiError, KubeClient, connect
 from kube.config_file import load_config
-from kube.startup import one_line
+from kube.startup import check_kubeconfig, one_line
 from manager.jobs.registry import kinds
 from manager.runtime.controllers.topology import BOUND_PODS
 from manager.scenario.cluster_snapshot import ClusterListing
@@ -97,8 +96,7 @@ async def read_listing(client: KubeClient, config_path: str | None) -> ClusterLi
 
 async def with_client(kubeconfig: str | None, work: Any) -> Any:
     """Run ``work(client)`` against the cluster, turning every failure into ClusterReadError."""
-    if kubeconfig is not None and not Path(kubeconfig).is_file():
-        raise ClusterReadError(f"kubeconfig {kubeconfig} not found")
+    check_kubeconfig(kubeconfig, ClusterReadError)
     try:
         client = await connect(kubeconfig)
     except Exception as exc:  # kubeconfig missing or malformed: the library raises many kinds

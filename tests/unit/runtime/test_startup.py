@@ -56,6 +56,8 @@ def test_check_kubeconfig(tmp_path: Path) -> None:
     check_kubeconfig(str(_kubeconfig(tmp_path, "https://127.0.0.1:1")))
     with pytest.raises(StartupError, match=r"^kubeconfig .*/absent not found$"):
         check_kubeconfig(str(tmp_path / "absent"))
+    with pytest.raises(LookupError, match=r"^kubeconfig .*/absent not found$"):  # a caller's own error
+        check_kubeconfig(str(tmp_path / "absent"), LookupError)
 
 
 def test_exit_code_logs_one_line_for_a_startup_failure(caplog: pytest.LogCaptureFixture) -> None:
