@@ -22,6 +22,7 @@ from extender.kube_port import KubeClusterPort
 from extender.server import serve
 from kube.client import connect
 from kube.event_loop import run_main
+from kube.startup import check_kubeconfig, exit_code, starting
 
 TAS_SCHEDULER = "pykueue-tas-scheduler"
 # kube-scheduler binds concurrently; a few kept-alive API connections serve that, where a
@@ -47,17 +48,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    # Its own client and rate limit: kube-scheduler's binds go through here.
-    async with await connect(args.kubeconfig, max_connections=API_CONNECTIONS) as kube:
+    check_kubeconfig(args.kubeconfig)
+    with starting("loading the kubeconfig"):
+        # Its own client and rate limit: kube-scheduler's binds go through here.
+        kube = await connect(args.kubeconfig, max_connections=API_CONNECTIONS)
+    async with kube:
         allowed = frozenset(args.allowed_client or (TAS_SCHEDULER,))
         app = make_app(ExtenderDeps(port=KubeClusterPort(kube), prefix=args.prefix, freeze_gc=True,
                                     allowed_clients=allowed, scheduler_name=args.scheduler_name))
         # One access-log line per filter/bind call is a measurable share of the
         # extender's CPU per scheduled pod; keep it for --log-level DEBUG only.
         access_log = logging.getLogger("aiohttp.access") if args.log_level.upper() == "DEBUG" else None
-        context = server_context(Path(args.tls_cert_file), Path(args.tls_private_key_file))
-        require_client_certificates(context, Path(args.client_ca_file).read_bytes())
-        server = await serve(app, args.host, args.port, context, access_log=access_log)
+        # The library's errors for these files do not always name the file: the step does.
+        cert, key = Path(args.tls_cert_file), Path(args.tls_private_key_file)
+        with starting(f"--tls-cert-file {cert}, --tls-private-key-file {key}"):
+            context = server_context(cert, key)
+        with starting(f"--client-ca-file {args.client_ca_file}"):
+            require_client_certificates(context, Path(args.client_ca_file).read_bytes())
+        with starting(f"listening on {args.host}:{args.port}"):
+            server = await serve(app, args.host, args.port, context, access_log=access_log)
         log = logging.getLogger(__name__)
         log.info("TAS extender listening on https://%s:%d%s for %s", args.host, args.port, args.prefix,
                  ", ".join(sorted(allowed)))
@@ -69,6 +78,10 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    return exit_code(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         run_main(_serve(args))
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from certs.authority import issue_serving, new_ca
 from kube.startup import StartupError, check_kubeconfig, exit_code, one_line, starting
 from pykueue.cli import main
 
@@ -96,3 +97,67 @@ def test_an_unreachable_api_server_exits_1(tmp_path: Path, caplog: pytest.LogCap
     assert len(errors) == 1
     assert errors[0].startswith("cannot start: starting against the API server: Cannot connect to host "
                                 f"127.0.0.1:{port}")
+
+
+# The kubeconfig is checked first: these files are never read.
+UNREAD_TLS_FILES = ["--tls-cert-file", "tls.crt", "--tls-private-key-file", "tls.key",
+                    "--client-ca-file", "ca.crt"]
+
+
+def _extender_files(tmp_path: Path) -> list[str]:
+    """The extender's TLS flags over a fresh CA and serving pair, and a kubeconfig (never contacted)."""
+    ca_crt, ca_key = new_ca()
+    tls_crt, tls_key = issue_serving(ca_crt, ca_key, ["localhost"], ["127.0.0.1"])
+    for name, data in (("ca.crt", ca_crt), ("tls.crt", tls_crt), ("tls.key", tls_key)):
+        (tmp_path / name).write_bytes(data)
+    return ["--kubeconfig", str(_kubeconfig(tmp_path, "https://127.0.0.1:1")),
+            "--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-private-key-file", str(tmp_path / "tls.key"),
+            "--client-ca-file", str(tmp_path / "ca.crt"), "--host", "127.0.0.1"]
+
+
+def _errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_the_extender_with_an_absent_kubeconfig_exits_1(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    absent = tmp_path / "absent"
+    with caplog.at_level(logging.ERROR):
+        assert main(["extender", "--kubeconfig", str(absent), *UNREAD_TLS_FILES]) == 1
+    assert _errors(caplog) == [f"cannot start: kubeconfig {absent} not found"]
+    assert all(r.exc_info is None for r in caplog.records)
+
+
+def test_the_extender_keeps_the_traceback_at_debug(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    absent = tmp_path / "absent"
+    with caplog.at_level(logging.DEBUG):
+        assert main(["extender", "--kubeconfig", str(absent), *UNREAD_TLS_FILES, "--log-level", "DEBUG"]) == 1
+    assert _errors(caplog) == [f"cannot start: kubeconfig {absent} not found"]
+    assert [type(r.exc_info[1]) for r in caplog.records if r.exc_info] == [StartupError]
+
+
+@pytest.mark.parametrize("flag", ["--tls-cert-file", "--client-ca-file"])
+def test_the_extender_names_an_absent_tls_file(flag: str, tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    args = _extender_files(tmp_path)
+    absent = tmp_path / "absent.pem"
+    args[args.index(flag) + 1] = str(absent)
+    with caplog.at_level(logging.ERROR):
+        assert main(["extender", *args]) == 1
+    errors = _errors(caplog)
+    assert len(errors) == 1
+    assert errors[0].startswith(f"cannot start: {flag} {absent}")
+    assert "No such file or directory" in errors[0]
+
+
+def test_the_extender_on_a_taken_port_exits_1(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    args = _extender_files(tmp_path)
+    with socket.socket() as taken, caplog.at_level(logging.ERROR):
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["extender", *args, "--port", str(port)]) == 1
+    errors = _errors(caplog)
+    assert len(errors) == 1
+    assert errors[0].startswith(f"cannot start: listening on 127.0.0.1:{port}: ")
+    assert "address already in use" in errors[0]
