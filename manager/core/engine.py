@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome,
 from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
+from .flavor_assigner import FlavorAssigner
 from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
 from .objects import (
     FR,
@@ -603,10 +604,33 @@ class QueueingCore:
         return max(cfg.requeue_batch_s, min(cfg.requeue_batch_max_s, cfg.requeue_batch_per_queue_s * queues))
 
     def _requeue_subtree(self, root: QuotaNode) -> None:
+        """Quota was freed in the tree under ``root``: put its parked workloads back, except
+        each group of one shape whose flavor assignment would certainly fail again (the
+        freed quota is less than its head lacks, and preemption cannot make up the rest).
+        In a full cohort of hundreds of queues that is most of them, and evaluating each
+        again is most of a scheduling pass; the next free looks at them again."""
+        still: Callable[[str], bool] | None = None
         for n in root.cluster_queues():
             q = self.queues.get(n.name)
             if q is not None and q.parked_count:
-                q.requeue_parked()
+                if still is None:
+                    still = self._still_no_fit()
+                q.requeue_parked(keep=still)
+
+    def _still_no_fit(self) -> Callable[[str], bool]:
+        """Whether a parked workload certainly does not fit now (see ``_requeue_subtree``)."""
+        if self._dirty:
+            return lambda key: False  # the rebuild to come requeues everything
+        assigner = FlavorAssigner(self.snapshot(), self.preemption)
+
+        def still(key: str) -> bool:
+            rec = self.workloads.get(key)
+            if rec is None or rec.preempting or rec.cluster_queue in self.inactive:
+                return False
+            cq = self.cq_defs.get(rec.cluster_queue or "")
+            return cq is not None and assigner.cannot_fit(rec.wl, cq, rec.priority)
+
+        return still
 
     def _holders_changed(self, cq_name: str | None) -> None:
         self.holding_versions[cq_name or ""] = next(self._holding_version)

@@ -13,7 +13,7 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from .snapshot import Snapshot
 from .tas_hook import tas_only
 
 PODS = "pods"
+Oracle = Callable[[Snapshot, ClusterQueueDef, FR, int, int], str]  # PreemptionHook.oracle
 _STOP_BORROW = ("Borrow", "MayStopSearch")
 _STOP_PREEMPT = ("Preempt", "MayStopSearch")
 
@@ -66,8 +67,10 @@ class FlavorAssigner:
             return bool(hook(cq))
         return (cq.preemption.get("borrowWithinCohort") or {}).get("policy", "Never") not in ("", "Never")
 
-    def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int,
-                       priority: int) -> tuple[Mode, int, FlavorVerdict | None]:
+    def _resource_mode(self, cq: ClusterQueueDef, node: QuotaNode, fr: FR, val: int, priority: int,
+                       oracle: Oracle | None = None) -> tuple[Mode, int, FlavorVerdict | None]:
+        """How ``val`` of ``fr`` fits the queue; ``oracle`` (default the hook's) says whether
+        preemption could make room."""
         usage = self.snap.usage
         cap = potential_available(node, fr)
         if val > cap:
@@ -78,11 +81,47 @@ class FlavorAssigner:
             return Mode.FIT, level, None
         msg = FlavorVerdict(Miss.INSUFFICIENT_QUOTA, fr[0], fr[1], val, max(avail, 0))
         if val <= node.quota(fr).nominal or may_reclaim or self._preempts_while_borrowing(cq):
-            verdict = self.preemption.oracle(self.snap, cq, fr, val, priority)
+            verdict = (oracle or self.preemption.oracle)(self.snap, cq, fr, val, priority)
             if verdict == NO_CANDIDATES:
                 return Mode.NO_CANDIDATES, level, msg
             return (Mode.PREEMPT if verdict == PREEMPT else Mode.RECLAIM), level, msg
         return Mode.NO_FIT, level, msg
+
+    def cannot_fit(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int) -> bool:
+        """True only if :meth:`assign` certainly finds no usable assignment for ``wl`` (one of
+        its pod sets has a resource group none of whose flavors has the quota, even by
+        preemption), judged on quota alone with the hook's cheap bound (``may_find``) in
+        place of its oracle. False when unsure: a hook without the bound, partial admission
+        (fewer pods may fit), or a resource no group covers."""
+        may_find = getattr(self.preemption, "may_find", None)
+        if may_find is None or any(ps.min_count is not None for ps in wl.podsets):
+            return False
+
+        def bound(snap: Snapshot, cq: ClusterQueueDef, fr: FR, val: int, priority: int) -> str:
+            return PREEMPT if may_find(snap, cq, fr, val, priority) else NO_CANDIDATES
+
+        node = self.snap.nodes[cq.name]
+        for ps in wl.podsets:
+            # Alone, a pod set asks for no more than it does after the ones before it.
+            requests = _podset_requests(ps, ps.count, cq)
+            for group in cq.groups:
+                wanted = [r for r in group.covered if r in requests]
+                if wanted and all(self._flavor_cannot_fit(cq, node, f, wanted, requests, priority, bound)
+                                  for f in group.flavors):
+                    return True
+        return False
+
+    def _flavor_cannot_fit(self, cq: ClusterQueueDef, node: QuotaNode, fname: str, wanted: list[str],
+                           requests: dict[str, int], priority: int, oracle: Oracle) -> bool:
+        if fname not in self.snap.flavors:
+            return True
+        for r in wanted:
+            fr = (fname, r)
+            if fr not in node.quotas and not node.subtree.get(fr):
+                return True
+            if self._resource_mode(cq, node, fr, requests[r], priority, oracle)[0] <= Mode.NO_CANDIDATES:
+                return True
+        return False
 
     def assign(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int,
                counts: list[int] | None = None) -> Assignment:

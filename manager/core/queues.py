@@ -23,7 +23,8 @@ group back as one heap item standing for its head, and when the group's head fai
 again the whole group is parked again. A backlog of thousands of equivalent workloads
 that stays inadmissible across many requeues (every finished workload in the cohort
 requeues) therefore costs O(log n) per requeue and verdict, not a move of every
-workload there and back.
+workload there and back. A requeue may also leave a group parked whose head its caller
+knows still cannot fit (the engine, after freed quota: see ``QueueingCore._requeue_subtree``).
 """
 
 from __future__ import annotations
@@ -291,14 +292,23 @@ class PendingQueue:
         self._group_by_ticket[group.ticket] = group
         heapq.heappush(self._heap, (head[0], group.ticket, ""))
 
-    def requeue_parked(self) -> int:
+    def requeue_parked(self, keep: Callable[[str], bool] | None = None) -> int:
+        """Put the parked workloads back; with ``keep``, a group of one shape whose head
+        ``keep`` names stays parked, its shape still marked as not fitting. Returns how
+        many were put back."""
         self._no_fit.clear()
-        moved = self._parked_alive
-        for group in list(self._parked_group.values()):
+        moved = 0
+        for shape, group in list(self._parked_group.items()):
+            if keep is not None and shape is not None:
+                head = self._group_head(group)
+                if head is not None and keep(head[1]):
+                    self._no_fit.add(shape)
+                    continue
+            moved += group.alive
             group.parked = False
             self._release_item(group)
-        self._parked_group.clear()
-        self._parked_alive = 0
+            del self._parked_group[shape]
+        self._parked_alive -= moved
         self._maybe_compact()
         if moved and self._on_ready is not None:
             self._on_ready()

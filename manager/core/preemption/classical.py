@@ -237,6 +237,28 @@ class _Memo:
         return got
 
 
+def _levels(cq: ClusterQueueDef, node: QuotaNode, usage: Usage, request: Mapping[FR, int],
+            skip_priority: bool) -> tuple[list[_Level], list[_Level]]:
+    """The cohorts to take other queues' candidates from: (with the preemptor's advantage,
+    by priority); the latter left out with ``skip_priority`` (see ``candidates``)."""
+    levels: tuple[list[_Level], list[_Level]] = ([], [])
+    if node.parent is None or _policy(cq, "reclaimWithinCohort") == "Never":
+        return levels
+    # Walking up, the preemptor gains an "advantage" over everything outside the lowest
+    # subtree whose quota can hold its request: those workloads use quota that subtree
+    # lends, so they are reclaimed regardless of borrowWithinCohort.
+    advantage, remaining = _fits_in_quota(node, usage, request)
+    previous: QuotaNode | None = None
+    ancestor: QuotaNode | None = node.parent
+    while ancestor is not None:
+        if advantage or not skip_priority:
+            levels[0 if advantage else 1].append((ancestor, previous, advantage))
+        fits, remaining = _fits_in_quota(ancestor, usage, remaining)
+        advantage = advantage or fits
+        previous, ancestor = ancestor, ancestor.parent
+    return levels
+
+
 class ClassicalPreemption:
     """Kueue's classical preemptor as a :class:`~manager.core.hooks.PreemptionHook`."""
 
@@ -296,26 +318,29 @@ class ClassicalPreemption:
         if within != "Never":
             own = (Candidate(key, cq_name, rec, _WITHIN_CQ) for _, key, rec, _ in memo.ordered(cq_name, frs)
                    if policy_allows(within, rec, priority, timestamp))
-        levels: tuple[list[_Level], list[_Level]] = ([], [])  # hierarchy, by priority
-        reclaim = _policy(cq, "reclaimWithinCohort")
-        if node.parent is not None and reclaim != "Never":
-            # Walking up, the preemptor gains an "advantage" over everything outside the
-            # lowest subtree whose quota can hold its request: those workloads use quota
-            # that subtree lends, so they are reclaimed regardless of borrowWithinCohort.
-            advantage, remaining = _fits_in_quota(node, usage, request)
-            previous: QuotaNode | None = None
-            ancestor: QuotaNode | None = node.parent
-            while ancestor is not None:
-                if advantage or not skip_priority:
-                    levels[0 if advantage else 1].append((ancestor, previous, advantage))
-                fits, remaining = _fits_in_quota(ancestor, usage, remaining)
-                advantage = advantage or fits
-                previous, ancestor = ancestor, ancestor.parent
+        levels = _levels(cq, node, usage, request, skip_priority)
         hierarchy, by_priority = (_Lazy(self._others(memo, cq, node, group, priority, timestamp, frs))
                                   for group in levels)
         self.no_hierarchy = not hierarchy
         self.no_other_queues = self.no_hierarchy and not by_priority
         return _Lazy(itertools.chain(hierarchy, by_priority, own))
+
+    def may_find(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int, priority: int) -> bool:
+        """False only if :meth:`oracle` certainly answers NO_CANDIDATES, by a bound cheaper
+        than the search: no other queue's workload can be a candidate (no cohort level to
+        take one from), and the preemptor's own candidates together hold less of ``fr``
+        than it lacks. (Freeing x anywhere raises what the queue can take by at most x.)"""
+        node = snapshot.nodes[cq.name]
+        usage = snapshot.usage
+        frs = frozenset((fr,))
+        skip_priority = _bwc_forbidden(cq) and _at_nominal(node, usage, frs)
+        if any(_levels(cq, node, usage, {fr: amount}, skip_priority)):
+            return True
+        within = _policy(cq, "withinClusterQueue")
+        own = 0 if within == "Never" else sum(
+            rec.usage.get(fr, 0) for rec in snapshot.holding.get(cq.name, {}).values()
+            if policy_allows(within, rec, priority, float("-inf")))
+        return amount - available(node, usage, fr) <= own
 
     @staticmethod
     def _others(memo: _Memo, cq: ClusterQueueDef, node: QuotaNode, levels: list[_Level], priority: int,

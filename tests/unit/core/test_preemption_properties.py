@@ -18,8 +18,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.core.assignment import Outcome
+from manager.core.assignment import Entry, Mode, Outcome
 from manager.core.engine import QueueingCore
+from manager.core.flavor_assigner import FlavorAssigner
 from manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
 
 WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
@@ -119,3 +120,30 @@ def test_classical_preemption_properties(world: World) -> None:
                 total += held
                 pooled += q.nominal
             assert total <= pooled, "cohort quota overrun"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds(), st.integers(0, 3))
+def test_what_the_requeue_bound_rules_out_never_fits(world: World, finished: int) -> None:
+    """Freed quota leaves parked a workload the flavor assigner's bound says cannot fit: for
+    every pending workload, after some admitted ones finished, the bound says so only when
+    the full assignment (with the preemption search for targets) is unusable too."""
+    objects, _, waves = world
+    core = QueueingCore()
+    for obj in objects:
+        core.apply(obj)
+    for wave in waves:
+        for obj in wave:
+            core.apply(obj)
+        core.run_until_idle()
+    for key in [k for k, r in core.workloads.items() if r.status == "Admitted"][:finished]:
+        core.finish(key)
+    snap = core.snapshot()
+    assigner = FlavorAssigner(snap, core.preemption)
+    for rec in core.workloads.values():
+        if rec.status != "Pending" or rec.cluster_queue is None:
+            continue
+        if assigner.cannot_fit(rec.wl, snap.cluster_queues[rec.cluster_queue], rec.priority):
+            entry = Entry(rec.wl, rec.cluster_queue, rec.priority, rec.queue_ts)
+            assignment = core.scheduler._assign(FlavorAssigner(snap, core.preemption), entry, snap)
+            assert assignment.mode != Mode.FIT and not entry.targets, rec.key

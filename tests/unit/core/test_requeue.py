@@ -31,9 +31,9 @@ def _core(config: CoreConfig | None = None, **spec: Any) -> QueueingCore:
     return core
 
 
-def _wl(core: QueueingCore, name: str, cpu: int, priority: int = 0) -> None:
+def _wl(core: QueueingCore, name: str, cpu: int, priority: int = 0, queue: str = "lq") -> None:
     core.apply({"kind": "Workload", "metadata": {"name": name, "namespace": "ns"}, "spec": {
-        "queueName": "lq", "priority": priority, "podSets": [{
+        "queueName": queue, "priority": priority, "podSets": [{
             "name": "main", "count": 1, "template": {
                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}})
 
@@ -203,3 +203,50 @@ def test_a_queued_workload_awaits_its_turn_until_evaluated() -> None:
     assert not core.awaiting_turn("ns/b")  # has the scheduler's verdict
     assert all(core.awaiting_turn(f"ns/twin{i}") for i in range(3))
     assert not core.awaiting_turn("ns/unknown")
+
+
+# ------------------------------------------------------------------ requeue of what cannot fit
+
+
+def _full_cohort(**cq0_spec: Any) -> QueueingCore:
+    """cq0 (4 CPU) and cq1 (2 CPU) in cohort "co", all 6 CPU in use: cq0 holds a (3 CPU,
+    priority 1), cq1 holds one and two (1 and 2 CPU, borrowing 1 of cq0's); big0 (4 CPU,
+    priority 1) waits in cq0, parked, with nothing of lower priority in its queue."""
+    core = QueueingCore()
+    core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": {}})
+    core.apply(_cq("cq0", cpu=4, cohortName="co", **cq0_spec))
+    core.apply(_cq("cq1", cpu=2, cohortName="co"))
+    for cq in ("cq0", "cq1"):
+        core.apply({"kind": "LocalQueue", "metadata": {"name": cq, "namespace": "ns"},
+                    "spec": {"clusterQueue": cq}})
+    for name, cq, cpu in (("a", "cq0", 3), ("one", "cq1", 1), ("two", "cq1", 2)):
+        _wl(core, name, cpu, priority=1, queue=cq)
+    core.run_until_idle()
+    assert all(core.workloads[f"ns/{n}"].status == "Admitted" for n in ("a", "one", "two"))
+    _wl(core, "big0", 4, priority=1, queue="cq0")
+    assert _evaluated(core) == ["ns/big0"]
+    assert core.queues["cq0"].is_parked("ns/big0")
+    return core
+
+
+def test_freed_quota_less_than_a_parked_workload_lacks_leaves_it_parked_unevaluated() -> None:
+    core = _full_cohort(preemption={"withinClusterQueue": "LowerPriority"})
+    core.finish("ns/one")  # 1 CPU free: big0 still lacks 3, and a (priority 1) is not lower
+    assert _evaluated(core) == []
+    assert core.queues["cq0"].is_parked("ns/big0")
+    _wl(core, "big1", 4, priority=1, queue="cq0")
+    assert core.queues["cq0"].is_parked("ns/big1")  # its shape is still known not to fit
+    core.finish("ns/a")  # now 4 CPU are free
+    assert _evaluated(core) == ["ns/big0", "ns/big1"]
+    assert core.workloads["ns/big0"].status == "Admitted"
+
+
+def test_a_parked_workload_that_preemption_could_help_is_evaluated_again() -> None:
+    core = _full_cohort(preemption={"withinClusterQueue": "LowerPriority"})
+    _wl(core, "urgent", 4, priority=5, queue="cq0")  # a is a candidate, but frees only 3
+    assert [d.outcome for d in core.run_until_idle()] == ["Pending"]
+    assert core.queues["cq0"].is_parked("ns/urgent")
+    core.finish("ns/one")  # with 1 CPU free, preempting a makes room
+    assert not core.queues["cq0"].is_parked("ns/urgent")
+    assert core.queues["cq0"].is_parked("ns/big0")  # lacks 3, nothing to preempt
+    assert [(d.key, d.outcome) for d in core.next_cycle().decisions] == [("ns/urgent", "Preempt")]
