@@ -141,6 +141,17 @@ def node_ready(node: Mapping[str, Any]) -> bool:
     return False
 
 
+def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What placement and node-failure handling read of a Node: labels, taints,
+    schedulability, allocatable, and the Ready condition's status and transition time
+    (not its heartbeat, which the kubelet, or kwok, renews every few tens of seconds)."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    ready = next((c for c in status.get("conditions") or ()
+                  if isinstance(c, dict) and c.get("type") == "Ready"), {})
+    return ((node.get("metadata") or {}).get("labels"), spec.get("taints"), spec.get("unschedulable"),
+            status.get("allocatable"), ready.get("status"), ready.get("lastTransitionTime"))
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
@@ -161,12 +172,16 @@ class TasPlacer:
     # -- objects ---------------------------------------------------------------------------
 
     def apply(self, obj: Mapping[str, Any]) -> bool:
-        """Take a Topology, Node, Pod or AdmissionCheck; False for other kinds."""
+        """Take a Topology, Node, Pod or AdmissionCheck; False for other kinds, and for a
+        Node whose update changed nothing placement reads (its status heartbeats)."""
         kind, name = obj.get("kind"), _name(obj)
         if kind == "Topology":
             self.topologies[name] = dict(obj)
         elif kind == "Node":
+            old = self.nodes.get(name)
             self.nodes[name] = dict(obj)
+            if old is not None and _placement_view(old) == _placement_view(obj):
+                return False  # a heartbeat: nothing a placement reads changed
         elif kind == "Pod":
             self.pods[self._pod_key(obj)] = dict(obj)
         elif kind == "AdmissionCheck":

@@ -99,8 +99,8 @@ class TopologyFeed:
             handle = self._rechecks.pop(name, None)
             if handle is not None:
                 handle.cancel()
-            self.tas.apply(node)
-            self.core.requeue_inadmissible()
+            if self.tas.apply(node):  # not for a heartbeat: requeueing every queue is costly
+                self.core.requeue_inadmissible()
             return
         if self.tas.delete("Node", None, name):
             log.info("node %s is %s: no longer offered to new placements", name,

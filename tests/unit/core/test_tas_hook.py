@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from manager.core.engine import QueueingCore
@@ -242,3 +243,26 @@ def test_an_assignment_of_another_shape_is_not_adopted() -> None:
     core.run_until_idle()
     assert not core.adopt_topology(_stored(core, "ns/a", {"kwok-node-2": 4}, []) | {
         "metadata": {"name": "pending", "namespace": "ns"}})
+
+
+def test_a_node_heartbeat_is_not_a_change_placement_must_react_to() -> None:
+    tas = TasPlacer()
+    node = next(o for o in _objects() if o["kind"] == "Node")
+    assert tas.apply(node)
+    beat = copy.deepcopy(node)
+    beat["metadata"]["resourceVersion"] = "2"
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-27T22:00:00Z"
+    assert not tas.apply(beat)
+    assert tas.nodes["kwok-node-0"] == beat  # kept, all the same
+    changes: list[tuple[str, str, Any]] = [
+        ("metadata", "labels", {**node["metadata"]["labels"], RACK: "r9"}),
+        ("status", "allocatable", {"cpu": "4", "pods": "110"}),
+        ("spec", "unschedulable", True),
+        ("spec", "taints", [{"key": "k", "effect": "NoSchedule"}]),
+        ("status", "conditions", [{"type": "Ready", "status": "False"}]),
+    ]
+    for part, field, value in changes:
+        changed = copy.deepcopy(beat)
+        changed.setdefault(part, {})[field] = value
+        assert tas.apply(changed), field
+        assert not tas.apply(copy.deepcopy(changed)), field
