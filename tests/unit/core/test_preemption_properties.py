@@ -73,13 +73,18 @@ def worlds(draw: st.DrawFn) -> World:
     return objects, policies, waves
 
 
+def _core(objects: list[dict[str, Any]]) -> QueueingCore:
+    core = QueueingCore()
+    for obj in objects:
+        core.apply(obj)
+    return core
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
 def test_classical_preemption_properties(world: World) -> None:
     objects, policies, waves = world
-    core = QueueingCore()
-    for obj in objects:
-        core.apply(obj)
+    core = _core(objects)
     for wave in waves:
         for obj in wave:
             core.apply(obj)
@@ -129,9 +134,7 @@ def test_what_the_requeue_bound_rules_out_never_fits(world: World, finished: int
     every pending workload, after some admitted ones finished, the bound says so only when
     the full assignment (with the preemption search for targets) is unusable too."""
     objects, _, waves = world
-    core = QueueingCore()
-    for obj in objects:
-        core.apply(obj)
+    core = _core(objects)
     for wave in waves:
         for obj in wave:
             core.apply(obj)
