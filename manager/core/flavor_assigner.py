@@ -48,6 +48,11 @@ def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, i
     return total
 
 
+def _has_quota(node: QuotaNode, fr: FR) -> bool:
+    """The queue, or its subtree, has quota for ``fr`` at all."""
+    return fr in node.quotas or bool(node.subtree.get(fr))
+
+
 def _has_level(snap: Snapshot, topology: str | None, request: Mapping[str, Any]) -> bool:
     """The flavor's topology has the required/preferred level (unknown topologies pass)."""
     levels = snap.topology_levels.get(topology or "")
@@ -117,7 +122,7 @@ class FlavorAssigner:
             return True
         for r in wanted:
             fr = (fname, r)
-            if fr not in node.quotas and not node.subtree.get(fr):
+            if not _has_quota(node, fr):
                 return True
             if self._resource_mode(cq, node, fr, requests[r], priority, oracle)[0] <= Mode.NO_CANDIDATES:
                 return True
@@ -201,7 +206,7 @@ class FlavorAssigner:
             first = len(reasons)
             for r in wanted:
                 fr = (fname, r)
-                if fr not in node.quotas and not node.subtree.get(fr):
+                if not _has_quota(node, fr):
                     mode = Mode.NO_FIT
                     reasons.append(FlavorVerdict(Miss.NO_QUOTA, fname, r))
                     break

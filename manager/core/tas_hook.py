@@ -46,6 +46,7 @@ from .tas import (
     podset_requests,
     replace_failed_node,
 )
+from .tas.nodes import ready_condition
 from .tas.request import topology_request_from_annotations
 from .tas.resources import Resources
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
@@ -146,8 +147,7 @@ def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
     schedulability, allocatable, and the Ready condition's status and transition time
     (not its heartbeat, which the kubelet, or kwok, renews every few tens of seconds)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
-    ready = next((c for c in status.get("conditions") or ()
-                  if isinstance(c, dict) and c.get("type") == "Ready"), {})
+    ready = ready_condition(node) or {}
     return ((node.get("metadata") or {}).get("labels"), spec.get("taints"), spec.get("unschedulable"),
             status.get("allocatable"), ready.get("status"), ready.get("lastTransitionTime"))
 
