@@ -84,6 +84,9 @@ class QueueingCore:
         self.no_fit_tiers: dict[tuple[str, int], str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
+        # Checked once: isinstance against a runtime-checkable Protocol is slow, and cycles ask often.
+        self._tas_preemption: TopologyPreemption | None = (
+            topology if isinstance(topology, TopologyPreemption) else None)
         self.flavors: dict[str, Flavor] = {}
         self.cq_defs: dict[str, ClusterQueueDef] = {}
         self.cohort_defs: dict[str, QueueDef] = {}
@@ -996,11 +999,11 @@ class QueueingCore:
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
             if d.outcome == Outcome.PREEMPT and d.assignment is not None \
-                    and isinstance(self.tas, TopologyPreemption):
+                    and self._tas_preemption is not None:
                 # Hold where it goes once its targets are gone, so that entries applied
                 # after it cannot take that node capacity in this cycle (Kueue adds the
                 # preemptor's TAS usage to the cycle's snapshot).
-                why = self.tas.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                why = self._tas_preemption.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
                                     d.assignment, d.targets)
                 if why:
                     d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
@@ -1034,8 +1037,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
-        if isinstance(self.tas, TopologyPreemption):
-            self.tas.drop_holds()  # a cycle's holds end with it; the next one decides again
+        if self._tas_preemption is not None:
+            self._tas_preemption.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:

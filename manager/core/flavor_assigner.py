@@ -64,6 +64,13 @@ class FlavorAssigner:
     def __init__(self, snap: Snapshot, preemption: PreemptionHook) -> None:
         self.snap = snap
         self.preemption = preemption
+        self._tas_only: dict[str, bool] = {}  # per ClusterQueue, over this snapshot's flavors
+
+    def _implies_topology(self, cq: ClusterQueueDef) -> bool:
+        got = self._tas_only.get(cq.name)
+        if got is None:
+            got = self._tas_only[cq.name] = tas_only(cq, self.snap.flavors)
+        return got
 
     def _preempts_while_borrowing(self, cq: ClusterQueueDef) -> bool:
         """borrowWithinCohort allows it; a hook may say otherwise (fair sharing: reclaim policy)."""
@@ -173,7 +180,6 @@ class FlavorAssigner:
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
                 psa: PodSetAssignment, group: int = 0) -> tuple[str, Mode, int, list[FR]] | None:
         keys = _group_label_keys(self.snap, flavors)
-        implied_topology = tas_only(cq, self.snap.flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
         reasons: list[FlavorVerdict] = []
         for fname in flavors:
@@ -188,7 +194,7 @@ class FlavorAssigner:
                 # Kueue moves on to a flavor whose topology has the requested level.
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_LEVEL, fname))
                 continue
-            if flavor.topology_name and not ps.topology_request and not implied_topology:
+            if flavor.topology_name and not ps.topology_request and not self._implies_topology(cq):
                 # Outside a TAS-only queue a PodSet without a topology request may not take a
                 # TAS flavor, so the search moves on to the next (plain) flavor, as Kueue does.
                 reasons.append(FlavorVerdict(Miss.TOPOLOGY_ONLY, fname))

@@ -203,7 +203,7 @@ class JobReconciler:
         out += sorted(self._prebuilt.get(f"{ns}/{name}", ()))
         for lc in self.active:
             group = f"{lc.integration.kind}:{ns}/{name}"
-            if isinstance(lc, GroupedObjects) and group in self._groups:
+            if group in self._groups and isinstance(lc, GroupedObjects):  # the check is slow
                 out.append(group)
         return out
 
