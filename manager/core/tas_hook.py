@@ -49,6 +49,7 @@ from .tas import (
 from .tas.nodes import ready_condition
 from .tas.request import topology_request_from_annotations
 from .tas.resources import Resources
+from .tas.tree import consumes_node_capacity, pod_usage
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 DELAYED_PENDING = "Pending"
@@ -152,13 +153,21 @@ def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
             status.get("allocatable"), ready.get("status"), ready.get("lastTransitionTime"))
 
 
+def _capacity_view(pod: Mapping[str, Any]) -> tuple[str, Resources] | None:
+    """What a pod takes off its node for placement: None for TAS pods (their workload's
+    assignment is charged instead), unbound and terminated ones."""
+    if not consumes_node_capacity(pod):
+        return None
+    return str(pod["spec"]["nodeName"]), pod_usage(pod)
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
     def __init__(self, *, synced: bool = True) -> None:
         self.topologies: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
-        self.pods: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}  # only those that take node capacity
         self.provisioning_checks: set[str] = set()
         self._synced = synced
         self._version = 0
@@ -183,7 +192,17 @@ class TasPlacer:
             if old is not None and _placement_view(old) == _placement_view(obj):
                 return False  # a heartbeat: nothing a placement reads changed
         elif kind == "Pod":
-            self.pods[self._pod_key(obj)] = dict(obj)
+            # Every pod event of a TAS workload (each of its pods created, bound, running,
+            # finished) would otherwise rebuild the topology snapshots and requeue every queue.
+            key, view = self._pod_key(obj), _capacity_view(obj)
+            old = self.pods.get(key)
+            if view is None:
+                if self.pods.pop(key, None) is None:
+                    return False
+            else:
+                self.pods[key] = dict(obj)
+                if old is not None and _capacity_view(old) == view:
+                    return False
         elif kind == "AdmissionCheck":
             if (obj.get("spec") or {}).get("controllerName") == keys.PROVISIONING_REQUEST_CONTROLLER:
                 self.provisioning_checks.add(name)
@@ -208,7 +227,8 @@ class TasPlacer:
             return found
         else:
             return False
-        self._version += 1
+        if found:
+            self._version += 1
         return found
 
     @staticmethod

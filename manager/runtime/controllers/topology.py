@@ -85,15 +85,20 @@ class TopologyFeed:
         meta = obj.get("metadata") or {}
         name, namespace = str(meta.get("name") or ""), meta.get("namespace")
         if kind == "Node":
-            self._on_node(event, obj, name)
+            changed = self._on_node(event, obj, name)
         elif event == EventType.DELETED:
-            if self.tas.delete(kind, namespace, name):
+            changed = self.tas.delete(kind, namespace, name)
+            if changed:
                 self.core.requeue_inadmissible()  # freed capacity or a changed topology
-        elif self.tas.apply(obj) and kind == "Topology":
-            self.core.requeue_inadmissible()
-        self._changed()
+        else:
+            changed = self.tas.apply(obj)
+            if changed and kind == "Topology":
+                self.core.requeue_inadmissible()
+        if changed:  # not for heartbeats and TAS pods: a poke starts a scheduling pass
+            self._changed()
 
-    def _on_node(self, event: EventType, node: JSON, name: str) -> None:
+    def _on_node(self, event: EventType, node: JSON, name: str) -> bool:
+        """False for an update that changed nothing placement reads."""
         if event != EventType.DELETED and node_ready(node):
             self._lost.discard(name)
             handle = self._rechecks.pop(name, None)
@@ -101,18 +106,20 @@ class TopologyFeed:
                 handle.cancel()
             if self.tas.apply(node):  # not for a heartbeat: requeueing every queue is costly
                 self.core.requeue_inadmissible()
-            return
+                return True
+            return False
         if self.tas.delete("Node", None, name):
             log.info("node %s is %s: no longer offered to new placements", name,
                      "gone" if event == EventType.DELETED else "not ready")
         if event == EventType.DELETED:
             self._fail(name, "deleted")
-            return
+            return True
         wait = NODE_FAILURE_DELAY_S - not_ready_for(node, time.time())
         if wait <= 0:
             self._fail(name, f"not ready for {NODE_FAILURE_DELAY_S:.0f}s")
         elif name not in self._rechecks:
             self._rechecks[name] = asyncio.get_running_loop().call_later(wait, self._recheck, name)
+        return True
 
     def _recheck(self, name: str) -> None:
         """The NotReady delay has passed: lost unless it came back (or went) meanwhile."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from api import keys
 from manager.core.engine import QueueingCore
 from manager.core.status import workload_status
 from manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment
@@ -266,3 +267,37 @@ def test_a_node_heartbeat_is_not_a_change_placement_must_react_to() -> None:
         changed.setdefault(part, {})[field] = value
         assert tas.apply(changed), field
         assert not tas.apply(copy.deepcopy(changed)), field
+
+
+def _pod(name: str, node: str, *, tas: bool = False, phase: str = "Running") -> dict[str, Any]:
+    labels = {keys.TAS_LABEL: "true"} if tas else {}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels, "resourceVersion": "1"},
+            "spec": {"nodeName": node,
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": phase}}
+
+
+def test_only_pods_that_take_node_capacity_change_what_placement_reads() -> None:
+    """A TAS workload's pods are charged through its assignment: their events (and those of
+    a plain pod that change nothing it takes) neither rebuild snapshots nor free capacity."""
+    tas = TasPlacer()
+    for obj in _objects():
+        tas.apply(obj)
+    version = tas._version
+    tas_pod = _pod("tas-0", "kwok-node-0", tas=True)
+    assert not tas.apply(tas_pod) and not tas.delete("Pod", "ns", "tas-0")
+    assert tas._version == version and not tas.pods
+    plain = _pod("plain-0", "kwok-node-0")
+    assert tas.apply(plain) and tas._version == version + 1
+    ready = copy.deepcopy(plain)
+    ready["metadata"]["resourceVersion"] = "2"
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert not tas.apply(ready) and tas._version == version + 1
+    assert tas.delete("Pod", "ns", "plain-0") and tas._version == version + 2
+    assert not tas.delete("Pod", "ns", "plain-0")
+    assert tas.apply(plain)
+    done = copy.deepcopy(plain)
+    done["status"]["phase"] = "Succeeded"
+    assert tas.apply(done) and "ns/plain-0" not in tas.pods  # its requests are free again
+    assert not tas.delete("Pod", "ns", "plain-0")
