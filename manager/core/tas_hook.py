@@ -161,6 +161,10 @@ def _capacity_view(pod: Mapping[str, Any]) -> tuple[str, Resources] | None:
     return str(pod["spec"]["nodeName"]), pod_usage(pod)
 
 
+_ON_EMPTY_LIMIT = 4096  # request shapes remembered per snapshot
+_Placement = dict[str, TopologyAssignment] | str  # per PodSet, or why none
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
@@ -177,6 +181,9 @@ class TasPlacer:
         self._unhealthy: dict[str, list[str]] = {}  # workload key -> unhealthy nodes (first is replaced)
         self._failures: dict[str, str] = {}  # workload key -> last placement failure
         self._tas_only: dict[str, bool] = {}  # workload key -> implied topology at reservation
+        # Placements on the empty cluster, per flavor, valid while its snapshot is: they read
+        # only nodes and non-TAS pods, and every head that needs preemption asks (twice).
+        self._on_empty: dict[str, tuple[TopologySnapshot, dict[str, _Placement]]] = {}
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -308,12 +315,26 @@ class TasPlacer:
         for req in reqs:
             if not req.topology.is_tas and not req.implied:
                 return f'Flavor "{flavor.name}" {ONLY_TAS}'
+        if freed is None and snap.synced:
+            return self._place_on_empty(flavor.name, snap, reqs)
         gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ()) for ch in self._charges.get(k, ())
                 if ch.flavor == flavor.name]
         result = snap.place(reqs, simulate_empty=freed is None, freed=gone)
         if isinstance(result, NoFit):
             return result.reason
         return result.assignments
+
+    def _place_on_empty(self, flavor: str, snap: TopologySnapshot, reqs: list[PodSetRequest]) -> _Placement:
+        """Shared between callers: do not mutate."""
+        memo = self._on_empty.get(flavor)
+        if memo is None or memo[0] is not snap or len(memo[1]) >= _ON_EMPTY_LIMIT:
+            memo = self._on_empty[flavor] = (snap, {})
+        key = repr(reqs)  # the requests hold mappings: their text is the hashable key
+        got = memo[1].get(key)
+        if got is None:
+            result = snap.place(reqs, simulate_empty=True)
+            got = memo[1][key] = result.reason if isinstance(result, NoFit) else result.assignments
+        return got
 
     def _delays(self, cq: ClusterQueueDef, flavor: str) -> bool:
         """The ClusterQueue runs a ProvisioningRequest check for this flavor (two-phase TAS)."""

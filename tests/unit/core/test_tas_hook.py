@@ -5,10 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from api import keys
+from manager.core.assignment import Entry
 from manager.core.engine import QueueingCore
+from manager.core.flavor_assigner import FlavorAssigner
 from manager.core.status import workload_status
-from manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment
+from manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment, TopologySnapshot
 from manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
 from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
 
@@ -301,3 +305,34 @@ def test_only_pods_that_take_node_capacity_change_what_placement_reads() -> None
     done["status"]["phase"] = "Succeeded"
     assert tas.apply(done) and "ns/plain-0" not in tas.pods  # its requests are free again
     assert not tas.delete("Pod", "ns", "plain-0")
+
+
+def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every head that needs preemption asks whether it would fit the empty cluster; the
+    answer reads only nodes and non-TAS pods, so it is searched once per snapshot."""
+    core, tas = _core()
+    _wl(core, "a", 16)  # a rack holds 2 nodes x 8 cpu
+    rec = core.workloads["ns/a"]
+    snap = core.snapshot()
+    assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, snap.cluster_queues["cq"], 0)
+    entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
+    searches: list[int] = []
+    place = TopologySnapshot.place
+
+    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return place(self, *args, **kwargs)
+
+    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    first = tas.place_freeing(snap, entry, assignment, 0, None)
+    assert isinstance(first, dict) and first == tas.place_freeing(snap, entry, assignment, 0, None)
+    assert len(searches) == 1
+    node = next(o for o in _objects() if o["kind"] == "Node")
+    tas.apply(copy.deepcopy(node) | {"status": {"allocatable": {"cpu": "8", "pods": "110"},
+                                                "conditions": [{"type": "Ready", "status": "False"}]}})
+    # One node of every rack gone: no rack offers 16 cpu any more.
+    for i in (3, 5, 7):
+        assert tas.delete("Node", None, f"kwok-node-{i}")
+    assert tas.place_freeing(snap, entry, assignment, 0, None) is None
+    assert len(searches) == 2
