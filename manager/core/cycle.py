@@ -57,6 +57,9 @@ class Scheduler:
                  partial_admission: bool = True) -> None:
         self.preemption: PreemptionHook = preemption or NoPreemption()
         self.topology: TopologyHook = topology or QuotaOnlyTopology()
+        # Checked once: isinstance against a runtime-checkable Protocol is slow (every head).
+        self.topology_preemption: TopologyPreemption | None = (
+            self.topology if isinstance(self.topology, TopologyPreemption) else None)
         self.partial_admission = partial_admission
         # Fair sharing replaces the order of step 2 with an iterator that re-decides the
         # next entry on the cycle's live usage view (see fair_sharing.tournament).
@@ -129,16 +132,16 @@ class Scheduler:
 
     def _topology_fits(self, snap: Snapshot, entry: Entry, assignment: Assignment,
                        freed: frozenset[str] | None) -> bool:
-        hook = self.topology
-        if not isinstance(hook, TopologyPreemption):
+        hook = self.topology_preemption
+        if hook is None:
             return True
         return all(hook.place_freeing(snap, entry, assignment, i, freed) is not None
                    for i, _, _ in self._tas_podsets(snap, assignment))
 
     def _place_freeing(self, snap: Snapshot, entry: Entry, assignment: Assignment,
                        freed: frozenset[str] | None) -> None:
-        hook = self.topology
-        if not isinstance(hook, TopologyPreemption):
+        hook = self.topology_preemption
+        if hook is None:
             return
         for i, _, _ in self._tas_podsets(snap, assignment):
             placed = hook.place_freeing(snap, entry, assignment, i, freed)
@@ -149,7 +152,7 @@ class Scheduler:
         tas = self._tas_podsets(snap, assignment)
         if not tas:
             return assignment
-        simulates = isinstance(self.topology, TopologyPreemption)
+        simulates = self.topology_preemption is not None
         if assignment.mode.needs_preemption and simulates:
             # Preemption must also free node capacity: it is only worth it if the pod sets
             # would fit an empty cluster (Kueue's NoFit otherwise).

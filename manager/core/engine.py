@@ -31,7 +31,7 @@ from .config import CoreConfig
 from .cycle import Scheduler
 from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
 from .flavor_assigner import FlavorAssigner
-from .hooks import PreemptionHook, TopologyHook, TopologyPreemption, TopologyTracker
+from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .objects import (
     FR,
     AdmissionCheckDef,
@@ -84,9 +84,6 @@ class QueueingCore:
         self.no_fit_tiers: dict[tuple[str, int], str] = {}
         # A topology hook that also tracks admitted placements (TAS usage, second pass).
         self.tas: TopologyTracker | None = topology if isinstance(topology, TopologyTracker) else None
-        # Checked once: isinstance against a runtime-checkable Protocol is slow, and cycles ask often.
-        self._tas_preemption: TopologyPreemption | None = (
-            topology if isinstance(topology, TopologyPreemption) else None)
         self.flavors: dict[str, Flavor] = {}
         self.cq_defs: dict[str, ClusterQueueDef] = {}
         self.cohort_defs: dict[str, QueueDef] = {}
@@ -985,6 +982,7 @@ class QueueingCore:
 
     def _apply_decisions(self, result: CycleResult) -> bool:
         progress = False
+        holder = self.scheduler.topology_preemption
         for d in result.decisions:
             rec = self.workloads.get(d.key)
             if rec is None or rec.status != PENDING or rec.deactivated:
@@ -998,13 +996,12 @@ class QueueingCore:
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
                             pending=PendingReason(Pending.TOPOLOGY_RESERVATION, detail=why))
-            if d.outcome == Outcome.PREEMPT and d.assignment is not None \
-                    and self._tas_preemption is not None:
+            if d.outcome == Outcome.PREEMPT and d.assignment is not None and holder is not None:
                 # Hold where it goes once its targets are gone, so that entries applied
                 # after it cannot take that node capacity in this cycle (Kueue adds the
                 # preemptor's TAS usage to the cycle's snapshot).
-                why = self._tas_preemption.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
-                                    d.assignment, d.targets)
+                why = holder.hold(rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors,
+                                  d.assignment, d.targets)
                 if why:
                     d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
                                 pending=PendingReason(Pending.NO_LONGER_FITS))
@@ -1037,8 +1034,8 @@ class QueueingCore:
                 rec.pending = pending
                 self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
-        if self._tas_preemption is not None:
-            self._tas_preemption.drop_holds()  # a cycle's holds end with it; the next one decides again
+        if holder is not None:
+            holder.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:

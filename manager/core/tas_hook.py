@@ -49,7 +49,7 @@ from .tas import (
 from .tas.nodes import ready_condition
 from .tas.request import topology_request_from_annotations
 from .tas.resources import Resources
-from .tas.tree import consumes_node_capacity, pod_usage
+from .tas.tree import node_charge
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 DELAYED_PENDING = "Pending"
@@ -153,14 +153,6 @@ def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
             status.get("allocatable"), ready.get("status"), ready.get("lastTransitionTime"))
 
 
-def _capacity_view(pod: Mapping[str, Any]) -> tuple[str, Resources] | None:
-    """What a pod takes off its node for placement: None for TAS pods (their workload's
-    assignment is charged instead), unbound and terminated ones."""
-    if not consumes_node_capacity(pod):
-        return None
-    return str(pod["spec"]["nodeName"]), pod_usage(pod)
-
-
 _ON_EMPTY_LIMIT = 4096  # request shapes remembered per snapshot
 _Placement = dict[str, TopologyAssignment] | str  # per PodSet, or why none
 
@@ -201,14 +193,14 @@ class TasPlacer:
         elif kind == "Pod":
             # Every pod event of a TAS workload (each of its pods created, bound, running,
             # finished) would otherwise rebuild the topology snapshots and requeue every queue.
-            key, view = self._pod_key(obj), _capacity_view(obj)
+            key, view = self._pod_key(obj), node_charge(obj)
             old = self.pods.get(key)
             if view is None:
                 if self.pods.pop(key, None) is None:
                     return False
             else:
                 self.pods[key] = dict(obj)
-                if old is not None and _capacity_view(old) == view:
+                if old is not None and node_charge(old) == view:
                     return False
         elif kind == "AdmissionCheck":
             if (obj.get("spec") or {}).get("controllerName") == keys.PROVISIONING_REQUEST_CONTROLLER:

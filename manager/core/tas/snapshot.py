@@ -21,7 +21,7 @@ from .assignment import DomainAssignment, TopologyAssignment
 from .placement import PlacementSearch, SearchInput
 from .request import PodSetRequest
 from .resources import PODS, Resources
-from .tree import Domain, TopologyTree, consumes_node_capacity, pod_usage
+from .tree import Domain, TopologyTree, node_charge
 
 
 @dataclass(frozen=True)
@@ -174,12 +174,11 @@ class TopologySnapshot:
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         self.remove_pod(key)
-        if not consumes_node_capacity(pod):
+        charge = node_charge(pod)
+        if charge is None:
             return
-        node_name = str(pod["spec"]["nodeName"])
-        usage = pod_usage(pod)
-        self._pods[key] = (node_name, usage)
-        self._charge_node(node_name, usage, 1)
+        self._pods[key] = charge
+        self._charge_node(*charge, 1)
 
     def remove_pod(self, key: str) -> None:
         """Forget a pod by ``namespace/name``."""

@@ -87,6 +87,13 @@ def consumes_node_capacity(pod: Mapping[str, Any]) -> bool:
     return not is_tas_pod(pod)
 
 
+def node_charge(pod: Mapping[str, Any]) -> tuple[str, Resources] | None:
+    """The node a pod takes capacity from and how much; None when it takes none."""
+    if not consumes_node_capacity(pod):
+        return None
+    return str(pod["spec"]["nodeName"]), pod_usage(pod)
+
+
 def pod_usage(pod: Mapping[str, Any]) -> Resources:
     usage = pod_spec_requests(pod.get("spec") or {})
     usage[PODS] = usage.get(PODS, 0) + 1
