@@ -65,9 +65,18 @@ from benchmarks.kueue_perf_config import (
     workload_name,
     workload_object,
 )
-from benchmarks.kueue_perf_managers import ExternalManager, KueueManager, Manager, OwnManager, process_cpu_s
+from benchmarks.kueue_perf_managers import (
+    ExternalManager,
+    FloorManager,
+    KueueManager,
+    Manager,
+    OwnManager,
+    busy_pct,
+    machine_cpu_times,
+    process_cpu_s,
+)
 from benchmarks.kueue_perf_recorder import Recorder
-from benchmarks.kueue_perf_results import KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
+from benchmarks.kueue_perf_results import FLOOR, KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
 from devcluster import kueue_build, kueue_minimal
 from devcluster.build import BuildError
 from devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
@@ -106,8 +115,12 @@ def _log(message: str) -> None:
 class Runner:
     """Generator, finisher and recorder in one event loop, sharing one client."""
 
-    def __init__(self, client: KubeClient, config: GeneratorConfig, prefix: str, timeout_s: float) -> None:
+    def __init__(self, client: KubeClient, config: GeneratorConfig, prefix: str, timeout_s: float,
+                 *, until_finished: bool = False) -> None:
         self.client, self.config, self.prefix, self.timeout_s = client, config, prefix, timeout_s
+        # The floor writes no queue status: its run ends when every workload is seen finished.
+        self.until_finished = until_finished
+        self._finished: set[str] = set()
         self.recorder = Recorder()
         self.plans = queue_plans(config, prefix)
         self.created = 0
@@ -136,7 +149,9 @@ class Runner:
         self._check_done()
 
     def _check_done(self) -> None:
-        if self.generation_done and not self.recorder.expect_more():
+        if not self.generation_done:
+            return
+        if len(self._finished) >= self.created if self.until_finished else not self.recorder.expect_more():
             self.done.set()
 
     def _on_workload(self, event: EventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -145,6 +160,9 @@ class Runner:
         state = self.recorder.workload_event(self._now_ms(), obj)
         meta = obj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        if self.until_finished and state.finished and key not in self._finished:
+            self._finished.add(key)
+            self._check_done()
         if state.evicted and _condition(obj, "QuotaReserved"):
             self._cancel(key)
             if key not in self._evicting:
@@ -431,7 +449,7 @@ class RunSpec:
 
     @property
     def manager(self) -> str:
-        return KUEUE if self.mode == "kueue" else PYKUEUE
+        return {"kueue": KUEUE, "floor": FLOOR}.get(self.mode, PYKUEUE)
 
     @property
     def label(self) -> str:
@@ -459,16 +477,19 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
     client = await connect(kubeconfig, qps=RUNNER_QPS, burst=RUNNER_BURST)
     try:
         await cleanup(client)
-        runner = Runner(client, config, prefix, TIMEOUT_S.get(name, DEFAULT_TIMEOUT_S))
+        runner = Runner(client, config, prefix, TIMEOUT_S.get(name, DEFAULT_TIMEOUT_S),
+                        until_finished=spec.mode == "floor")
         await runner.setup_cluster_scoped()
         manager = make(client, spec)
         api_cpu0 = process_cpu_s(apiserver_pid) if apiserver_pid else 0.0
+        machine0 = machine_cpu_times()
         await manager.start()
         try:
             gen_s = await runner.run()
         finally:
             stats = await manager.stop()
         api_cpu_s = process_cpu_s(apiserver_pid) - api_cpu0 if apiserver_pid else None
+        machine_busy = busy_pct(machine0, machine_cpu_times())
         runner_requests = client.requests_issued
         await cleanup(client)
     finally:
@@ -486,6 +507,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "manager_peak_rss_mb": round(stats.peak_rss_mb, 1), "api_requests": stats.api_requests,
         "api_requests_by_verb": stats.api_requests_by_verb, "throttled_s": stats.throttled_s,
         "manager_stop_s": None if stats.stop_s is None else round(stats.stop_s, 2),
+        "status_writes": stats.status_writes,
         "runner_requests": runner_requests, "generation_s": round(gen_s, 2),
         "workloads": runner.created, "admitted_ever": sum(1 for w in rec.workloads.values() if w.admitted_ms),
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
@@ -494,6 +516,8 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "evictions_by_cause": rec.evictions_by_cause(), "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
+        # All of the machine's CPUs (everything on it, this benchmark included) over the run.
+        "machine_busy_pct": machine_busy,
         "manager": spec.mode,
     }
     if api_cpu_s is not None and metrics["admitted_ever"]:
@@ -537,6 +561,9 @@ class Bench:
         assert spec.qps is not None and spec.burst is not None
         if spec.mode == "own":
             return OwnManager(self.kubeconfig, spec.qps, spec.burst, self.workdir, spec.tag)
+        if spec.mode == "floor":
+            return FloorManager(self.kubeconfig, self.config.flavor.name, spec.qps, spec.burst, self.workdir,
+                                spec.tag)
         flavor = self.config.flavor.name
 
         async def ready() -> bool:
@@ -548,7 +575,8 @@ class Bench:
     async def measure(self, specs: list[RunSpec], record: dict[str, Any] | None
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
         """Take the cluster over (unless measuring its own manager), then run ``specs`` in
-        order; the ``runs`` entries, each run's own metrics, and the timelines by label."""
+        order; the run entries (the floor's among them), each manager run's own metrics,
+        and the timelines by label."""
         import pykueue
 
         if self.external_pid is None:
@@ -565,11 +593,12 @@ class Bench:
             result = await run_once(self.kubeconfig, self.config, self.name, spec, self.manager, self.prefix,
                                     self.apiserver_pid)
             m = result["metrics"]
-            # pykueue's client has one token bucket for all its requests; Kueue's as asked.
+            # pykueue's client (the floor's too) has one token bucket for all its requests.
             m["client_limiter"] = self.kueue_limiter if spec.manager == KUEUE else SHARED
             version = self.kueue_version if spec.manager == KUEUE else pykueue.__version__
             entries.append(run_entry(spec.manager, version, m, spec.label))
-            tops.append(m)
+            if spec.manager != FLOOR:
+                tops.append(m)
             timelines[spec.label] = result["timeline"]
             _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% (admitted {m['admitted_usage_pct']}%) "
                  f"tta {m['tta_ms']} "
@@ -594,6 +623,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", action="store_true",
                         help="run pykueue's manager and Kueue's minimalkueue, alternating")
     parser.add_argument("--rounds", type=int, default=1, help="with --compare: rounds of both (default 1)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the floor first in each setting and round: a stand-in that admits "
+                             "every workload on sight (one status patch, no quota), the least time any "
+                             "manager needs on this cluster (not with the TAS config)")
     parser.add_argument("--kueue-version", default=None,
                         help="Kueue release of minimalkueue, e.g. v0.19.2 (default: the pinned one)")
     parser.add_argument("--kueue-limiter", choices=LIMITERS, default=None,
@@ -617,6 +650,8 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         return "--compare runs pykueue's manager and Kueue's; leave out --manager"
     if args.rounds < 1 or (args.rounds > 1 and not args.compare):
         return "--rounds N (N >= 1) goes with --compare"
+    if args.floor and args.manager == "external":
+        return "--floor sets the client budget; it does not go with --manager external"
     for flag, value in (("--kueue-version", args.kueue_version), ("--kueue-limiter", args.kueue_limiter)):
         if value and not (args.compare or args.manager == "kueue"):
             return f"{flag} goes with --manager kueue or --compare"
@@ -664,6 +699,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     settings: list[Setting] = [(args.qps, args.burst)] if args.qps is not None else list(QPS_SETTINGS)
     modes = ["own", "kueue"] if args.compare else [args.manager]
+    if args.floor:
+        if config.topology is not None:
+            print("kueue_perf: --floor places no topology; it does not go with a TAS config", file=sys.stderr)
+            return 2
+        modes.insert(0, "floor")
     if args.manager == "external":
         settings = [(None, None)]
     specs = plan_runs(modes, settings, args.rounds)
@@ -708,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    metrics = summary(entries, tops[top_index(entries)])
+    metrics = summary(entries, tops[top_index([e for e in entries if e["manager"] != FLOOR])])
     result = {"benchmark": "kueue_perf", "metrics": metrics, "env": _env()}
     out = _output_path(args, name)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,18 @@
-"""The managers ``kueue_perf`` measures: pykueue's, Kueue's ``minimalkueue``, or one already running.
+"""The managers ``kueue_perf`` measures: pykueue's, Kueue's ``minimalkueue``, the floor, or a running one.
 
-The two it starts are child processes, so their CPU seconds come from ``wait4`` (as Kueue's
+The ones it starts are child processes, so their CPU seconds come from ``wait4`` (as Kueue's
 runner takes ``minimalkueue.stats.yaml``), and their wall time runs from the start of the
 process to its exit. Peak RSS is the process' ``VmHWM`` read just before the stop signal:
 ``wait4``'s ``ru_maxrss`` is not used because Linux carries the spawning process' own
 peak over ``exec`` into it (a benchmark holding 15,000 Workloads would floor every
-manager's figure at its own size). Both are started the same way: with the cluster's
+manager's figure at its own size). All are started the same way: with the cluster's
 kubeconfig, waited for until they work, and stopped by a signal at the end of the run.
 
 * pykueue: ``pykueue manager`` without webhooks or leader election, ``clientConnection``
   from the run's QPS/burst; ready when ``/readyz`` answers; API requests from the count it
   logs on shutdown.
+* the floor (``kueue_perf_floor``): admits every workload on sight; ready when it logs so;
+  API requests from the same shutdown line as pykueue's.
 * Kueue: ``minimalkueue`` (client limits compiled in, see ``devcluster.kueue_minimal``);
   it serves no health probe, so it counts as ready once its metrics server answers and its
   ResourceFlavor controller has put Kueue's finalizer on the run's flavor (its caches are
@@ -36,12 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchmarks.kueue_perf_floor import READY_LINE
+
 HERE = Path(__file__).resolve().parent
 READY_DEADLINE_S = 60.0
 STOP_DEADLINE_S = 30.0
 REQUESTS_LINE = re.compile(r"shutting down: (\d+) API requests (\{.*?\}), ([\d.]+)s throttled")
 _CLIENT_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\}\s+(\S+)", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+STATUS_QUEUE = "workload-status"  # the name of pykueue's status-write work queue
 
 
 @dataclass
@@ -53,6 +58,8 @@ class ManagerStats:
     api_requests_by_verb: dict[str, int] = field(default_factory=dict)
     throttled_s: float | None = None
     stop_s: float | None = None  # from the stop signal to the exit (part of wall_s)
+    # pykueue's Workload status writes: count, mean wait for a writer and mean write, in ms.
+    status_writes: dict[str, float] | None = None
 
 
 class Manager(Protocol):
@@ -90,6 +97,38 @@ def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds a live process has used (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_write_timings(metrics_text: str, queue: str = STATUS_QUEUE) -> dict[str, float] | None:
+    """``count``, ``mean_wait_ms`` (queued to taken by a worker) and ``mean_write_ms`` of a
+    work queue, from the ``workqueue_*_duration_seconds`` histograms' sums and counts."""
+    values: dict[str, float] = {}
+    for stat in ("queue", "work"):
+        for part in ("sum", "count"):
+            series = rf'^workqueue_{stat}_duration_seconds_{part}\{{name="{re.escape(queue)}"\}}'
+            match = re.search(series + r"\s+(\S+)", metrics_text, re.MULTILINE)
+            if match is None:
+                return None
+            values[f"{stat}_{part}"] = float(match.group(1))
+    if not values["queue_count"] or not values["work_count"]:
+        return None
+    return {"count": values["work_count"],
+            "mean_wait_ms": round(values["queue_sum"] * 1000 / values["queue_count"], 1),
+            "mean_write_ms": round(values["work_sum"] * 1000 / values["work_count"], 1)}
+
+
+def machine_cpu_times() -> tuple[int, int]:
+    """(busy, total) clock ticks of all the machine's CPUs so far (``/proc/stat``)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is counted inside user already
+    return total - idle, total
+
+
+def busy_pct(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """How busy the machine's CPUs were between two ``machine_cpu_times`` readings, in %."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) * 100 / total, 1) if total > 0 else None
 
 
 def client_requests(metrics_text: str) -> tuple[int, dict[str, int]]:
@@ -157,6 +196,7 @@ class OwnManager:
     def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path, tag: str = "") -> None:
         self.kubeconfig, self.qps, self.burst, self.workdir = kubeconfig, qps, burst, workdir
         self.child = _ChildProcess("pykueue manager", workdir / f"pykueue-qps{int(qps)}{tag}.log")
+        self.metrics_port = 0
 
     async def start(self) -> None:
         config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -165,9 +205,10 @@ class OwnManager:
         path = self.child.log_path.with_suffix(".yaml")
         path.write_text(json.dumps(config))
         health = free_port()
+        self.metrics_port = free_port()
         self.child.spawn([sys.executable, "-m", "pykueue", "manager", "--kubeconfig", str(self.kubeconfig),
                           "--config", str(path), "--no-leader-elect", "--log-level", "INFO",
-                          "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+                          "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
                           "--health-probe-bind-address", f"127.0.0.1:{health}"])
         url = f"http://127.0.0.1:{health}/readyz"
 
@@ -177,14 +218,43 @@ class OwnManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
-        stats = await self.child.reap(signal.SIGTERM)
-        match = REQUESTS_LINE.search(self.child.log_path.read_text(errors="replace"))
-        if match:
-            stats.api_requests = int(match.group(1))
-            stats.api_requests_by_verb = {str(k): int(v) for k, v in
-                                          json.loads(match.group(2).replace("'", '"')).items()}
-            stats.throttled_s = float(match.group(3))
+        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
+        stats = _with_logged_requests(await self.child.reap(signal.SIGTERM), self.child.log_path)
+        stats.status_writes = None if text is None else status_write_timings(text)
         return stats
+
+
+def _with_logged_requests(stats: ManagerStats, log_path: Path) -> ManagerStats:
+    """Add the API requests a pykueue-client process logged on its way out."""
+    match = REQUESTS_LINE.search(log_path.read_text(errors="replace"))
+    if match:
+        stats.api_requests = int(match.group(1))
+        stats.api_requests_by_verb = {str(k): int(v) for k, v in
+                                      json.loads(match.group(2).replace("'", '"')).items()}
+        stats.throttled_s = float(match.group(3))
+    return stats
+
+
+class FloorManager:
+    """``benchmarks.kueue_perf_floor`` as a child process: admits on sight, no quota."""
+
+    def __init__(self, kubeconfig: Path, flavor: str, qps: float, burst: int, workdir: Path,
+                 tag: str = "") -> None:
+        self.kubeconfig, self.flavor, self.qps, self.burst = kubeconfig, flavor, qps, burst
+        self.child = _ChildProcess("floor", workdir / f"floor{tag}.log")
+
+    async def start(self) -> None:
+        self.child.spawn([sys.executable, "-m", "benchmarks.kueue_perf_floor", "--kubeconfig",
+                          str(self.kubeconfig), "--flavor", self.flavor, "--qps", str(self.qps),
+                          "--burst", str(self.burst)])
+
+        async def ready() -> bool:
+            return READY_LINE in self.child.log_path.read_text(errors="replace")
+
+        await self.child.wait_ready(ready)
+
+    async def stop(self) -> ManagerStats:
+        return _with_logged_requests(await self.child.reap(signal.SIGTERM), self.child.log_path)
 
 
 class KueueManager:

@@ -8,6 +8,10 @@ run: the last pykueue run, or the last run when only Kueue ran. With both manage
 ``compare`` object gives, per client setting, each manager's medians over its rounds and
 pykueue's value divided by Kueue's (below 1 is less time, CPU, memory or requests for
 pykueue; above 1 is more usage).
+
+Runs of the floor (``kueue_perf_floor``: admits on sight, no quota) are not managers and
+stay out of ``runs``: they go to ``floor_runs``, and ``floor`` gives, per client setting,
+the floor's medians and each manager's wall and time to admission over the floor's.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-PYKUEUE, KUEUE = "pykueue", "kueue"
+PYKUEUE, KUEUE, FLOOR = "pykueue", "kueue", "floor"
 ENTRY_KEYS = ("manager", "version", "qps", "burst", "wall_s", "usage_pct", "tta_ms", "manager_cpu_s",
               "manager_peak_rss_mb", "api_requests", "evictions")
 # Measure -> its key among the ratios.
@@ -68,8 +72,7 @@ def comparison(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Per client setting with both managers: medians of each, and pykueue / Kueue."""
     out: dict[str, Any] = {}
     for key in dict.fromkeys(setting(r.get("qps"), r.get("burst")) for r in runs):
-        mine = [r for r in runs if setting(r.get("qps"), r.get("burst")) == key and r["manager"] == PYKUEUE]
-        theirs = [r for r in runs if setting(r.get("qps"), r.get("burst")) == key and r["manager"] == KUEUE]
+        mine, theirs = _in_setting(runs, key, PYKUEUE), _in_setting(runs, key, KUEUE)
         if not mine or not theirs:
             continue
         ours, ref = _medians(mine), _medians(theirs)
@@ -79,14 +82,41 @@ def comparison(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _in_setting(runs: Sequence[Mapping[str, Any]], key: str, manager: str) -> list[Mapping[str, Any]]:
+    return [r for r in runs if setting(r.get("qps"), r.get("burst")) == key and r["manager"] == manager]
+
+
+def floor_comparison(runs: Sequence[Mapping[str, Any]], floor: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per client setting the floor ran in: its medians, and each manager's over them."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(setting(r.get("qps"), r.get("burst")) for r in floor):
+        base = _medians(_in_setting(floor, key, FLOOR))
+        entry: dict[str, Any] = {FLOOR: base}
+        for manager in (PYKUEUE, KUEUE):
+            mine = _in_setting(runs, key, manager)
+            if mine:
+                ours = _medians(mine)
+                entry[f"{manager}_over_floor"] = {
+                    "wall": _ratio(ours["wall_s"], base["wall_s"]),
+                    "tta": {c: _ratio(v, base["tta_ms"].get(c)) for c, v in ours["tta_ms"].items()}}
+        out[key] = entry
+    return out
+
+
 def summary(entries: list[dict[str, Any]], top: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON line's metrics: ``top`` (one run's own metrics), ``runs`` and ``compare``."""
+    """The JSON line's metrics: ``top`` (one run's own metrics), ``runs``, ``compare`` and,
+    when the floor ran, ``floor_runs`` and ``floor``."""
     metrics = dict(top)
-    metrics["runs"] = entries
-    compared = comparison(entries)
+    floor = [e for e in entries if e["manager"] == FLOOR]
+    runs = [e for e in entries if e["manager"] != FLOOR]
+    metrics["runs"] = runs
+    compared = comparison(runs)
     if compared:
         metrics["compare"] = compared
-    versions = {e["manager"]: e["version"] for e in entries}
+    if floor:
+        metrics["floor_runs"] = floor
+        metrics["floor"] = floor_comparison(runs, floor)
+    versions = {e["manager"]: e["version"] for e in runs}
     if KUEUE in versions:
         metrics["kueue_version"] = versions[KUEUE]
     return metrics

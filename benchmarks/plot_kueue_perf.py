@@ -76,9 +76,11 @@ def _fmt_ratio(value: float | None, ref: float | None) -> str:
 
 
 def _runs(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(row label, run) pairs: ``runs`` is a list now, a dict keyed by setting in older results."""
+    """(row label, run) pairs, the floor's first: ``runs`` is a list now, a dict keyed by
+    setting in older results."""
     runs = metrics.get("runs")
     if isinstance(runs, list):
+        runs = [*(metrics.get("floor_runs") or ()), *runs]
         return [(str(r.get("label") or f"{r['manager']} {r.get('qps')}/{r.get('burst')}"), r) for r in runs]
     if isinstance(runs, dict):
         return [(f"pykueue {label}", run) for label, run in runs.items()]

@@ -13,6 +13,9 @@
   also ask for a requeue after a delay by returning the number of seconds.
 - Graceful shutdown: ``drain`` finishes what is queued and in flight; otherwise workers are
   cancelled. Adds after shutdown are ignored.
+- Timing (optional ``timing``): how long each key waited for a worker (from the add that
+  queued it) and how long its processing took, as client-go's ``queue_duration`` and
+  ``work_duration``.
 
 Time is injected (``clock``, ``sleep``) so retry timing is testable without waiting.
 
@@ -28,7 +31,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from kube.backoff import Backoff
 
@@ -40,6 +43,12 @@ Process = Callable[[K], Awaitable[float | None]]
 """Reconcile one key; return seconds to requeue after, or None. Raising means retry with backoff."""
 
 
+class QueueTiming(Protocol):
+    def waited(self, queue: str, seconds: float) -> None: ...
+
+    def worked(self, queue: str, seconds: float) -> None: ...
+
+
 def default_retry_backoff() -> Backoff:
     return Backoff(base=0.005, cap=1000.0, factor=2.0, jitter=0.0)
 
@@ -48,7 +57,8 @@ class WorkQueue(Generic[K]):
     def __init__(self, process: Process[K], *, workers: int = 1, name: str = "queue",
                  backoff: Backoff | None = None, max_retries: int | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 timing: QueueTiming | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self._process = process
@@ -58,6 +68,8 @@ class WorkQueue(Generic[K]):
         self.max_retries = max_retries
         self._clock = clock
         self._sleep = sleep
+        self._timing = timing
+        self._added_at: dict[K, float] = {}  # queued key -> when (kept only with ``timing``)
         self._queue: deque[K] = deque()
         self._urgent: deque[K] = deque()
         self._queued: set[K] = set()
@@ -112,6 +124,8 @@ class WorkQueue(Generic[K]):
             self._idle.clear()
             return
         self._queued.add(key)
+        if self._timing is not None:
+            self._added_at[key] = self._clock()
         if urgent:
             self._queued_urgent.add(key)
             self._urgent.append(key)
@@ -183,6 +197,8 @@ class WorkQueue(Generic[K]):
                     continue  # already taken from the urgent lane
             self._queued.discard(key)
             self._processing.add(key)
+            if self._timing is not None:
+                self._timing.waited(self.name, self._clock() - self._added_at.pop(key))
             return key
 
     async def _worker(self) -> None:
@@ -190,8 +206,11 @@ class WorkQueue(Generic[K]):
             key = await self._next()
             if key is None:
                 return
+            started = self._clock()
             try:
                 await self._run_one(key)
+                if self._timing is not None:
+                    self._timing.worked(self.name, self._clock() - started)
             finally:
                 self._processing.discard(key)
                 if key in self._dirty:
@@ -262,3 +281,4 @@ class WorkQueue(Generic[K]):
         self._urgent.clear()
         self._queued.clear()
         self._queued_urgent.clear()
+        self._added_at.clear()

@@ -26,6 +26,8 @@ B14: tuple[float, ...] = (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 
 B16: tuple[float, ...] = (*B14, 20480, 40960)
 DEF: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)  # Go's DefBuckets
 WCL: tuple[float, ...] = tuple(round(0.01 * 2**k, 2) for k in range(11))
+# controller-runtime's work queue histograms: 10 ns to 1000 s, a decade a bucket.
+WORKQUEUE_BUCKETS: tuple[float, ...] = tuple(10.0 ** k for k in range(-8, 4))
 
 REPLICA_ROLE = "replica_role"
 
@@ -184,6 +186,13 @@ class KueueMetrics:
             else:
                 metric = Histogram(family.name, doc, labels, buckets=family.buckets, registry=self.registry)
             self._metrics[family.name] = metric
+        # controller-runtime's work queue timings, which Kueue's manager exposes beside its own.
+        self._queue_wait = Histogram("workqueue_queue_duration_seconds",
+                                     "How long in seconds an item stays in workqueue before being requested",
+                                     ("name",), buckets=WORKQUEUE_BUCKETS, registry=self.registry)
+        self._queue_work = Histogram("workqueue_work_duration_seconds",
+                                     "How long in seconds processing an item from workqueue takes",
+                                     ("name",), buckets=WORKQUEUE_BUCKETS, registry=self.registry)
 
     # -- generic access --------------------------------------------------------------------
     def metric(self, name: str) -> Any:
@@ -240,6 +249,13 @@ class KueueMetrics:
         for values in _label_sets(metric):
             if values[index] == value:
                 metric.remove(*values)
+
+    # -- work queues (kube.workqueue.QueueTiming) -------------------------------------------
+    def waited(self, queue: str, seconds: float) -> None:
+        self._queue_wait.labels(queue).observe(seconds)
+
+    def worked(self, queue: str, seconds: float) -> None:
+        self._queue_work.labels(queue).observe(seconds)
 
     # -- scheduler -------------------------------------------------------------------------
     def admission_attempt(self, success: bool, duration_s: float) -> None:

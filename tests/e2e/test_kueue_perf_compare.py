@@ -4,8 +4,10 @@ A comparison takes a dev cluster over (it stops the cluster's pykueue: one manag
 time), so it runs on a private dev cluster of its own (``PYKUEUE_DEV_STATE``), never the
 shared one the other e2e tests use, and stops it at the end. One round at Kueue's harness
 limits (50/100; minimalkueue built with one token bucket for all its requests, as pykueue
-has: a few seconds on top of the minimalkueue ``make test`` builds); it checks the JSON
-line's shape and that both managers admitted and finished every workload.
+has: a few seconds on top of the minimalkueue ``make test`` builds), with the floor (a
+stand-in that admits on sight) before them; it checks the JSON line's shape, that both
+managers admitted and finished every workload, and that the floor did so with one patch
+each.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from .conftest import REPO
 QUICK_WORKLOADS = 384  # benchmarks/configs/kueue_perf/quick.yaml
 
 
-def test_compare_runs_both_managers_and_reports_each_run_and_the_ratios(tmp_path: Path) -> None:
+def test_compare_runs_the_floor_and_both_managers_and_reports_each_run_and_the_ratios(tmp_path: Path) -> None:
     env = {**os.environ, STATE_ENV: str(tmp_path / "dev")}
     out = tmp_path / "result.json"
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.kueue_perf", "--config", "quick", "--compare",
+            [sys.executable, "-m", "benchmarks.kueue_perf", "--config", "quick", "--compare", "--floor",
              "--qps", "50", "--burst", "100", "--output", str(out)],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     finally:
@@ -60,5 +62,12 @@ def test_compare_runs_both_managers_and_reports_each_run_and_the_ratios(tmp_path
     ratio = m["compare"]["50/100"]["ratio"]
     assert ratio["wall"] == round(runs[0]["wall_s"] / runs[1]["wall_s"], 3)
     assert set(ratio["tta"]) == {"small", "medium", "large"}
+    (floor,) = m["floor_runs"]
+    assert floor["manager"] == "floor" and floor["evictions"] == 0 and floor["errors"] == []
+    assert floor["workloads"] == floor["admitted_ever"] == floor["finished"] == QUICK_WORKLOADS, floor
+    assert floor["api_requests_by_verb"].get("patch") == QUICK_WORKLOADS  # one admission write each
+    over = m["floor"]["50/100"]
+    assert over["pykueue_over_floor"]["wall"] == round(runs[0]["wall_s"] / floor["wall_s"], 3)
+    assert set(over["kueue_over_floor"]["tta"]) == {"small", "medium", "large"}
     saved = json.loads(out.read_text())
-    assert set(saved["timelines"]) == {"pykueue 50/100", "kueue 50/100"}
+    assert set(saved["timelines"]) == {"floor 50/100", "pykueue 50/100", "kueue 50/100"}

@@ -33,7 +33,7 @@ from kube import resources as res
 from kube.client import ApiError, KubeClient
 from kube.informer import EventType, Informer
 from kube.resources import ResourceRef, object_key
-from kube.workqueue import WorkQueue
+from kube.workqueue import QueueTiming, WorkQueue
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.workload_state import ADMITTED
@@ -73,7 +73,7 @@ class JobReconciler:
 
     def __init__(self, client: KubeClient, core: QueueingCore, informers: dict[str, Informer],
                  registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
-                 finished: dict[str, Finished], workers: int = 4) -> None:
+                 finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None) -> None:
         self.client = client
         self.core = core
         self.informers = informers
@@ -81,7 +81,7 @@ class JobReconciler:
         self.policy = policy
         self._kick = kick
         self._finished = finished
-        self.queue: WorkQueue[str] = WorkQueue(self.reconcile, workers=workers, name="jobs")
+        self.queue: WorkQueue[str] = WorkQueue(self.reconcile, workers=workers, name="jobs", timing=timing)
         self.active: list[WorkloadOwner] = []
         # group key "Kind:ns/group" -> member object keys, and the reverse (for moves).
         self._groups: dict[str, set[str]] = {}

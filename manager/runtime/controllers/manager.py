@@ -135,12 +135,13 @@ class QueueManager:
         self._finished: dict[str, Finished] = {}
         policy = AdmissionPolicy.from_config(job_config or {})
         self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
-                                  self._kick.set, self._finished)
+                                  self._kick.set, self._finished, timing=self.metrics)
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
         self.status_writes: WorkQueue[str] = WorkQueue(self._write_workload_status, workers=STATUS_WRITERS,
-                                                       name="workload-status", max_retries=STATUS_MAX_RETRIES)
+                                                       name="workload-status", max_retries=STATUS_MAX_RETRIES,
+                                                       timing=self.metrics)
         # Freed quota is written before the admissions that reuse it.
         self.release_order = ReleaseOrder(max_wait_s=RELEASE_WAIT_S)
         self._release_wait: asyncio.TimerHandle | None = None

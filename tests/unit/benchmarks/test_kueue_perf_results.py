@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from benchmarks import kueue_perf
-from benchmarks.kueue_perf_managers import client_requests
+from benchmarks.kueue_perf_managers import busy_pct, client_requests, machine_cpu_times, status_write_timings
 from benchmarks.kueue_perf_results import ENTRY_KEYS, comparison, run_entry, run_label, summary, top_index
 from benchmarks.plot_kueue_perf import compare_rows, table_rows
 
@@ -69,6 +69,26 @@ def test_summary_top_level_is_the_pykueue_run_and_runs_is_a_list() -> None:
     assert top_index(only_kueue) == 0 and "compare" not in summary(only_kueue, theirs)
 
 
+def test_floor_runs_stay_out_of_runs_and_each_manager_is_divided_by_the_floor() -> None:
+    own = _metrics("own", 300.0, 500, 12.0)
+    fast = {"small": 500, "large": 250}
+    entries = [run_entry("floor", "0.1.0", _metrics("floor", 300.0, 500, w, tta_ms=fast),
+                         f"floor 300/500 #{n}")
+               for n, w in enumerate((6.0, 8.0), 1)]
+    entries += [run_entry("pykueue", "0.1.0", own, "pykueue 300/500"),
+                run_entry("kueue", "v0.19.2", _metrics("kueue", 300.0, 500, 21.0), "kueue 300/500")]
+    metrics = summary(entries, own)
+    assert [r["manager"] for r in metrics["runs"]] == ["pykueue", "kueue"]
+    assert [r["label"] for r in metrics["floor_runs"]] == ["floor 300/500 #1", "floor 300/500 #2"]
+    block = metrics["floor"]["300/500"]
+    assert block["floor"]["wall_s"] == 7.0 and block["floor"]["runs"] == 2
+    assert block["pykueue_over_floor"] == {"wall": round(12 / 7, 3), "tta": {"large": 4.0, "small": 8.0}}
+    assert block["kueue_over_floor"]["wall"] == 3.0
+    assert metrics["compare"]["300/500"]["ratio"]["wall"] == round(12 / 21, 3)  # the floor is no manager
+    assert table_rows({"metrics": metrics})[0].startswith("| quick | floor 300/500 #1 | 6 ")
+    assert "floor" not in summary(entries[2:], own)
+
+
 def test_rows_for_the_readme() -> None:
     own = _metrics("own", 50.0, 100, 10.0)
     theirs = _metrics("kueue", 50.0, 100, 20.0)
@@ -102,6 +122,9 @@ def test_compare_plans_alternating_runs_per_setting_and_round() -> None:
         "pykueue 50/100", "kueue 50/100", "pykueue 300/500", "kueue 300/500",
         "pykueue 50/100 #2", "kueue 50/100 #2", "pykueue 300/500 #2", "kueue 300/500 #2"]
     assert len({s.tag for s in plan}) == len(plan)
+    floored = kueue_perf.plan_runs(["floor", "own"], [(300.0, 500)], 1)
+    assert [(s.label, s.manager) for s in floored] == [("floor 300/500", "floor"),
+                                                       ("pykueue 300/500", "pykueue")]
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -111,12 +134,18 @@ def test_compare_plans_alternating_runs_per_setting_and_round() -> None:
     (["--kueue-limiter", "per-resource"], "--kueue-limiter goes with --manager kueue"),
     (["--qps", "50"], "together"),
     (["--compare", "--qps", "0", "--burst", "100"], "positive"),
+    (["--floor", "--manager", "external"], "does not go with --manager external"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv: list[str], message: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert kueue_perf.main(["--config", "quick", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_floor_is_refused_for_a_topology_config(capsys: pytest.CaptureFixture[str]) -> None:
+    assert kueue_perf.main(["--config", "tas", "--floor"]) == 2
+    assert "places no topology" in capsys.readouterr().err
 
 
 def test_an_unsupported_kueue_version_is_refused_before_anything_runs(
@@ -135,3 +164,26 @@ def test_result_files_are_named_by_kind_and_limits() -> None:
     assert kueue_perf._output_path(parse(["--compare", "--kueue-limiter", "per-resource"]), "baseline") == \
         kueue_perf.RESULTS / "kueue_perf-baseline-compare-per-resource.json"
     assert kueue_perf._output_path(parse(["--output", "x.json"]), "quick") == Path("x.json")
+
+
+def test_status_write_timings_come_from_the_managers_work_queue_histograms() -> None:
+    from manager.runtime.metrics import KueueMetrics
+
+    metrics = KueueMetrics()
+    for wait, work in ((0.1, 0.2), (0.3, 0.4)):
+        metrics.waited("workload-status", wait)
+        metrics.worked("workload-status", work)
+    metrics.waited("jobs", 9.0)
+    metrics.worked("jobs", 9.0)
+    text = metrics.exposition().decode()
+    assert status_write_timings(text) == {"count": 2.0, "mean_wait_ms": 200.0, "mean_write_ms": 300.0}
+    assert status_write_timings(text, "jobs") == {"count": 1.0, "mean_wait_ms": 9000.0,
+                                                  "mean_write_ms": 9000.0}
+    assert status_write_timings(KueueMetrics().exposition().decode()) is None  # nothing written yet
+
+
+def test_machine_busy_share_between_two_readings() -> None:
+    assert busy_pct((100, 1000), (250, 1200)) == 75.0
+    assert busy_pct((100, 1000), (100, 1000)) is None
+    busy, total = machine_cpu_times()
+    assert 0 <= busy <= total

@@ -265,3 +265,42 @@ async def test_urgent_keys_are_taken_first_and_an_urgent_add_moves_a_waiting_key
     await queue.shutdown()
     assert order == ["u1", "n3", "n1", "n2"]
     assert queue.urgent_waiting == 0
+
+
+class _Timings:
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, float]] = []
+        self.works: list[tuple[str, float]] = []
+
+    def waited(self, queue: str, seconds: float) -> None:
+        self.waits.append((queue, seconds))
+
+    def worked(self, queue: str, seconds: float) -> None:
+        self.works.append((queue, seconds))
+
+
+async def test_timing_reports_the_wait_from_the_first_add_and_each_processing() -> None:
+    now = [100.0]
+    timings = _Timings()
+    done = asyncio.Event()
+
+    async def process(key: str) -> None:
+        now[0] += 0.25 if key == "a" else 0.5  # the work takes this long on the injected clock
+        if key == "b":
+            done.set()
+        if key == "a":
+            raise RuntimeError("fails: timed all the same")
+
+    queue: WorkQueue[str] = WorkQueue(process, workers=1, name="q", clock=lambda: now[0], timing=timings,
+                                      backoff=Backoff(base=1000.0, cap=1000.0, factor=1.0, jitter=0.0))
+    queue.add("a")
+    now[0] += 2.0
+    queue.add("b")
+    queue.add("a", urgent=True)  # moved up: still waiting since its first add
+    now[0] += 1.0
+    queue.start()
+    await asyncio.wait_for(done.wait(), DEADLINE_S)
+    await queue.shutdown(drain=False)
+    assert timings.waits == [("q", 3.0), ("q", 1.25)]  # a since 100.0, b since 102.0 (after a's 0.25 s)
+    assert timings.works == [("q", 0.25), ("q", 0.5)]
+
