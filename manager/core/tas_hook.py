@@ -155,6 +155,7 @@ def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
 
 _ON_EMPTY_LIMIT = 4096  # request shapes remembered per snapshot
 _Placement = dict[str, TopologyAssignment] | str  # per PodSet, or why none
+_PLACED_LIMIT = 4096  # heads whose last placement is kept for their reservation
 
 
 class TasPlacer:
@@ -176,6 +177,15 @@ class TasPlacer:
         # Placements on the empty cluster, per flavor, valid while its snapshot is: they read
         # only nodes and non-TAS pods, and every head that needs preemption asks (twice).
         self._on_empty: dict[str, tuple[TopologySnapshot, dict[str, _Placement]]] = {}
+        # Each head's last placement and what it was computed on, so its reservation later
+        # in the cycle reuses it when no capacity was charged or released since (placement is
+        # deterministic on the same usage). Every charge and release bumps the epoch.
+        self._epoch = 0
+        self._placed: dict[str, tuple[tuple[Any, ...], dict[str, TopologyAssignment]]] = {}
+        # Per preempting head and pod set, its last placement that fitted with some workloads
+        # counted as gone: the preemption search ends on the targets it checked last with
+        # success, and the cycle then asks for that placement again to hold it.
+        self._freed_fit: dict[tuple[str, int], tuple[tuple[Any, ...], dict[str, Any] | bool]] = {}
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -276,6 +286,7 @@ class TasPlacer:
         return snap
 
     def _charge(self, key: str, charges: Sequence[Charge], sign: int) -> None:
+        self._epoch += 1
         for ch in charges:
             cached = self._snaps.get(ch.flavor)
             if cached is not None and cached[1] == self._version:
@@ -348,12 +359,33 @@ class TasPlacer:
             self._failures[wl.key] = NOT_SYNCED_REASON
             return None
         same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
-        found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors))
+        implied = tas_only(cq, snapshot.flavors)
+        found = self._place_flavor(wl, flavor, same, implied)
         if isinstance(found, str):
             self._failures[wl.key] = found
             return None
         self._failures.pop(wl.key, None)
+        if len(self._placed) >= _PLACED_LIMIT:
+            self._placed.clear()
+        self._placed[wl.key] = (self._placement_inputs(wl, flavor, same, implied), found)
         return found[psa.name].to_v1beta2()
+
+    def _placement_inputs(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
+                          implied: bool) -> tuple[Any, ...]:
+        """What a placement depends on: the workload object, the flavor, the pod sets and
+        counts, the implied-topology flag, the objects and every charge so far."""
+        return (wl, flavor, tuple((p.name, p.count) for p in podsets), implied, self._version, self._epoch)
+
+    def _place_again(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
+                     implied: bool) -> dict[str, TopologyAssignment] | str:
+        """The placement :meth:`place` found for this head, if nothing it read changed since;
+        else a new one."""
+        last = self._placed.pop(wl.key, None)
+        if last is not None:
+            inputs = self._placement_inputs(wl, flavor, podsets, implied)
+            if last[0][0] is wl and last[0][1:] == inputs[1:]:
+                return last[1]
+        return self._place_flavor(wl, flavor, podsets, implied)
 
     def place_freeing(self, snapshot: Snapshot, entry: Entry, assignment: Assignment, podset_index: int,
                       freed: frozenset[str] | None) -> dict[str, Any] | bool | None:
@@ -366,11 +398,23 @@ class TasPlacer:
             return None
         if self._delays(cq, flavor.name):
             return True
+        memo_key = (wl.key, podset_index)
+        inputs = (freed, wl, assignment, flavor, self._version, self._epoch)
+        last = self._freed_fit.get(memo_key)
+        if last is not None:
+            was = last[0]
+            # The same workload and assignment objects (not merely equal ones) on the same usage.
+            if was[1] is wl and was[2] is assignment and was[0] == freed and was[3:] == inputs[3:]:
+                return last[1]
         same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
         found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors), freed)
         if isinstance(found, str):
             return None
-        return found[assignment.podsets[podset_index].name].to_v1beta2()
+        placed = found[assignment.podsets[podset_index].name].to_v1beta2()
+        if len(self._freed_fit) >= _PLACED_LIMIT:
+            self._freed_fit.clear()
+        self._freed_fit[memo_key] = (inputs, placed)
+        return placed
 
     def hold(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
              assignment: Assignment, targets: Sequence[str]) -> str:
@@ -458,7 +502,7 @@ class TasPlacer:
         for fname, psas in groups.items():
             if not self._synced:
                 return NOT_SYNCED_REASON
-            found = self._place_flavor(workload, fl[fname], psas, implied)
+            found = self._place_again(workload, fl[fname], psas, implied)
             if isinstance(found, str):
                 self._failures[key] = found
                 return NO_LONGER_FITS

@@ -336,3 +336,74 @@ def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
         assert tas.delete("Node", None, f"kwok-node-{i}")
     assert tas.place_freeing(snap, entry, assignment, 0, None) is None
     assert len(searches) == 2
+
+
+def test_a_reservation_reuses_its_heads_placement_unless_capacity_was_charged_since(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placement is deterministic on the same usage: the reservation right after the cycle
+    placed the head takes that placement; one charge or release in between places again."""
+    core, tas = _core()
+    _wl(core, "a", 6)  # a node holds 8 cpu: two of these never share one
+    _wl(core, "b", 6)
+    snap = core.snapshot()
+    cq = snap.cluster_queues["cq"]
+    searches: list[int] = []
+    place = TopologySnapshot.place
+
+    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return place(self, *args, **kwargs)
+
+    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    placed = {}
+    for name in ("a", "b"):
+        rec = core.workloads[f"ns/{name}"]
+        assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
+        assert tas.place(snap, Entry(rec.wl, "cq", 0, rec.queue_ts), assignment, 0, "default")
+        placed[name] = (rec.wl, assignment)
+    assert len(searches) == 2
+    # b was placed last, on the same usage: its reservation takes that placement as it is.
+    wl_b, assignment_b = placed["b"]
+    assert tas.reserve("ns/b", wl_b, cq, snap.flavors, assignment_b) == ""
+    assert len(searches) == 2
+    # b's charge came after a was placed: a is placed again, beside b, not on top of it.
+    wl_a, assignment_a = placed["a"]
+    assert tas.reserve("ns/a", wl_a, cq, snap.flavors, assignment_a) == ""
+    assert len(searches) == 3
+    hosts = [TopologyAssignment.from_any(a.podsets[0].topology_assignment).leaf_values()
+             for a in (assignment_a, assignment_b)]
+    assert hosts == [[("kwok-node-1", 6)], [("kwok-node-0", 6)]]
+
+
+def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preemption search ends on the targets it last found to fit, and the cycle then
+    asks for that placement to hold it: answered from the search's last success, until
+    capacity is charged or released."""
+    core, tas = _core()
+    _wl(core, "a", 16)  # a rack holds 2 nodes x 8 cpu
+    _wl(core, "other", 2)
+    rec = core.workloads["ns/a"]
+    snap = core.snapshot()
+    cq = snap.cluster_queues["cq"]
+    assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
+    entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
+    searches: list[int] = []
+    place = TopologySnapshot.place
+
+    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return place(self, *args, **kwargs)
+
+    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    gone = frozenset({"ns/victim"})
+    first = tas.place_freeing(snap, entry, assignment, 0, gone)
+    assert isinstance(first, dict)
+    assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 1
+    assert tas.place_freeing(snap, entry, assignment, 0, frozenset()) == first and len(searches) == 2
+    assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 3  # last only
+    other = core.workloads["ns/other"]
+    other_assignment = FlavorAssigner(snap, core.preemption).assign(other.wl, cq, 0)
+    assert tas.reserve("ns/other", other.wl, cq, snap.flavors, other_assignment) == ""
+    tas.place_freeing(snap, entry, assignment, 0, gone)
+    assert len(searches) == 5  # the reservation's own search, then this one again
