@@ -170,6 +170,7 @@ class TasPlacer:
         self._version = 0
         self._snaps: dict[str, tuple[Flavor, int, TopologySnapshot]] = {}
         self._charges: dict[str, list[Charge]] = {}
+        self._holds: set[str] = set()  # the charge keys of held placements (see hold)
         self._delayed: dict[str, dict[str, str]] = {}  # workload key -> podset -> Pending/Ready
         self._unhealthy: dict[str, list[str]] = {}  # workload key -> unhealthy nodes (first is replaced)
         self._failures: dict[str, str] = {}  # workload key -> last placement failure
@@ -442,11 +443,13 @@ class TasPlacer:
         hold_key = _HOLD + key
         self.release(hold_key)
         self._set_charges(hold_key, charges)
+        self._holds.add(hold_key)
         return ""
 
     def drop_holds(self) -> None:
-        for key in [k for k in self._charges if k.startswith(_HOLD)]:
+        for key in sorted(self._holds):
             self.release(key)
+        self._holds.clear()
 
     def closest_domains(self, wl: WorkloadDef, flavor: Flavor, podset: str, implied: bool = False,
                         limit: int = 3) -> dict[str, Any]:

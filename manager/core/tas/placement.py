@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import nodes as nodepred
 from .assignment import DomainAssignment, TopologyAssignment
 from .request import PodSetRequest
-from .resources import PODS, Resources, fits, limiting_resource, nonzero
+from .resources import PODS, Resources, fits, fits_or_short, nonzero
 from .tree import Domain, TopologyTree
 
 Requirement = tuple[tuple[str, int], ...]
@@ -218,7 +218,39 @@ class PlacementSearch:
         simulate_empty = self.inp.simulate_empty
         required_domain = self.inp.required_domain
         self.stats.total_nodes = len(tree.leaves)
-        for leaf in tree.leaves.values():
+        if not (exclusions or excluded or assumed or simulate_empty or leader_req is not None
+                or required_domain is not None):
+            self._fill_leaves_plain(req)
+        else:
+            self._fill_leaves(req, leader_req, exclusions)
+        size = self.slice_size
+        if tree.lowest == self.slice_level:
+            for leaf in tree.leaves.values():
+                leaf.slice = leaf.state // size
+                leaf.slice_wl = leaf.state_wl // size
+        leader_required = self.leader_count > 0
+        for lvl in range(tree.lowest - 1, -1, -1):
+            inner = self.slice_size_at_level.get(lvl + 1)
+            for dom in tree.levels[lvl].values():
+                self._fill_parent(dom, inner, leader_required, lvl == self.slice_level)
+
+    def _fill_leaves_plain(self, req: Requirement) -> None:
+        """Every leaf on its free capacity: the common case (no exclusion, nothing assumed,
+        no leader), kept to the fit itself because it runs over every node per placement."""
+        short = self.stats.resources
+        for leaf in self.tree.leaves.values():
+            n, limiting = fits_or_short(req, leaf.free)
+            leaf.state = leaf.state_wl = n
+            if limiting:
+                short[limiting] += 1
+
+    def _fill_leaves(self, req: Requirement, leader_req: Requirement | None,
+                     exclusions: Mapping[str, tuple[str, str]]) -> None:
+        assumed = self.inp.assumed
+        excluded = self.inp.excluded_leaves
+        simulate_empty = self.inp.simulate_empty
+        required_domain = self.inp.required_domain
+        for leaf in self.tree.leaves.values():
             if exclusions:
                 why = exclusions.get(leaf.id)
                 if why is not None:
@@ -239,29 +271,16 @@ class PlacementSearch:
                 for name, amount in (extra or {}).items():
                     base[name] = base.get(name, 0) - amount
                 cap = base
-            n = fits(req, cap)
-            leaf.state = n
-            if n == 0:
-                limiting = limiting_resource(req, cap)
-                if limiting:
-                    self.stats.resources[limiting] += 1
-            leaf.state_wl = n
+            n, limiting = fits_or_short(req, cap)
+            leaf.state = leaf.state_wl = n
+            if limiting:
+                self.stats.resources[limiting] += 1
             if leader_req is not None and fits(leader_req, cap) > 0:
                 leaf.leader = 1
                 rest = dict(cap)
                 for name, amount in leader_req:
                     rest[name] = rest.get(name, 0) - amount
                 leaf.state_wl = fits(req, rest)
-        size = self.slice_size
-        if tree.lowest == self.slice_level:
-            for leaf in tree.leaves.values():
-                leaf.slice = leaf.state // size
-                leaf.slice_wl = leaf.state_wl // size
-        leader_required = self.leader_count > 0
-        for lvl in range(tree.lowest - 1, -1, -1):
-            inner = self.slice_size_at_level.get(lvl + 1)
-            for dom in tree.levels[lvl].values():
-                self._fill_parent(dom, inner, leader_required, lvl == self.slice_level)
 
     def _fill_parent(
         self, dom: Domain, inner: int | None, leader_required: bool, at_slice_level: bool

@@ -75,20 +75,20 @@ def fits(request: Iterable[tuple[str, int]], capacity: Mapping[str, int]) -> int
 
     ``request`` holds only the non-zero entries; a resource missing from capacity has none.
     """
+    return fits_or_short(request, capacity)[0]
+
+
+def fits_or_short(request: Iterable[tuple[str, int]], capacity: Mapping[str, int]) -> tuple[int, str]:
+    """:func:`fits`, and when no copy fits, the first resource in the request's order (name
+    order, as :func:`nonzero` gives it) that admits none: what placement reports as short."""
     best = -1
     for name, amount in request:
         n = capacity.get(name, 0) // amount
         if n <= 0:
-            return 0
+            return 0, name
         if best < 0 or n < best:
             best = n
-    return best if best > 0 else 0
-
-
-def limiting_resource(request: Iterable[tuple[str, int]], capacity: Mapping[str, int]) -> str:
-    """The alphabetically first resource that admits no copy at all ("" if all admit one)."""
-    short = sorted(name for name, amount in request if capacity.get(name, 0) < amount)
-    return short[0] if short else ""
+    return (best, "") if best > 0 else (0, "")
 
 
 def nonzero(request: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
