@@ -307,6 +307,19 @@ def test_only_pods_that_take_node_capacity_change_what_placement_reads() -> None
     assert not tas.delete("Pod", "ns", "plain-0")
 
 
+def _count_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per placement search over the nodes from now on."""
+    searches: list[int] = []
+    place = TopologySnapshot.place
+
+    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return place(self, *args, **kwargs)
+
+    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    return searches
+
+
 def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every head that needs preemption asks whether it would fit the empty cluster; the
@@ -317,14 +330,7 @@ def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
     snap = core.snapshot()
     assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, snap.cluster_queues["cq"], 0)
     entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
-    searches: list[int] = []
-    place = TopologySnapshot.place
-
-    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
-        searches.append(1)
-        return place(self, *args, **kwargs)
-
-    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    searches = _count_searches(monkeypatch)
     first = tas.place_freeing(snap, entry, assignment, 0, None)
     assert isinstance(first, dict) and first == tas.place_freeing(snap, entry, assignment, 0, None)
     assert len(searches) == 1
@@ -347,14 +353,7 @@ def test_a_reservation_reuses_its_heads_placement_unless_capacity_was_charged_si
     _wl(core, "b", 6)
     snap = core.snapshot()
     cq = snap.cluster_queues["cq"]
-    searches: list[int] = []
-    place = TopologySnapshot.place
-
-    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
-        searches.append(1)
-        return place(self, *args, **kwargs)
-
-    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    searches = _count_searches(monkeypatch)
     placed = {}
     for name in ("a", "b"):
         rec = core.workloads[f"ns/{name}"]
@@ -388,14 +387,7 @@ def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
     cq = snap.cluster_queues["cq"]
     assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
     entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
-    searches: list[int] = []
-    place = TopologySnapshot.place
-
-    def counted(self: TopologySnapshot, *args: Any, **kwargs: Any) -> Any:
-        searches.append(1)
-        return place(self, *args, **kwargs)
-
-    monkeypatch.setattr(TopologySnapshot, "place", counted)
+    searches = _count_searches(monkeypatch)
     gone = frozenset({"ns/victim"})
     first = tas.place_freeing(snap, entry, assignment, 0, gone)
     assert isinstance(first, dict)
