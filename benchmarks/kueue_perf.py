@@ -500,7 +500,9 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
     evicted_workloads, most_evictions = rec.evicted_workloads()
     metrics: dict[str, Any] = {
         "config": name, "qps": spec.qps, "burst": spec.burst, "wall_s": round(stats.wall_s, 2),
-        "usage_pct": usage.get("cq", next(iter(usage.values()), 0.0)), "usage_pct_by_class": usage,
+        # The checker's usage reads queue statuses, which the floor does not write.
+        "usage_pct": None if spec.mode == "floor" else usage.get("cq", next(iter(usage.values()), 0.0)),
+        "usage_pct_by_class": usage,
         "admitted_usage_pct": rec.admitted_usage_pct(),
         "tta_ms": rec.time_to_admission_ms(), "manager_cpu_s": round(stats.cpu_s, 2),
         "manager_mcpu": round(stats.cpu_s * 1000 / stats.wall_s) if stats.wall_s else None,

@@ -100,6 +100,7 @@ def table_rows(result: dict[str, Any]) -> list[str]:
             label += " (limiter per resource)"
         cells = [label.replace("kueue ", "Kueue ") if label.startswith("kueue ") else label,
                  f"{run['wall_s']:.0f} ({_fmt_ratio(run['wall_s'], ref.get('wall_s'))})",
+                 "-" if run["usage_pct"] is None else
                  f"{run['usage_pct']:.1f} ({_fmt_ratio(run['usage_pct'], ref.get('usage_pct'))})"]
         cells += [f"{tta[c] / 1000:.1f} ({_fmt_ratio(tta[c], ref_tta.get(c))})" if c in tta else "-"
                   for c in classes]

@@ -72,7 +72,7 @@ def test_summary_top_level_is_the_pykueue_run_and_runs_is_a_list() -> None:
 def test_floor_runs_stay_out_of_runs_and_each_manager_is_divided_by_the_floor() -> None:
     own = _metrics("own", 300.0, 500, 12.0)
     fast = {"small": 500, "large": 250}
-    entries = [run_entry("floor", "0.1.0", _metrics("floor", 300.0, 500, w, tta_ms=fast),
+    entries = [run_entry("floor", "0.1.0", _metrics("floor", 300.0, 500, w, tta_ms=fast, usage_pct=None),
                          f"floor 300/500 #{n}")
                for n, w in enumerate((6.0, 8.0), 1)]
     entries += [run_entry("pykueue", "0.1.0", own, "pykueue 300/500"),
@@ -85,7 +85,7 @@ def test_floor_runs_stay_out_of_runs_and_each_manager_is_divided_by_the_floor() 
     assert block["pykueue_over_floor"] == {"wall": round(12 / 7, 3), "tta": {"large": 4.0, "small": 8.0}}
     assert block["kueue_over_floor"]["wall"] == 3.0
     assert metrics["compare"]["300/500"]["ratio"]["wall"] == round(12 / 21, 3)  # the floor is no manager
-    assert table_rows({"metrics": metrics})[0].startswith("| quick | floor 300/500 #1 | 6 ")
+    assert table_rows({"metrics": metrics})[0].startswith("| quick | floor 300/500 #1 | 6 (-) | - | ")
     assert "floor" not in summary(entries[2:], own)
 
 
