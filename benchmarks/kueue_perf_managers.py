@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmarks.kueue_perf_floor import READY_LINE
+from kube.workqueue import URGENT_SUFFIX
 
 HERE = Path(__file__).resolve().parent
 READY_DEADLINE_S = 60.0
@@ -58,8 +59,8 @@ class ManagerStats:
     api_requests_by_verb: dict[str, int] = field(default_factory=dict)
     throttled_s: float | None = None
     stop_s: float | None = None  # from the stop signal to the exit (part of wall_s)
-    # pykueue's Workload status writes: count, mean wait for a writer and mean write, in ms.
-    status_writes: dict[str, float] | None = None
+    # pykueue's Workload status writes: count, mean write and mean wait for a writer per lane, ms.
+    status_writes: dict[str, float | None] | None = None
 
 
 class Manager(Protocol):
@@ -99,22 +100,32 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def status_write_timings(metrics_text: str, queue: str = STATUS_QUEUE) -> dict[str, float] | None:
-    """``count``, ``mean_wait_ms`` (queued to taken by a worker) and ``mean_write_ms`` of a
-    work queue, from the ``workqueue_*_duration_seconds`` histograms' sums and counts."""
-    values: dict[str, float] = {}
-    for stat in ("queue", "work"):
-        for part in ("sum", "count"):
-            series = rf'^workqueue_{stat}_duration_seconds_{part}\{{name="{re.escape(queue)}"\}}'
-            match = re.search(series + r"\s+(\S+)", metrics_text, re.MULTILINE)
-            if match is None:
-                return None
-            values[f"{stat}_{part}"] = float(match.group(1))
-    if not values["queue_count"] or not values["work_count"]:
+def _sum_and_count(metrics_text: str, stat: str, queue: str) -> tuple[float, float] | None:
+    values = []
+    for part in ("sum", "count"):
+        series = rf'^workqueue_{stat}_duration_seconds_{part}\{{name="{re.escape(queue)}"\}}'
+        match = re.search(series + r"\s+(\S+)", metrics_text, re.MULTILINE)
+        if match is None:
+            return None
+        values.append(float(match.group(1)))
+    return values[0], values[1]
+
+
+def _mean_ms(pair: tuple[float, float] | None) -> float | None:
+    return round(pair[0] * 1000 / pair[1], 1) if pair is not None and pair[1] else None
+
+
+def status_write_timings(metrics_text: str, queue: str = STATUS_QUEUE) -> dict[str, float | None] | None:
+    """A work queue's ``count`` of keys processed, ``mean_write_ms``, and the mean wait for a
+    worker of its urgent lane (admissions, evictions, finishes: ``urgent_mean_wait_ms``)
+    and of the other (pending notices: ``other_mean_wait_ms``), from the
+    ``workqueue_*_duration_seconds`` histograms' sums and counts."""
+    work = _sum_and_count(metrics_text, "work", queue)
+    if work is None or not work[1]:
         return None
-    return {"count": values["work_count"],
-            "mean_wait_ms": round(values["queue_sum"] * 1000 / values["queue_count"], 1),
-            "mean_write_ms": round(values["work_sum"] * 1000 / values["work_count"], 1)}
+    return {"count": work[1], "mean_write_ms": _mean_ms(work),
+            "urgent_mean_wait_ms": _mean_ms(_sum_and_count(metrics_text, "queue", queue + URGENT_SUFFIX)),
+            "other_mean_wait_ms": _mean_ms(_sum_and_count(metrics_text, "queue", queue))}
 
 
 def machine_cpu_times() -> tuple[int, int]:
@@ -166,13 +177,21 @@ class _ChildProcess:
                                    f"see {self.log_path}")
             await asyncio.sleep(0.2)
 
-    async def reap(self, sig: int) -> ManagerStats:
-        """Signal the process and wait for its exit (killing it after a deadline)."""
+    def peak_rss_mb(self) -> float | None:
+        """The process' peak so far: read before scraping its metrics, since rendering a
+        page of thousands of series is a peak of its own that the run did not need."""
+        assert self.proc is not None
+        return peak_rss_mb(self.proc.pid)
+
+    async def reap(self, sig: int, hwm: float | None = None) -> ManagerStats:
+        """Signal the process and wait for its exit (killing it after a deadline); ``hwm``:
+        its peak RSS as read before (else read now)."""
         assert self.proc is not None
         pid = self.proc.pid
         # Peak RSS from the process' own memory map, read before it exits: rusage's ru_maxrss
         # also counts the memory of this (forking) process at exec time, which would floor it.
-        hwm = peak_rss_mb(pid)
+        if hwm is None:
+            hwm = peak_rss_mb(pid)
         signalled = time.monotonic()
         self.proc.send_signal(sig)
 
@@ -218,8 +237,9 @@ class OwnManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
+        hwm = self.child.peak_rss_mb()
         text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
-        stats = _with_logged_requests(await self.child.reap(signal.SIGTERM), self.child.log_path)
+        stats = _with_logged_requests(await self.child.reap(signal.SIGTERM, hwm), self.child.log_path)
         stats.status_writes = None if text is None else status_write_timings(text)
         return stats
 
@@ -281,8 +301,9 @@ class KueueManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
+        hwm = self.child.peak_rss_mb()
         text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
-        stats = await self.child.reap(signal.SIGINT)
+        stats = await self.child.reap(signal.SIGINT, hwm)
         if text is not None:
             stats.api_requests, stats.api_requests_by_verb = client_requests(text)
         return stats

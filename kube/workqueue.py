@@ -15,7 +15,8 @@
   cancelled. Adds after shutdown are ignored.
 - Timing (optional ``timing``): how long each key waited for a worker (from the add that
   queued it) and how long its processing took, as client-go's ``queue_duration`` and
-  ``work_duration``.
+  ``work_duration``. Waits in the urgent lane are reported under the queue's name plus
+  ``URGENT_SUFFIX``, so what matters is told from the backlog of optional work.
 
 Time is injected (``clock``, ``sleep``) so retry timing is testable without waiting.
 
@@ -47,6 +48,9 @@ class QueueTiming(Protocol):
     def waited(self, queue: str, seconds: float) -> None: ...
 
     def worked(self, queue: str, seconds: float) -> None: ...
+
+
+URGENT_SUFFIX = "-urgent"
 
 
 def default_retry_backoff() -> Backoff:
@@ -188,9 +192,11 @@ class WorkQueue(Generic[K]):
                     return None
                 self._has_work.clear()
                 await self._has_work.wait()
+            lane = self.name
             if self._urgent:
                 key = self._urgent.popleft()
                 self._queued_urgent.discard(key)
+                lane += URGENT_SUFFIX
             else:
                 key = self._queue.popleft()
                 if key not in self._queued:
@@ -198,7 +204,7 @@ class WorkQueue(Generic[K]):
             self._queued.discard(key)
             self._processing.add(key)
             if self._timing is not None:
-                self._timing.waited(self.name, self._clock() - self._added_at.pop(key))
+                self._timing.waited(lane, self._clock() - self._added_at.pop(key))
             return key
 
     async def _worker(self) -> None:

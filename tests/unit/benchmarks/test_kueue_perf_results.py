@@ -11,6 +11,7 @@ from benchmarks import kueue_perf
 from benchmarks.kueue_perf_managers import busy_pct, client_requests, machine_cpu_times, status_write_timings
 from benchmarks.kueue_perf_results import ENTRY_KEYS, comparison, run_entry, run_label, summary, top_index
 from benchmarks.plot_kueue_perf import compare_rows, table_rows
+from manager.runtime.metrics import KueueMetrics
 
 
 def _metrics(mode: str, qps: float, burst: int, wall: float, **extra: Any) -> dict[str, Any]:
@@ -167,18 +168,18 @@ def test_result_files_are_named_by_kind_and_limits() -> None:
 
 
 def test_status_write_timings_come_from_the_managers_work_queue_histograms() -> None:
-    from manager.runtime.metrics import KueueMetrics
-
     metrics = KueueMetrics()
-    for wait, work in ((0.1, 0.2), (0.3, 0.4)):
-        metrics.waited("workload-status", wait)
+    for lane, wait, work in (("workload-status-urgent", 0.1, 0.2), ("workload-status-urgent", 0.3, 0.4),
+                             ("workload-status", 30.0, 0.3)):
+        metrics.waited(lane, wait)
         metrics.worked("workload-status", work)
     metrics.waited("jobs", 9.0)
     metrics.worked("jobs", 9.0)
     text = metrics.exposition().decode()
-    assert status_write_timings(text) == {"count": 2.0, "mean_wait_ms": 200.0, "mean_write_ms": 300.0}
-    assert status_write_timings(text, "jobs") == {"count": 1.0, "mean_wait_ms": 9000.0,
-                                                  "mean_write_ms": 9000.0}
+    assert status_write_timings(text) == {"count": 3.0, "mean_write_ms": 300.0, "urgent_mean_wait_ms": 200.0,
+                                          "other_mean_wait_ms": 30000.0}
+    assert status_write_timings(text, "jobs") == {"count": 1.0, "mean_write_ms": 9000.0,
+                                                  "urgent_mean_wait_ms": None, "other_mean_wait_ms": 9000.0}
     assert status_write_timings(KueueMetrics().exposition().decode()) is None  # nothing written yet
 
 

@@ -301,6 +301,7 @@ async def test_timing_reports_the_wait_from_the_first_add_and_each_processing() 
     queue.start()
     await asyncio.wait_for(done.wait(), DEADLINE_S)
     await queue.shutdown(drain=False)
-    assert timings.waits == [("q", 3.0), ("q", 1.25)]  # a since 100.0, b since 102.0 (after a's 0.25 s)
+    # a since 100.0, from the urgent lane; b since 102.0, taken after a's 0.25 s.
+    assert timings.waits == [("q-urgent", 3.0), ("q", 1.25)]
     assert timings.works == [("q", 0.25), ("q", 0.5)]
 
