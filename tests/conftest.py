@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (the suite's verdict must not depend on
+# the day's random seed); HYPOTHESIS_PROFILE=explore draws new ones, to look for failures.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
