@@ -28,10 +28,13 @@ import sys
 import time
 from typing import Any
 
+from api.keys import WorkloadCondition
 from api.quantity import parse_quantity, resource_quantity, resource_value
 from kube import resources as res
 from kube.client import ApiError, KubeClient, connect
 from kube.informer import EventType, Informer
+from manager.core.objects import format_time
+from manager.jobs.lifecycle import condition_true
 from manager.runtime.controllers.manager import STATUS_WRITERS
 
 log = logging.getLogger("kueue_perf_floor")
@@ -39,15 +42,15 @@ READY_LINE = "floor: ready"
 
 
 def _holds_or_done(obj: dict[str, Any]) -> bool:
-    return any(c.get("type") in ("QuotaReserved", "Finished") and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or ())
+    return condition_true(obj, WorkloadCondition.QUOTA_RESERVED) or \
+        condition_true(obj, WorkloadCondition.FINISHED)
 
 
 def admission_patch(obj: dict[str, Any], flavor: str, now: float) -> dict[str, Any]:
     """The status merge patch that admits ``obj`` to its queue's ClusterQueue on ``flavor``."""
     spec = obj.get("spec") or {}
     cq = str(spec.get("queueName") or "")
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    stamp = format_time(now)
     assignments = []
     for ps in spec.get("podSets") or ():
         count = int(ps.get("count") or 1)
@@ -133,9 +136,7 @@ async def _main(args: argparse.Namespace) -> None:
         await floor.run(stop)
     finally:
         log.info("admitted %d, failed %d", floor.admitted, floor.failed)
-        log.info("shutting down: %d API requests %s, %.1fs throttled by the client rate limiter",
-                 client.requests_issued, dict(sorted(client.requests_by_verb.items())),
-                 client.limiter.throttled_seconds)
+        log.info("shutting down: %s", client.request_summary())
         await client.close()
 
 

@@ -177,11 +177,13 @@ class _ChildProcess:
                                    f"see {self.log_path}")
             await asyncio.sleep(0.2)
 
-    def peak_rss_mb(self) -> float | None:
-        """The process' peak so far: read before scraping its metrics, since rendering a
-        page of thousands of series is a peak of its own that the run did not need."""
+    async def scrape_and_reap(self, metrics_port: int, sig: int) -> tuple[ManagerStats, str | None]:
+        """Its metrics page, then :meth:`reap`. The peak RSS is read before the scrape:
+        rendering a page of thousands of series is a peak of its own the run did not need."""
         assert self.proc is not None
-        return peak_rss_mb(self.proc.pid)
+        hwm = peak_rss_mb(self.proc.pid)
+        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics")
+        return await self.reap(sig, hwm), text
 
     async def reap(self, sig: int, hwm: float | None = None) -> ManagerStats:
         """Signal the process and wait for its exit (killing it after a deadline); ``hwm``:
@@ -237,9 +239,8 @@ class OwnManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
-        hwm = self.child.peak_rss_mb()
-        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
-        stats = _with_logged_requests(await self.child.reap(signal.SIGTERM, hwm), self.child.log_path)
+        stats, text = await self.child.scrape_and_reap(self.metrics_port, signal.SIGTERM)
+        stats = _with_logged_requests(stats, self.child.log_path)
         stats.status_writes = None if text is None else status_write_timings(text)
         return stats
 
@@ -301,9 +302,7 @@ class KueueManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
-        hwm = self.child.peak_rss_mb()
-        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.metrics_port}/metrics")
-        stats = await self.child.reap(signal.SIGINT, hwm)
+        stats, text = await self.child.scrape_and_reap(self.metrics_port, signal.SIGINT)
         if text is not None:
             stats.api_requests, stats.api_requests_by_verb = client_requests(text)
         return stats

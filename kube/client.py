@@ -107,6 +107,11 @@ class KubeClient:
     def host(self) -> str:
         return str(self._api.configuration.host)
 
+    def request_summary(self) -> str:
+        """What this client cost kube-apiserver so far, in one line a benchmark parses."""
+        return (f"{self.requests_issued} API requests {dict(sorted(self.requests_by_verb.items()))}, "
+                f"{self.limiter.throttled_seconds:.1f}s throttled by the client rate limiter")
+
     def sharing_pool(self, limiter: TokenBucket | None = None) -> KubeClient:
         """A client on this one's connections and credentials with a rate limit of its own.
 

@@ -158,6 +158,13 @@ _Placement = dict[str, TopologyAssignment] | str  # per PodSet, or why none
 _PLACED_LIMIT = 4096  # heads whose last placement is kept for their reservation
 
 
+def _unchanged(was: tuple[Any, ...], now: tuple[Any, ...], identical: int) -> bool:
+    """Two placements' inputs match: the first ``identical`` are the same objects (a
+    workload or an assignment, not merely an equal one), the rest are equal."""
+    return all(a is b for a, b in zip(was[:identical], now[:identical], strict=True)) \
+        and was[identical:] == now[identical:]
+
+
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
@@ -382,10 +389,8 @@ class TasPlacer:
         """The placement :meth:`place` found for this head, if nothing it read changed since;
         else a new one."""
         last = self._placed.pop(wl.key, None)
-        if last is not None:
-            inputs = self._placement_inputs(wl, flavor, podsets, implied)
-            if last[0][0] is wl and last[0][1:] == inputs[1:]:
-                return last[1]
+        if last is not None and _unchanged(last[0], self._placement_inputs(wl, flavor, podsets, implied), 1):
+            return last[1]
         return self._place_flavor(wl, flavor, podsets, implied)
 
     def place_freeing(self, snapshot: Snapshot, entry: Entry, assignment: Assignment, podset_index: int,
@@ -400,13 +405,10 @@ class TasPlacer:
         if self._delays(cq, flavor.name):
             return True
         memo_key = (wl.key, podset_index)
-        inputs = (freed, wl, assignment, flavor, self._version, self._epoch)
+        inputs = (wl, assignment, freed, flavor, self._version, self._epoch)
         last = self._freed_fit.get(memo_key)
-        if last is not None:
-            was = last[0]
-            # The same workload and assignment objects (not merely equal ones) on the same usage.
-            if was[1] is wl and was[2] is assignment and was[0] == freed and was[3:] == inputs[3:]:
-                return last[1]
+        if last is not None and _unchanged(last[0], inputs, 2):
+            return last[1]
         same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
         found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors), freed)
         if isinstance(found, str):

@@ -188,9 +188,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             await work
     finally:
         # One line a benchmark (or an operator) can read: what this run cost kube-apiserver.
-        log.info("shutting down: %d API requests %s, %.1fs throttled by the client rate limiter",
-                 client.requests_issued, dict(sorted(client.requests_by_verb.items())),
-                 client.limiter.throttled_seconds)
+        log.info("shutting down: %s", client.request_summary())
         await manager.stop()
         for stopper in stoppers:
             await stopper()

@@ -212,14 +212,11 @@ class PlacementSearch:
         req = _with_pod(self.inp.request.per_pod)
         leader_req = _with_pod(self.inp.leader.per_pod) if self.inp.leader is not None else None
         tolerations = tuple(self.inp.request.tolerations) + tuple(self.flavor_tolerations)
-        assumed = self.inp.assumed
-        excluded = self.inp.excluded_leaves
         exclusions = self._exclusions(tolerations)
-        simulate_empty = self.inp.simulate_empty
-        required_domain = self.inp.required_domain
+        inp = self.inp
         self.stats.total_nodes = len(tree.leaves)
-        if not (exclusions or excluded or assumed or simulate_empty or leader_req is not None
-                or required_domain is not None):
+        if not (exclusions or inp.excluded_leaves or inp.assumed or inp.simulate_empty
+                or leader_req is not None or inp.required_domain is not None):
             self._fill_leaves_plain(req)
         else:
             self._fill_leaves(req, leader_req, exclusions)

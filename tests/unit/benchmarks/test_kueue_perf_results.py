@@ -188,3 +188,17 @@ def test_machine_busy_share_between_two_readings() -> None:
     assert busy_pct((100, 1000), (100, 1000)) is None
     busy, total = machine_cpu_times()
     assert 0 <= busy <= total
+
+
+def test_the_shutdown_line_a_pykueue_client_logs_is_the_one_read_back(tmp_path: Path) -> None:
+    from benchmarks.kueue_perf_managers import ManagerStats, _with_logged_requests
+    from kube.client import KubeClient
+
+    client = KubeClient(None)
+    client.requests_issued = 5
+    client.requests_by_verb.update({"patch": 3, "get": 2})
+    log = tmp_path / "manager.log"
+    log.write_text(f"INFO shutting down: {client.request_summary()}\n")
+    stats = _with_logged_requests(ManagerStats(1.0, 1.0, 1.0), log)
+    assert stats.api_requests == 5 and stats.api_requests_by_verb == {"get": 2, "patch": 3}
+    assert stats.throttled_s == 0.0
