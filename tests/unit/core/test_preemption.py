@@ -146,3 +146,26 @@ def test_victim_status_has_evicted_and_preempted_conditions() -> None:
     }
     assert conds["Evicted"]["status"] == "False" and conds["Evicted"]["reason"] == "QuotaReserved"
     assert conds["Preempted"]["message"].startswith("Previously: Preempted to accommodate")
+
+
+def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None:
+    """Three policies can hand quota round in a ring: each admission makes the next
+    preemption legal. Kueue v0.19.2's minimalkueue, given these objects on a live control
+    plane, preempted in this order without end (one step a second, its requeue batch); the
+    core does the same rather than stopping on a victim Kueue would take."""
+    core = _core(
+        _cq("cq0", 3, {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}),
+        _cq("cq1", 1, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                       "borrowWithinCohort": {"policy": "LowerPriority"}}),
+        _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
+                       "borrowWithinCohort": {"policy": "LowerPriority"}}),
+    )
+    for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
+        core.apply(wl)
+    preemptions = [(d.key, t, d.target_reasons[t]) for d in core.run_until_idle(max_cycles=40)
+                   for t in d.targets]
+    ring = [("default/w2", "default/w1", IN_COHORT_RECLAMATION),
+            ("default/w0", "default/w2", IN_CLUSTER_QUEUE),
+            ("default/w1", "default/w0", IN_COHORT_RECLAIM_WHILE_BORROWING)]
+    assert len(preemptions) >= 9
+    assert preemptions == [ring[i % 3] for i in range(len(preemptions))]
