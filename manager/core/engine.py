@@ -401,6 +401,9 @@ class QueueingCore:
         self.usage = usage
         for name in self.cq_defs:
             self._queue(name)
+            # Every queue is versioned, holders or not: what preemption keeps across
+            # snapshots is keyed on the versions of all queues of a cohort.
+            self.holding_versions.setdefault(name, next(self._holding_version))
         for rec in self.workloads.values():
             if rec.status == PENDING and not rec.deactivated and rec.requeue_at is None:
                 self._route(rec)

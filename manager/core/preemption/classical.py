@@ -22,11 +22,13 @@ ClusterQueue is only taken while that queue still borrows on a contested resourc
 The search works on throw-away overlays of the snapshot's usage, so it never changes
 what the cycle sees; ``reasons`` remembers why each returned target was chosen. A
 snapshot does not change while its cycle nominates, and every queue's head is searched
-for against it (twice: the flavor assigner's oracle, then the targets), so the borrowing
-queues of each cohort and whole answers are kept per snapshot (:class:`_Memo`). Each
-queue's holders in victim order are kept longer, until the core says they changed; a
-search merges those of the queues it may take from, and makes candidates only as far as
-it reads them, which in a cohort of hundreds of admitted workloads is mostly a few.
+for against it (twice: the flavor assigner's oracle, then the targets), so whole answers
+are kept per snapshot (:class:`_Memo`). Each queue's holders in victim order, and each
+cohort's holders of its borrowing queues merged in that order, are kept longer, until the
+core says one of those queues' holders changed (:class:`_Kept`); a search reads the
+merged sequence of the cohorts it may take from, and makes candidates only as far as it
+reads them, which in a cohort of hundreds of admitted workloads is mostly a few. A search
+skips its own queue outright when the queue's lowest priority rules out every holder.
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ _Held = tuple["VictimOrder", str, WorkloadRecord, str]
 # A cohort to take candidates from: (the cohort, its child to leave out, the preemptor's advantage).
 _Level = tuple[QuotaNode, "QuotaNode | None", bool]
 _T = TypeVar("_T")
+
+
+# A workload of a queue that borrows, as a victim of a cohort: (held, the cohort's child it is under).
+_Lent = tuple[_Held, QuotaNode]
+
+
+@dataclass(frozen=True)
+class _Ordered:
+    """A queue's workloads in victim order, and the lowest priority among them."""
+    held: list[_Held]
+    lowest: int | None
 
 
 def _held_order(h: _Held) -> VictimOrder:
@@ -144,6 +157,19 @@ def policy_allows(policy: str, rec: WorkloadRecord, priority: int, timestamp: fl
     return False
 
 
+def _may_allow(policy: str, lowest: int | None, priority: int) -> bool:
+    """Whether :func:`policy_allows` may allow any workload whose priority is at least ``lowest``."""
+    if lowest is None:
+        return False
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return lowest < priority
+    if policy == "LowerOrNewerEqualPriority":
+        return lowest <= priority
+    return False
+
+
 PolicyArgs = tuple[float, ...]
 
 
@@ -175,20 +201,52 @@ def _policy(cq: ClusterQueueDef, name: str) -> str:
     return str(cq.preemption.get(name) or "Never")
 
 
+class _Kept:
+    """What searches keep across snapshots while the core's versions of the queues' holders
+    (:attr:`Snapshot.holding_versions`) stay the same. Usage and victim order change only
+    with the holders, so each queue's workloads in victim order, and each cohort's merged
+    workloads of its borrowing queues, stay valid until one of its queues changes; a rebuilt
+    quota tree (new nodes) starts over."""
+
+    def __init__(self) -> None:
+        self.nodes: object = None  # the quota tree the entries below belong to
+        self.ordered: dict[tuple[str, frozenset[FR]], tuple[int, _Ordered]] = {}
+        self.lent: dict[tuple[QuotaNode, frozenset[FR]], tuple[tuple[int, ...], _Lazy[_Lent]]] = {}
+        self.queues: dict[QuotaNode, tuple[str, ...]] = {}  # ClusterQueues below a cohort
+
+    def follow(self, nodes: object) -> None:
+        if nodes is not self.nodes:
+            self.nodes = nodes
+            self.lent.clear()
+            self.queues.clear()
+
+    def queues_under(self, cohort: QuotaNode) -> tuple[str, ...]:
+        got = self.queues.get(cohort)
+        if got is None:
+            names: list[str] = []
+            stack = [cohort]
+            while stack:
+                for child in stack.pop().children:
+                    if child.is_cq:
+                        names.append(child.name)
+                    else:
+                        stack.append(child)
+            got = self.queues[cohort] = tuple(names)
+        return got
+
+
 class _Memo:
-    """What the searches against one snapshot share (computed at most once each).
+    """What the searches against one snapshot share (computed at most once each), over
+    what is kept across snapshots (:class:`_Kept`): a cycle mostly has several heads per
+    cohort, and a cohort's hundreds of admitted workloads need not be sorted and merged
+    again for each of them, nor for the next cycle while they stay the same."""
 
-    Each queue's workloads in victim order are also kept across snapshots (``ordered``),
-    while the core's version of that queue's holders (:attr:`Snapshot.holding_versions`)
-    stays the same: a cycle mostly has one head per cohort, and the cohort's hundreds of
-    admitted workloads need not be sorted again for it."""
-
-    def __init__(self, snap: Snapshot, ordered: dict[tuple[str, frozenset[FR]], tuple[int, list[_Held]]]
-                 ) -> None:
+    def __init__(self, snap: Snapshot, kept: _Kept) -> None:
         self.snap = snap
-        self._ordered = ordered
-        self._untracked: dict[tuple[str, frozenset[FR]], list[_Held]] = {}
-        self._borrowing: dict[tuple[int, frozenset[FR]], list[tuple[QuotaNode, str]]] = {}
+        self._kept = kept
+        kept.follow(snap.nodes)
+        self._untracked: dict[tuple[str, frozenset[FR]], _Ordered] = {}
+        self._lent: dict[tuple[QuotaNode, frozenset[FR]], _Lazy[_Lent]] = {}
         # ClassicalPreemption.search's answers (do not mutate).
         self.found: dict[tuple[str, tuple[tuple[FR, int], ...], frozenset[FR], PolicyArgs, PolicyArgs],
                          list[Candidate]] = {}
@@ -196,26 +254,30 @@ class _Memo:
     def borrowing_queues(self, cohort: QuotaNode, frs: frozenset[FR]) -> list[tuple[QuotaNode, str]]:
         """(the child of ``cohort`` it is under, name) of each ClusterQueue below ``cohort``
         that uses more than its quota on one of ``frs``, through cohorts that do too."""
-        key = (id(cohort), frs)
-        got = self._borrowing.get(key)
-        if got is None:
-            usage = self.snap.usage
-            got = self._borrowing[key] = []
+        usage = self.snap.usage
+        got: list[tuple[QuotaNode, str]] = []
 
-            def walk(current: QuotaNode, top: QuotaNode | None) -> None:
-                for child in current.children:
-                    if not _borrowing_on(child, usage, frs):
-                        continue
-                    if child.is_cq:
-                        got.append((top or child, child.name))
-                    else:
-                        walk(child, top or child)
+        def walk(current: QuotaNode, top: QuotaNode | None) -> None:
+            for child in current.children:
+                if not _borrowing_on(child, usage, frs):
+                    continue
+                if child.is_cq:
+                    got.append((top or child, child.name))
+                else:
+                    walk(child, top or child)
 
-            walk(cohort, None)
+        walk(cohort, None)
         return got
 
     def ordered(self, cq_name: str, frs: frozenset[FR]) -> list[_Held]:
         """Workloads of a queue that use one of ``frs``, in victim order (do not mutate)."""
+        return self._ordered_with_lowest(cq_name, frs).held
+
+    def lowest_priority(self, cq_name: str, frs: frozenset[FR]) -> int | None:
+        """The lowest priority among :meth:`ordered` (None: there are none)."""
+        return self._ordered_with_lowest(cq_name, frs).lowest
+
+    def _ordered_with_lowest(self, cq_name: str, frs: frozenset[FR]) -> _Ordered:
         key = (cq_name, frs)
         version = self.snap.holding_versions.get(cq_name)
         if version is None:  # not tracked by the core: kept for this snapshot only
@@ -223,17 +285,43 @@ class _Memo:
             if got is None:
                 got = self._untracked[key] = self._sorted(cq_name, frs)
             return got
-        kept = self._ordered.get(key)
+        kept = self._kept.ordered.get(key)
         if kept is not None and kept[0] == version:
             return kept[1]
         got = self._sorted(cq_name, frs)
-        self._ordered[key] = (version, got)
+        self._kept.ordered[key] = (version, got)
         return got
 
-    def _sorted(self, cq_name: str, frs: frozenset[FR]) -> list[_Held]:
-        got = [(victim_order(cq_name, rec, ""), k, rec, cq_name)
-               for k, rec in self.snap.holding.get(cq_name, {}).items() if frs.intersection(rec.usage)]
-        got.sort(key=_held_order)
+    def _sorted(self, cq_name: str, frs: frozenset[FR]) -> _Ordered:
+        held = [(victim_order(cq_name, rec, ""), k, rec, cq_name)
+                for k, rec in self.snap.holding.get(cq_name, {}).items() if frs.intersection(rec.usage)]
+        held.sort(key=_held_order)
+        return _Ordered(held, min((h[2].priority for h in held), default=None))
+
+    def lent(self, cohort: QuotaNode, frs: frozenset[FR]) -> _Lazy[_Lent]:
+        """The workloads of every queue :meth:`borrowing_queues` names, merged in victim
+        order, each with the child of ``cohort`` it is under. Every head below the cohort
+        that may reclaim reads this one sequence, made as far as the farthest read."""
+        key = (cohort, frs)
+        got = self._lent.get(key)
+        if got is not None:
+            return got
+        versions = self.snap.holding_versions
+        stamp = tuple(versions.get(name, -1) for name in self._kept.queues_under(cohort))
+        tracked = -1 not in stamp
+        kept = self._kept.lent.get(key) if tracked else None
+        if kept is not None and kept[0] == stamp:
+            got = kept[1]
+        else:
+            queues = self.borrowing_queues(cohort, frs)
+            tops = {name: top for top, name in queues}
+            streams = [self.ordered(name, frs) for _, name in queues]
+            merged: Iterable[_Held] = (streams[0] if len(streams) == 1
+                                       else heapq.merge(*streams, key=_held_order))
+            got = _Lazy((h, tops[h[3]]) for h in merged)
+            if tracked:
+                self._kept.lent[key] = (stamp, got)
+        self._lent[key] = got
         return got
 
 
@@ -267,11 +355,11 @@ class ClassicalPreemption:
         self.no_other_queues = True  # facts about the latest candidate list (attempt order)
         self.no_hierarchy = True
         self._memo: _Memo | None = None  # the last snapshot's, replaced when another comes
-        self._ordered: dict[tuple[str, frozenset[FR]], tuple[int, list[_Held]]] = {}
+        self._kept = _Kept()
 
     def _memo_for(self, snap: Snapshot) -> _Memo:
         if self._memo is None or self._memo.snap is not snap:
-            self._memo = _Memo(snap, self._ordered)
+            self._memo = _Memo(snap, self._kept)
         return self._memo
 
     # -- hook ----------------------------------------------------------------------------
@@ -315,7 +403,7 @@ class ClassicalPreemption:
         usage = snap.usage
         within = _policy(cq, "withinClusterQueue")
         own: Iterator[Candidate] = iter(())
-        if within != "Never":
+        if within != "Never" and _may_allow(within, memo.lowest_priority(cq_name, frs), priority):
             own = (Candidate(key, cq_name, rec, _WITHIN_CQ) for _, key, rec, _ in memo.ordered(cq_name, frs)
                    if policy_allows(within, rec, priority, timestamp))
         levels = _levels(cq, node, usage, request, skip_priority)
@@ -361,12 +449,8 @@ class ClassicalPreemption:
 
         def level(lca: QuotaNode, skip: QuotaNode | None, advantage: bool
                   ) -> Iterator[tuple[VictimOrder, Candidate]]:
-            streams = [memo.ordered(name, frs) for top, name in memo.borrowing_queues(lca, frs)
-                       if top is not skip and top is not node]
-            held: Iterable[_Held] = (streams[0] if len(streams) == 1
-                                     else heapq.merge(*streams, key=_held_order))
-            for order, key, rec, cq_name in held:
-                if policy_allows(reclaim, rec, priority, timestamp):
+            for (order, key, rec, cq_name), top in memo.lent(lca, frs):
+                if top is not skip and top is not node and policy_allows(reclaim, rec, priority, timestamp):
                     yield order, Candidate(key, cq_name, rec, variant(rec, advantage), lca.name)
 
         streams = [level(*lv) for lv in levels]

@@ -22,6 +22,7 @@ from manager.core.assignment import Entry, Mode, Outcome
 from manager.core.engine import QueueingCore
 from manager.core.flavor_assigner import FlavorAssigner
 from manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
+from manager.core.preemption.classical import ClassicalPreemption
 
 WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")
@@ -152,3 +153,35 @@ def test_what_the_requeue_bound_rules_out_never_fits(world: World, finished: int
             entry = Entry(rec.wl, rec.cluster_queue, rec.priority, rec.queue_ts)
             assignment = core.scheduler._assign(FlavorAssigner(snap, core.preemption), entry, snap)
             assert assignment.mode != Mode.FIT and not entry.targets, rec.key
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds(), st.integers(0, 3))
+def test_what_searches_keep_across_cycles_answers_as_a_fresh_search(world: World, finished: int) -> None:
+    """The core's preemption hook keeps victim lists across snapshots while the queues'
+    holders stay the same; after every cycle (admissions, evictions, finishes), each pending
+    workload's search finds the same victims as a hook that keeps nothing."""
+    objects, _, waves = world
+    core = _core(objects)
+    fr = ("f", "cpu")
+
+    def compare() -> None:
+        snap = core.snapshot()
+        for rec in core.workloads.values():
+            if rec.status != "Pending" or rec.cluster_queue is None:
+                continue
+            cpu = sum(int(ps.requests.get("cpu", 0)) * ps.count for ps in rec.wl.podsets)
+            args = (snap, rec.cluster_queue, rec.priority, rec.queue_ts, {fr: cpu}, frozenset({fr}))
+            kept = [c.key for c in core.preemption.search(*args)]  # type: ignore[attr-defined]
+            assert kept == [c.key for c in ClassicalPreemption().search(*args)], rec.key
+
+    for wave in waves:
+        for obj in wave:
+            core.apply(obj)
+        for _ in range(60):
+            compare()
+            if not core.apply_cycle(core.next_cycle()):
+                break
+        for key in [k for k, r in core.workloads.items() if r.status == "Admitted"][:finished]:
+            core.finish(key)
+            compare()
