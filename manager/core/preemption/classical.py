@@ -78,8 +78,9 @@ _Level = tuple[QuotaNode, "QuotaNode | None", bool]
 _T = TypeVar("_T")
 
 
-# A workload of a queue that borrows, as a victim of a cohort: (held, the cohort's child it is under).
-_Lent = tuple[_Held, QuotaNode]
+# A cohort's workloads of its borrowing queues in victim order, and each such queue's name ->
+# the child of the cohort it is under.
+_Lent = tuple["_Lazy[_Held]", dict[str, QuotaNode]]
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ class _Kept:
     def __init__(self) -> None:
         self.nodes: object = None  # the quota tree the entries below belong to
         self.ordered: dict[tuple[str, frozenset[FR]], tuple[int, _Ordered]] = {}
-        self.lent: dict[tuple[QuotaNode, frozenset[FR]], tuple[tuple[int, ...], _Lazy[_Lent]]] = {}
+        self.lent: dict[tuple[QuotaNode, frozenset[FR]], tuple[tuple[int, ...], _Lent]] = {}
         self.queues: dict[QuotaNode, tuple[str, ...]] = {}  # ClusterQueues below a cohort
 
     def follow(self, nodes: object) -> None:
@@ -223,15 +224,7 @@ class _Kept:
     def queues_under(self, cohort: QuotaNode) -> tuple[str, ...]:
         got = self.queues.get(cohort)
         if got is None:
-            names: list[str] = []
-            stack = [cohort]
-            while stack:
-                for child in stack.pop().children:
-                    if child.is_cq:
-                        names.append(child.name)
-                    else:
-                        stack.append(child)
-            got = self.queues[cohort] = tuple(names)
+            got = self.queues[cohort] = tuple(n.name for n in cohort.cluster_queues())
         return got
 
 
@@ -246,7 +239,7 @@ class _Memo:
         self._kept = kept
         kept.follow(snap.nodes)
         self._untracked: dict[tuple[str, frozenset[FR]], _Ordered] = {}
-        self._lent: dict[tuple[QuotaNode, frozenset[FR]], _Lazy[_Lent]] = {}
+        self._lent: dict[tuple[QuotaNode, frozenset[FR]], _Lent] = {}
         # ClassicalPreemption.search's answers (do not mutate).
         self.found: dict[tuple[str, tuple[tuple[FR, int], ...], frozenset[FR], PolicyArgs, PolicyArgs],
                          list[Candidate]] = {}
@@ -298,10 +291,10 @@ class _Memo:
         held.sort(key=_held_order)
         return _Ordered(held, min((h[2].priority for h in held), default=None))
 
-    def lent(self, cohort: QuotaNode, frs: frozenset[FR]) -> _Lazy[_Lent]:
+    def lent(self, cohort: QuotaNode, frs: frozenset[FR]) -> _Lent:
         """The workloads of every queue :meth:`borrowing_queues` names, merged in victim
-        order, each with the child of ``cohort`` it is under. Every head below the cohort
-        that may reclaim reads this one sequence, made as far as the farthest read."""
+        order, and the child of ``cohort`` each of those queues is under. Every head below
+        the cohort that may reclaim reads this one sequence, made as far as the farthest read."""
         key = (cohort, frs)
         got = self._lent.get(key)
         if got is not None:
@@ -318,7 +311,7 @@ class _Memo:
             streams = [self.ordered(name, frs) for _, name in queues]
             merged: Iterable[_Held] = (streams[0] if len(streams) == 1
                                        else heapq.merge(*streams, key=_held_order))
-            got = _Lazy((h, tops[h[3]]) for h in merged)
+            got = (_Lazy(iter(merged)), tops)
             if tracked:
                 self._kept.lent[key] = (stamp, got)
         self._lent[key] = got
@@ -449,7 +442,9 @@ class ClassicalPreemption:
 
         def level(lca: QuotaNode, skip: QuotaNode | None, advantage: bool
                   ) -> Iterator[tuple[VictimOrder, Candidate]]:
-            for (order, key, rec, cq_name), top in memo.lent(lca, frs):
+            held, tops = memo.lent(lca, frs)
+            for order, key, rec, cq_name in held:
+                top = tops[cq_name]
                 if top is not skip and top is not node and policy_allows(reclaim, rec, priority, timestamp):
                     yield order, Candidate(key, cq_name, rec, variant(rec, advantage), lca.name)
 
