@@ -135,14 +135,6 @@ def with_topology_requests(workload: dict[str, Any]) -> dict[str, Any]:
     return workload
 
 
-def node_ready(node: Mapping[str, Any]) -> bool:
-    """A node offered to placements: its Ready condition is True."""
-    for cond in (node.get("status") or {}).get("conditions") or ():
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
 def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
     """What placement and node-failure handling read of a Node: labels, taints,
     schedulability, allocatable, and the Ready condition's status and transition time

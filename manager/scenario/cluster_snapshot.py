@@ -25,7 +25,7 @@ from api import keys
 from api.field_errors import aggregate
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name
-from manager.core.tas_hook import node_ready
+from manager.core.tas.nodes import is_ready
 from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
 from manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
 from manager.jobs.ownership import find_managed_ancestor
@@ -101,7 +101,7 @@ def world_objects(listing: ClusterListing) -> list[JSON]:
     for api_version, kind in LISTED_KINDS:
         items = [_with_kind(o, api_version, kind) for o in listing.items.get(kind) or ()]
         if kind == "Node":
-            items = [n for n in items if node_ready(n)]
+            items = [n for n in items if is_ready(n)]
         elif kind == "Pod":
             items = [p for p in items if _bound_running(p)]
         elif kind == "Workload":

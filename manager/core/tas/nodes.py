@@ -26,7 +26,7 @@ def node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
 
 def ready_condition(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
             found: Mapping[str, Any] = cond
             return found
     return None

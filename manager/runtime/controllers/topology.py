@@ -30,7 +30,8 @@ from kube import resources as res
 from kube.client import KubeClient
 from kube.informer import EventType, Informer
 from manager.core.engine import QueueingCore
-from manager.core.tas_hook import TasPlacer, node_ready
+from manager.core.tas.nodes import is_ready
+from manager.core.tas_hook import TasPlacer
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class TopologyFeed:
 
     def _on_node(self, event: EventType, node: JSON, name: str) -> bool:
         """False for an update that changed nothing placement reads."""
-        if event != EventType.DELETED and node_ready(node):
+        if event != EventType.DELETED and is_ready(node):
             self._lost.discard(name)
             handle = self._rechecks.pop(name, None)
             if handle is not None:
@@ -125,7 +126,7 @@ class TopologyFeed:
         """The NotReady delay has passed: lost unless it came back (or went) meanwhile."""
         self._rechecks.pop(name, None)
         node = self._nodes.get_by_name(name)
-        if node is not None and not node_ready(node):
+        if node is not None and not is_ready(node):
             self._on_node(EventType.MODIFIED, node, name)
             self._changed()
 
