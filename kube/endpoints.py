@@ -3,7 +3,9 @@
 
 Kueue serves metrics on ``:8443`` (HTTPS) and probes on ``:8081``; both apps come from one
 factory so a test or a small deployment may also serve them together. The metrics page is
-whatever exposition the process hands in, so this module knows no metric. Readiness is
+whatever exposition the process hands in, so this module knows no metric; who may read it
+is decided by the guard the process hands in too (the manager's checks a bearer token with
+kube-apiserver, which this layer cannot know of), while the probes stay open. Readiness is
 pluggable: each component (informer sync, webhook certs, leader state...) registers a named
 check, and ``/readyz`` fails while any check fails, naming it -- the way controller-runtime
 reports ``[-]name failed``.
@@ -19,6 +21,8 @@ from typing import Protocol
 from aiohttp import web
 
 Check = Callable[[], bool | Awaitable[bool]]
+Guard = Callable[[web.Request], Awaitable[web.Response | None]]
+"""Decides whether a request may go on: ``None`` lets it through, a response refuses it."""
 
 
 class BadRequest(ValueError):
@@ -69,11 +73,15 @@ def _probe_handler(health: HealthChecks, live: bool) -> Callable[[web.Request], 
     return handle
 
 
-def build_app(metrics: Exposition | None = None, health: HealthChecks | None = None) -> web.Application:
-    """An app serving whichever of ``/metrics`` and the probes it is given."""
+def build_app(metrics: Exposition | None = None, health: HealthChecks | None = None,
+              metrics_guard: Guard | None = None) -> web.Application:
+    """An app serving whichever of ``/metrics`` and the probes it is given; ``metrics_guard``
+    is asked before each ``/metrics`` answer, and its refusal is the answer."""
     app = web.Application()
     if metrics is not None:
-        async def serve_metrics(_: web.Request) -> web.Response:
+        async def serve_metrics(request: web.Request) -> web.Response:
+            if metrics_guard is not None and (refused := await metrics_guard(request)) is not None:
+                return refused
             return web.Response(body=metrics.exposition(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
         app.router.add_get("/metrics", serve_metrics)
     if health is not None:

@@ -1,7 +1,7 @@
 """Who holds this bearer token: TokenReview, and short-lived caches of positive answers.
 
-Endpoints that people and scrapers call directly (the dashboard, later the metrics endpoint)
-authenticate a ``Authorization: Bearer`` token by asking kube-apiserver with a TokenReview
+Endpoints that people and scrapers call directly (the dashboard, the metrics endpoint)
+authenticate an ``Authorization: Bearer`` token by asking kube-apiserver with a TokenReview
 (``authentication.k8s.io/v1``; the caller needs ``create`` on ``tokenreviews``) and authorize
 with a SubjectAccessReview (:mod:`manager.runtime.visibility.auth`). Both answers are cached
 for a few seconds when positive, so a page that makes several requests, or a browser that
@@ -29,6 +29,14 @@ class TokenAuthenticator(Protocol):
     async def authenticate(self, token: str) -> UserInfo | None:
         """The token's user, or None when the token is not valid."""
         ...
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value (scheme in any case),
+    or None when there is none."""
+    scheme, _, value = (authorization or "").partition(" ")
+    token = value.strip()
+    return token if scheme.lower() == "bearer" and token else None
 
 
 def token_review(token: str, audiences: tuple[str, ...] = ()) -> V1TokenReview:

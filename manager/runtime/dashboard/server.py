@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from manager.runtime.token_review import TokenAuthenticator
+from manager.runtime.token_review import TokenAuthenticator, bearer_token
 from manager.runtime.visibility.auth import Authorizer, RequestAttributes, UserInfo
 
 from . import access, view
@@ -58,11 +58,7 @@ def _error(status: int, message: str) -> web.Response:
 
 
 def _bearer(request: web.Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return request.cookies.get(COOKIE) or None
+    return bearer_token(request.headers.get("Authorization")) or request.cookies.get(COOKIE) or None
 
 
 async def _authenticate(request: web.Request, token: str) -> UserInfo | web.Response:

@@ -1,0 +1,77 @@
+"""Who may read ``/metrics``: a bearer token, authenticated and authorized by kube-apiserver.
+
+As Kueue's metrics server (controller-runtime's ``WithAuthenticationAndAuthorization``
+filter): the ``Authorization: Bearer`` token goes to a TokenReview, then the user it names
+to a SubjectAccessReview for the non-resource URL ``/metrics`` with verb ``get`` -- the
+right the install's ``pykueue-metrics-reader`` ClusterRole grants. No token or an invalid one
+gets 401, a user without the right 403, and an API server that cannot be asked 503 (the
+caller may retry; nothing was decided against it). Positive answers are cached briefly
+(:mod:`manager.runtime.token_review`), so a scraper costs a review per token every few
+seconds, not per scrape. The token is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient
+
+from kube.endpoints import Guard
+from manager.runtime.token_review import (
+    CachedAuthorizer,
+    CachedTokenAuthenticator,
+    TokenAuthenticator,
+    TokenReviewAuthenticator,
+    bearer_token,
+)
+from manager.runtime.visibility.auth import Authorizer, RequestAttributes, SubjectAccessReviewAuthorizer
+
+log = logging.getLogger(__name__)
+
+METRICS_PATH = "/metrics"
+# What a scrape asks for, in SubjectAccessReview terms: a non-resource ``get``.
+READ_METRICS = RequestAttributes(verb="get", path=METRICS_PATH)
+
+
+def _refuse(status: int, message: str) -> web.Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="pykueue"'} if status == 401 else None
+    return web.Response(status=status, text=message + "\n", headers=headers)
+
+
+def _unavailable(step: str, exc: Exception) -> web.Response:
+    # The exception's type and HTTP status only: nothing of the request, which holds the token.
+    status = getattr(exc, "status", None)
+    log.warning("metrics: %s failed: %s%s", step, type(exc).__name__, f" ({status})" if status else "")
+    return _refuse(503, f"{step} is unavailable; try again")
+
+
+def metrics_guard(authenticator: TokenAuthenticator, authorizer: Authorizer) -> Guard:
+    """A guard for :func:`kube.endpoints.build_app` over these reviewers."""
+
+    async def guard(request: web.Request) -> web.Response | None:
+        token = bearer_token(request.headers.get("Authorization"))
+        if token is None:
+            return _refuse(401, "Unauthorized: a bearer token is required (Authorization: Bearer ...)")
+        try:
+            user = await authenticator.authenticate(token)
+        except Exception as exc:  # the API server could not be asked: not the caller's fault
+            return _unavailable("authentication", exc)
+        if user is None:
+            return _refuse(401, "Unauthorized: invalid or expired token")
+        try:
+            decision = await authorizer.authorize(user, READ_METRICS)
+        except Exception as exc:
+            return _unavailable("authorization", exc)
+        if not decision.allowed:
+            return _refuse(403, f'Forbidden: user "{user.name}" may not get {METRICS_PATH}')
+        return None
+
+    return guard
+
+
+def cluster_metrics_guard(api: ApiClient) -> Guard:
+    """The guard the manager serves ``/metrics`` with: TokenReview and SubjectAccessReview on
+    ``api`` (whose identity needs ``create`` on both), cached when positive."""
+    return metrics_guard(CachedTokenAuthenticator(TokenReviewAuthenticator(api)),
+                         CachedAuthorizer(SubjectAccessReviewAuthorizer(api)))
