@@ -555,6 +555,8 @@ class Bench:
     kueue_version: str
     binaries: dict[tuple[float, int], Path]
     kueue_limiter: str
+    # A bearer token for pykueue's /metrics, minted when a run starts pykueue's manager.
+    metrics_token: str | None = None
 
     def manager(self, client: KubeClient, spec: RunSpec) -> Manager:
         if spec.mode == "external":
@@ -562,7 +564,8 @@ class Bench:
             return ExternalManager(self.external_pid)
         assert spec.qps is not None and spec.burst is not None
         if spec.mode == "own":
-            return OwnManager(self.kubeconfig, spec.qps, spec.burst, self.workdir, spec.tag)
+            return OwnManager(self.kubeconfig, spec.qps, spec.burst, self.workdir, spec.tag,
+                              metrics_token=self.metrics_token)
         if spec.mode == "floor":
             return FloorManager(self.kubeconfig, self.config.flavor.name, spec.qps, spec.burst, self.workdir,
                                 spec.tag)
@@ -580,7 +583,11 @@ class Bench:
         order; the run entries (the floor's among them), each manager run's own metrics,
         and the timelines by label."""
         import pykueue
+        from devcluster import cluster
 
+        if any(spec.mode == "own" for spec in specs) and self.metrics_token is None:
+            # The dev metrics reader's (it may only get /metrics), minted with the run's identity.
+            self.metrics_token = await asyncio.to_thread(cluster.metrics_token, self.kubeconfig)
         if self.external_pid is None:
             client = await connect(self.kubeconfig)
             try:

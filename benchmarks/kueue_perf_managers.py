@@ -10,7 +10,8 @@ kubeconfig, waited for until they work, and stopped by a signal at the end of th
 
 * pykueue: ``pykueue manager`` without webhooks or leader election, ``clientConnection``
   from the run's QPS/burst; ready when ``/readyz`` answers; API requests from the count it
-  logs on shutdown.
+  logs on shutdown; its ``/metrics`` (status-write timings) read with a bearer token that
+  may ``get /metrics``, which it asks kube-apiserver about.
 * the floor (``kueue_perf_floor``): admits every workload on sight; ready when it logs so;
   API requests from the same shutdown line as pykueue's.
 * Kueue: ``minimalkueue`` (client limits compiled in, see ``devcluster.kueue_minimal``);
@@ -75,9 +76,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_get(url: str) -> str | None:
+def http_get(url: str, token: str | None = None) -> str | None:
+    """The body of a 200 answer (with ``Authorization: Bearer token`` when given), else None."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
+        with urllib.request.urlopen(request, timeout=5) as resp:
             return resp.read().decode(errors="replace") if resp.status == 200 else None
     except OSError:
         return None
@@ -177,12 +180,14 @@ class _ChildProcess:
                                    f"see {self.log_path}")
             await asyncio.sleep(0.2)
 
-    async def scrape_and_reap(self, metrics_port: int, sig: int) -> tuple[ManagerStats, str | None]:
-        """Its metrics page, then :meth:`reap`. The peak RSS is read before the scrape:
-        rendering a page of thousands of series is a peak of its own the run did not need."""
+    async def scrape_and_reap(self, metrics_port: int, sig: int,
+                              token: str | None = None) -> tuple[ManagerStats, str | None]:
+        """Its metrics page (read with ``token`` when given), then :meth:`reap`. The peak RSS
+        is read before the scrape: rendering a page of thousands of series is a peak of its
+        own the run did not need."""
         assert self.proc is not None
         hwm = peak_rss_mb(self.proc.pid)
-        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics")
+        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics", token)
         return await self.reap(sig, hwm), text
 
     async def reap(self, sig: int, hwm: float | None = None) -> ManagerStats:
@@ -212,10 +217,12 @@ class _ChildProcess:
 
 
 class OwnManager:
-    """``pykueue manager`` as a child process."""
+    """``pykueue manager`` as a child process; ``metrics_token`` reads its ``/metrics``."""
 
-    def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path, tag: str = "") -> None:
+    def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path, tag: str = "",
+                 metrics_token: str | None = None) -> None:
         self.kubeconfig, self.qps, self.burst, self.workdir = kubeconfig, qps, burst, workdir
+        self.metrics_token = metrics_token
         self.child = _ChildProcess("pykueue manager", workdir / f"pykueue-qps{int(qps)}{tag}.log")
         self.metrics_port = 0
 
@@ -239,8 +246,11 @@ class OwnManager:
         await self.child.wait_ready(ready)
 
     async def stop(self) -> ManagerStats:
-        stats, text = await self.child.scrape_and_reap(self.metrics_port, signal.SIGTERM)
+        stats, text = await self.child.scrape_and_reap(self.metrics_port, signal.SIGTERM, self.metrics_token)
         stats = _with_logged_requests(stats, self.child.log_path)
+        if text is None:  # say so: a refused scrape would otherwise only show as missing timings
+            print(f"kueue_perf: pykueue's /metrics could not be read; no status-write timings "
+                  f"(see {self.child.log_path})", file=sys.stderr)
         stats.status_writes = None if text is None else status_write_timings(text)
         return stats
 

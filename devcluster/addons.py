@@ -152,6 +152,9 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     register_webhooks(client, webhook_url)
     extender_url = f"https://{addresses['--extender-bind-address']}"
     dashboard_url = f"http://{addresses['--dashboard-bind-address']}/?token={identity.dashboard_token(client)}"
+    # /metrics wants a bearer token: the dev metrics reader is there to mint one
+    # (``kubectl -n pykueue-system create token pykueue-dev-metrics``).
+    identity.ensure_metrics_reader(client)
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
                             webhook=webhook_url, extender=extender_url,
                             tas_scheduler=start_tas_scheduler(client, layout, extender_url)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons, nodes, operators, workers
+from devcluster import addons, identity, nodes, operators, workers
 from devcluster.build import binary_paths, build, missing_binaries
 from devcluster.components import (
     Component,
@@ -46,6 +46,7 @@ from devcluster.health import StartupError, http_ok, wait_for
 from devcluster.paths import state_dir
 from devcluster.processes import ProcessRecord, is_running, spawn, stop
 from kube.blocking import BlockingClient
+from kube.client import connect
 
 Report = Callable[[str], None]
 
@@ -150,6 +151,17 @@ def admin_client(lay: Layout, ports: Ports) -> BlockingClient:
     return BlockingClient.with_certificate(apiserver_url(ports), ca_file=lay.pem("ca"),
                                            cert_file=lay.pem("admin"), key_file=lay.key("admin"),
                                            field_manager=FIELD_MANAGER)
+
+
+def metrics_token(kubeconfig: Path | None = None) -> str:
+    """A fresh bearer token for pykueue's ``/metrics``: the dev metrics reader's
+    (``identity.metrics_token``), minted with ``kubeconfig``'s identity (default: the dev
+    cluster's admin). What tests and benchmarks that scrape pykueue send."""
+    client = BlockingClient(connect(kubeconfig or layout().admin_kubeconfig), field_manager=FIELD_MANAGER)
+    try:
+        return identity.metrics_token(client)
+    finally:
+        client.close()
 
 
 def health_check(component: Component, lay: Layout) -> Callable[[], bool]:

@@ -137,3 +137,33 @@ def dashboard_token(client: BlockingClient) -> str:
     for doc in (account, binding):
         client.apply(object_path(doc), doc)
     return request_token(client, service_account=DASHBOARD_VIEWER)
+
+
+METRICS_READER = "pykueue-dev-metrics"
+# The install's role for scrapers (``manifests/02-rbac.yaml``): ``get`` on ``/metrics``, nothing else.
+METRICS_READER_ROLE = "pykueue-metrics-reader"
+
+
+def ensure_metrics_reader(client: BlockingClient, files: tuple[Path, ...] = RBAC_MANIFESTS) -> None:
+    """A dev-only ServiceAccount that may read pykueue's ``/metrics`` and nothing else: bound
+    to the install's ``pykueue-metrics-reader`` ClusterRole, which is applied from the
+    manifests too (a cluster that only has the namespace is enough)."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    role = next(doc for path in files for doc in yaml.safe_load_all(path.read_text())
+                if isinstance(doc, dict) and doc.get("kind") == "ClusterRole"
+                and (doc.get("metadata") or {}).get("name") == METRICS_READER_ROLE)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}}
+    binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": METRICS_READER},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": METRICS_READER_ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}]}
+    for doc in (role, account, binding):
+        client.apply(object_path(doc), doc)
+
+
+def metrics_token(client: BlockingClient, seconds: int = TOKEN_SECONDS) -> str:
+    """A fresh token of the dev metrics reader (:func:`ensure_metrics_reader`), for
+    ``Authorization: Bearer`` on pykueue's ``/metrics``."""
+    ensure_metrics_reader(client)
+    return request_token(client, seconds, METRICS_READER)

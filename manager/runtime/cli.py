@@ -1,10 +1,11 @@
 """``pykueue manager``: run the queue manager alone (``pykueue run`` adds the other servers).
 
 Reads a Kueue Configuration (``config.kueue.x-k8s.io``) YAML file when given, Kueue's
-defaults otherwise, connects to the cluster, serves metrics and probes, and runs the
-controllers: informers and job reconciliation on every replica, the scheduler and
-queue-status writers only on the replica holding the Lease. SIGTERM (or SIGINT) stops
-everything in order: leader work first, releasing the Lease, then informers.
+defaults otherwise, connects to the cluster, serves metrics (to callers whose bearer token
+kube-apiserver accepts and allows ``get /metrics``, see :mod:`.metrics_auth`) and probes
+(to anyone), and runs the controllers: informers and job reconciliation on every replica,
+the scheduler and queue-status writers only on the replica holding the Lease. SIGTERM (or
+SIGINT) stops everything in order: leader work first, releasing the Lease, then informers.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from kube.startup import check_kubeconfig, exit_code, starting
 from manager.core.config import config_from
 from manager.runtime.controllers.manager import QueueManager
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
+from manager.runtime.metrics_auth import cluster_metrics_guard
 from manager.runtime.visibility.tls import self_signed_serving_certificate
 
 log = logging.getLogger(__name__)
@@ -149,12 +151,13 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             host, port = split_address(settings.metrics_address)
             health_host, health_port = split_address(settings.health_address)
             tls = metrics_tls_files(settings)
+            guard = cluster_metrics_guard(client._api)
             if (host, port) == (health_host, health_port):
-                runner, _ = await start_site(build_app(metrics, health), host, port,
+                runner, _ = await start_site(build_app(metrics, health, metrics_guard=guard), host, port,
                                              cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
                 runners.append(runner)
             else:
-                runner, bound = await start_site(build_app(metrics), host, port,
+                runner, bound = await start_site(build_app(metrics, metrics_guard=guard), host, port,
                                                  cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
                 runners.append(runner)
                 log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)

@@ -11,6 +11,8 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +40,17 @@ def wait_until(what: str, check: Callable[[], Any], deadline_s: float = 60.0, po
         if time.monotonic() - started > deadline_s:
             pytest.fail(f"timed out after {deadline_s:.0f}s waiting for {what}")
         time.sleep(poll_s)
+
+
+def bearer_get(url: str, token: str | None, timeout_s: float = 5.0) -> tuple[int, str]:
+    """GET ``url`` (pykueue's ``/metrics``, a probe) with ``Authorization: Bearer token`` (no
+    header when None): the status and the body, refusals included."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return int(resp.status), resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,12 @@ def dev_cluster() -> Iterator[DevCluster]:
     finally:
         if not result.reused:
             cluster.down(report=lambda message: print(message, file=sys.stderr))
+
+
+@pytest.fixture(scope="session")
+def metrics_token(dev_cluster: DevCluster) -> str:
+    """A bearer token that may read pykueue's ``/metrics``: the dev metrics reader's."""
+    return cluster.metrics_token(dev_cluster.kubeconfig)
 
 
 @pytest.fixture

@@ -96,7 +96,8 @@ def _admitted(dev_cluster: DevCluster, namespace: str, job: str) -> bool:
     return _conditions(_workload_of(dev_cluster, namespace, job)).get("Admitted", ("",))[0] == "True"
 
 
-def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace: str) -> None:
+def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace: str,
+                                            metrics_token: str) -> None:
     url = _metrics_url()
     cq = _queues(dev_cluster, namespace, "1")
     stopped = _stopped_queue(dev_cluster, namespace)
@@ -170,7 +171,7 @@ def test_pending_workloads_report_their_tier(dev_cluster: DevCluster, namespace:
               (other, "ExceedsMaxQuota"): 1.0, (other, "NoMatchingFlavor"): 1.0}
 
     def scraped() -> Samples | None:
-        samples = _scrape(url)
+        samples = _scrape(url, metrics_token)
         return samples if all(
             _metric(samples, "kueue_unadmitted_workloads", cluster_queue=q, reason="NoReservation",
                     underlying_cause=cause) == n for (q, cause), n in wanted.items()) else None

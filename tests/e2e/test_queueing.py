@@ -26,7 +26,7 @@ from devcluster import cluster, processes
 from devcluster.addons import PYKUEUE_NAMESPACE
 from devcluster.ports import free_ports
 
-from .conftest import REPO, DevCluster, wait_until
+from .conftest import REPO, DevCluster, bearer_get, wait_until
 
 # The queues and lookups are those of the job-integration tests; the underscored names stay
 # because other e2e modules import them from here.
@@ -78,7 +78,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 @pytest.fixture(scope="module")
 def pykueue(dev_cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The metrics URL of the ``pykueue run`` that ``dev up`` started, or of one started here."""
+    """The metrics URL of the ``pykueue run`` that ``dev up`` started, or of one started here
+    (either answers the ``metrics_token`` fixture's token)."""
     dev_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "manifests" / "crds"))
     dev_cluster.kubectl("wait", "--for", "condition=established", "crd", "--all", "--timeout=60s")
     state = cluster.current_state()
@@ -149,7 +150,8 @@ def _usage_is_zero(dev_cluster: DevCluster, cq: str) -> bool:
     return _cq_cpu_usage(dev_cluster, cq) == "0"
 
 
-def test_job_is_admitted_runs_and_finishes(dev_cluster: DevCluster, pykueue: str, namespace: str) -> None:
+def test_job_is_admitted_runs_and_finishes(dev_cluster: DevCluster, pykueue: str, namespace: str,
+                                           metrics_token: str) -> None:
     cq = _queues(dev_cluster, namespace, "2")
     _job(dev_cluster, namespace, "one", "1s")
     job = dev_cluster.get_json("job", "one", "-n", namespace)
@@ -180,8 +182,8 @@ def test_job_is_admitted_runs_and_finishes(dev_cluster: DevCluster, pykueue: str
     assert [c["reason"] for c in finished["status"]["conditions"] if c["type"] == "Finished"] == ["Succeeded"]
     wait_until("the ClusterQueue usage to return to zero", lambda: _usage_is_zero(dev_cluster, cq), 30.0)
 
-    with urllib.request.urlopen(pykueue, timeout=5) as resp:
-        assert resp.status == 200
+    status, body = bearer_get(pykueue, metrics_token)
+    assert status == 200, body
 
 
 def test_quota_admits_two_of_three_then_the_third(dev_cluster: DevCluster, pykueue: str,

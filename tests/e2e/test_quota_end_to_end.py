@@ -4,13 +4,15 @@ A ClusterQueue with 2 CPUs and three 1-CPU Jobs: two run, one waits. Three views
 state must agree while it lasts -- the Workloads in the API, the manager's Prometheus
 metrics scraped over HTTP, and the visibility API through kube-apiserver's aggregation
 layer. When the two finish, the third starts, and at the end usage is back to zero.
+
+The metrics answer only a bearer token whose user may ``get /metrics`` (as Kueue's): the
+dev metrics reader's token is sent, and one test checks the refusals.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import urllib.request
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster import cluster, processes
 
-from .conftest import DevCluster, wait_until
+from .conftest import DevCluster, bearer_get, wait_until
 from .test_queueing import FLAVOR, _condition, _cq_cpu_usage, _job, _queues
 
 pytestmark = pytest.mark.e2e
@@ -26,17 +28,21 @@ pytestmark = pytest.mark.e2e
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 
 
-def _metrics_url() -> str:
+def _flags() -> dict[str, str]:
     state = cluster.current_state()
     record = state.record("pykueue") if state is not None else None
     if record is None or not processes.is_running(record):
         pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
-    return f"http://{dict(itertools.pairwise(record.argv))['--metrics-bind-address']}/metrics"
+    return dict(itertools.pairwise(record.argv))
 
 
-def _scrape(url: str) -> Samples:
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        text = resp.read().decode()
+def _metrics_url() -> str:
+    return f"http://{_flags()['--metrics-bind-address']}/metrics"
+
+
+def _scrape(url: str, token: str) -> Samples:
+    status, text = bearer_get(url, token)
+    assert status == 200, f"/metrics answered {status}: {text}"
     return {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "replica_role"))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
@@ -66,7 +72,26 @@ def _pending_names(dev_cluster: DevCluster, path: str) -> list[str]:
     return [item["metadata"]["name"] for item in summary["items"]]
 
 
-def test_two_of_three_run_metrics_and_visibility_agree(dev_cluster: DevCluster, namespace: str) -> None:
+def test_metrics_need_a_token_allowed_to_read_them(dev_cluster: DevCluster, namespace: str,
+                                                   metrics_token: str) -> None:
+    """401 without a token or with a bad one, 403 for a ServiceAccount without
+    ``pykueue-metrics-reader``, 200 for the dev metrics reader; the probes need nothing."""
+    url = _metrics_url()
+    status, body = bearer_get(url, None)
+    assert status == 401, body
+    assert bearer_get(url, "not-a-token")[0] == 401
+    dev_cluster.kubectl("create", "serviceaccount", "no-metrics", "-n", namespace)
+    other = dev_cluster.kubectl("create", "token", "no-metrics", "-n", namespace).stdout.strip()
+    status, body = bearer_get(url, other)
+    assert status == 403 and f"system:serviceaccount:{namespace}:no-metrics" in body, (status, body)
+    status, body = bearer_get(url, metrics_token)
+    assert status == 200 and "kueue_pending_workloads" in body, (status, body[:500])
+    probe = f"http://{_flags()['--health-probe-bind-address']}/readyz"
+    assert bearer_get(probe, None) == (200, "ok")
+
+
+def test_two_of_three_run_metrics_and_visibility_agree(dev_cluster: DevCluster, namespace: str,
+                                                       metrics_token: str) -> None:
     url = _metrics_url()
     cq = _queues(dev_cluster, namespace, "2")
     # The first two run long enough to look at the waiting third; the third is quick.
@@ -83,7 +108,7 @@ def test_two_of_three_run_metrics_and_visibility_agree(dev_cluster: DevCluster, 
                lambda: _cq_cpu_usage(dev_cluster, cq) == "2", 15.0)
 
     def metrics_agree() -> Samples | None:
-        s = _scrape(url)
+        s = _scrape(url, metrics_token)
         waiting = (_metric(s, "kueue_pending_workloads", cluster_queue=cq, status="active")
                    + _metric(s, "kueue_pending_workloads", cluster_queue=cq, status="inadmissible"))
         ok = waiting == 1 and _metric(s, "kueue_admitted_active_workloads", cluster_queue=cq) == 2
@@ -108,7 +133,7 @@ def test_two_of_three_run_metrics_and_visibility_agree(dev_cluster: DevCluster, 
     assert _pending_names(dev_cluster, f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads") == []
 
     def drained() -> Samples | None:
-        s = _scrape(url)
+        s = _scrape(url, metrics_token)
         quiet = _metric(s, "kueue_admitted_active_workloads", cluster_queue=cq) == 0 and _metric(
             s, "kueue_pending_workloads", cluster_queue=cq, status="active") == 0
         return s if quiet else None

@@ -1,4 +1,5 @@
-"""The Kueue manager wrapper against a stand-in process: start, readiness, metrics, stop, rusage.
+"""The Kueue manager wrapper against a stand-in process: start, readiness, metrics, stop, rusage;
+and the scrape of pykueue's /metrics, which needs a bearer token.
 
 The stand-in is a small Python program that behaves as ``minimalkueue`` does towards the
 benchmark: it takes ``--kubeconfig`` and ``--metricsPort``, serves client-go's request
@@ -7,6 +8,7 @@ counter on that port, burns a little CPU and exits on SIGINT.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import sys
@@ -14,8 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
-from benchmarks.kueue_perf_managers import KueueManager, peak_rss_mb
+from benchmarks.kueue_perf_managers import KueueManager, http_get, peak_rss_mb
+from kube.endpoints import build_app, start_site
+from manager.runtime.metrics import KueueMetrics
 
 STAND_IN = """\
 import argparse, http.server, signal, sys, threading, time
@@ -92,3 +97,18 @@ async def test_a_manager_that_exits_early_is_an_error_naming_its_log(tmp_path: P
     with pytest.raises(RuntimeError, match=r"exited \(3\) before it was ready; see .*minimalkueue.log"):
         await manager.start()
     assert "no kubeconfig" in (tmp_path / "minimalkueue.log").read_text()
+
+
+async def test_pykueue_metrics_are_read_with_the_bearer_token() -> None:
+    async def guard(request: web.Request) -> web.Response | None:
+        return None if request.headers.get("Authorization") == "Bearer t0ken" else web.Response(status=401)
+
+    runner, port = await start_site(build_app(KueueMetrics(), metrics_guard=guard), "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        assert await asyncio.to_thread(http_get, url) is None
+        assert await asyncio.to_thread(http_get, url, "wrong") is None
+        text = await asyncio.to_thread(http_get, url, "t0ken")
+    finally:
+        await runner.cleanup()
+    assert text is not None and "kueue_pending_workloads" in text

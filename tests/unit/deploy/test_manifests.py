@@ -86,6 +86,21 @@ def test_manager_may_release_the_resource_in_use_finalizer() -> None:
                    and "patch" in rule.get("verbs", ()) for rule in role["rules"]), resource
 
 
+def test_metrics_are_readable_by_the_reader_role_and_reviewable_by_the_manager() -> None:
+    """/metrics wants a token whose user may ``get /metrics`` (the reader role, nothing more),
+    and the manager asks kube-apiserver with a TokenReview and a SubjectAccessReview."""
+    roles = {r["metadata"]["name"]: r for r in _of_kind("ClusterRole")}
+    assert roles["pykueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    manager = {"kind": "ServiceAccount", "name": "pykueue-controller-manager", "namespace": NAMESPACE}
+    granted = {(group, resource, verb)
+               for binding in _of_kind("ClusterRoleBinding") if manager in binding["subjects"]
+               for rule in roles[binding["roleRef"]["name"]].get("rules") or ()
+               for group in rule.get("apiGroups", ()) for resource in rule.get("resources", ())
+               for verb in rule.get("verbs", ())}
+    assert {("authentication.k8s.io", "tokenreviews", "create"),
+            ("authorization.k8s.io", "subjectaccessreviews", "create")} <= granted
+
+
 def test_user_facing_roles_aggregate() -> None:
     names = {r["metadata"]["name"]: r for r in _of_kind("ClusterRole")}
     pairs = (("pykueue-batch-admin-role", "batch-admin"), ("pykueue-batch-user-role", "batch-user"))
