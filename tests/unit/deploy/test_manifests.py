@@ -101,6 +101,12 @@ def test_metrics_are_readable_by_the_reader_role_and_reviewable_by_the_manager()
             ("authorization.k8s.io", "subjectaccessreviews", "create")} <= granted
 
 
+def test_metrics_are_served_over_https_in_the_install() -> None:
+    """Scrapers send bearer tokens to /metrics: the install serves it over TLS, as Kueue does."""
+    container = _deployment()["spec"]["template"]["spec"]["containers"][0]
+    assert "--metrics-secure" in container["args"]
+
+
 def test_user_facing_roles_aggregate() -> None:
     names = {r["metadata"]["name"]: r for r in _of_kind("ClusterRole")}
     pairs = (("pykueue-batch-admin-role", "batch-admin"), ("pykueue-batch-user-role", "batch-user"))
