@@ -16,7 +16,8 @@
 - Timing (optional ``timing``): how long each key waited for a worker (from the add that
   queued it) and how long its processing took, as client-go's ``queue_duration`` and
   ``work_duration``. Waits in the urgent lane are reported under the queue's name plus
-  ``URGENT_SUFFIX``, so what matters is told from the backlog of optional work.
+  ``URGENT_SUFFIX``, so what matters is told from the backlog of optional work; a key moved
+  up waits in the urgent lane from the move.
 
 Time is injected (``clock``, ``sleep``) so retry timing is testable without waiting.
 
@@ -122,6 +123,8 @@ class WorkQueue(Generic[K]):
                 # the key was queued normally again by then, takes a little early).
                 self._queued_urgent.add(key)
                 self._urgent.append(key)
+                if self._timing is not None:
+                    self._added_at[key] = self._clock()  # its urgent wait starts now
             return
         if key in self._processing:
             self._dirty.add(key)

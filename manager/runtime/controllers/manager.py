@@ -17,7 +17,8 @@ two writes of one Workload never race (one worker per key; a key changed while b
 written is written once more afterwards, from the latest record), and a status equal to
 the stored one is not written at all. A pending workload whose only change is the text
 of its pending message is rewritten at most every ``PENDING_MESSAGE_INTERVAL_S``
-(admission, eviction, finish and reason changes are written at once).
+(admission, eviction, finish and reason changes are written at once). The scheduler runs
+no further ahead of those writers than ``WRITE_BACKLOG_LIMIT`` writes.
 """
 
 from __future__ import annotations
@@ -86,6 +87,15 @@ MAX_CONFLICT_RETRIES = 5
 # Longest run of scheduling cycles before the event loop gets a turn (see schedule_once).
 CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 16
+# The scheduler decides no further ahead than a few seconds of writes: no cycle starts
+# while this many admissions, evictions and finishes wait for a writer (those of the
+# running slice included). Unbounded, on a kube-apiserver that applies writes slower than
+# the core decides (Kueue's large-scale shape on two cores), reservations queued for
+# minutes: quota held in the core that no job could use, taken back and decided again
+# whenever a higher-priority workload arrived meanwhile. Bounded too tightly (two per
+# writer), a reservation is written before a higher-priority arrival a moment later can
+# take it back unseen, so that arrival evicts a job that has just started instead.
+WRITE_BACKLOG_LIMIT = 16 * STATUS_WRITERS
 STATUS_MAX_RETRIES = 12
 # An admission waits at most this long for the writes of the releases it reuses (a write
 # that never comes must not hold the queue forever; see ReleaseOrder).
@@ -131,6 +141,8 @@ class QueueManager:
         self.metrics.before_scrape = self.metrics_feed.refresh
         self.informers: dict[str, Informer] = {r.kind: Informer(client, r) for r in CORE_KINDS}
         self._kick = asyncio.Event()
+        # Cycles wait for the writers (WRITE_BACKLOG_LIMIT); a writer taking a key wakes them.
+        self._held_for_writers = False
         self._queues_dirty = asyncio.Event()
         self._finished: dict[str, Finished] = {}
         policy = AdmissionPolicy.from_config(job_config or {})
@@ -408,7 +420,11 @@ class QueueManager:
         preempting ClusterQueue, and whether the core is idle."""
         preemptors: dict[str, str] = {}
         slice_started = time.perf_counter()
+        urgent = 0  # writes this slice's cycles made urgent, not queued until it ends
         while True:
+            if self.status_writes.urgent_waiting + urgent >= WRITE_BACKLOG_LIMIT:
+                self._held_for_writers = True
+                return preemptors, True
             started = time.perf_counter()
             result = self.core.next_cycle()
             progress = self.core.apply_cycle(result)
@@ -419,6 +435,9 @@ class QueueManager:
             for d in result.decisions:
                 if d.outcome == Outcome.PREEMPT:
                     preemptors.update((t, d.cluster_queue) for t in d.targets)
+                    urgent += len(d.targets)
+                elif d.outcome == Outcome.ADMIT:
+                    urgent += 1
             if not progress:
                 return preemptors, True
             if time.perf_counter() - slice_started >= budget_s:
@@ -432,6 +451,9 @@ class QueueManager:
         """Write one Workload's status from the core's record, after the releases whose room
         it may take (see ``ReleaseOrder``); returns seconds after which to look again (a
         deferred pending-message update), or None."""
+        if self._held_for_writers and self.status_writes.urgent_waiting < WRITE_BACKLOG_LIMIT:
+            self._held_for_writers = False  # a writer took a key: there is room to decide again
+            self._kick.set()
         rec = self.core.workloads.get(key)
         if rec is not None and self._takes_quota(key) and not self.release_order.may_write(key):
             # Held: written once those releases are; looked at again when the wait runs out.

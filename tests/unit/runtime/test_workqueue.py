@@ -279,7 +279,7 @@ class _Timings:
         self.works.append((queue, seconds))
 
 
-async def test_timing_reports_the_wait_from_the_first_add_and_each_processing() -> None:
+async def test_timing_reports_the_wait_in_each_lane_and_each_processing() -> None:
     now = [100.0]
     timings = _Timings()
     done = asyncio.Event()
@@ -296,12 +296,13 @@ async def test_timing_reports_the_wait_from_the_first_add_and_each_processing() 
     queue.add("a")
     now[0] += 2.0
     queue.add("b")
-    queue.add("a", urgent=True)  # moved up: still waiting since its first add
+    queue.add("a", urgent=True)  # moved up: its urgent wait starts now
     now[0] += 1.0
     queue.start()
     await asyncio.wait_for(done.wait(), DEADLINE_S)
     await queue.shutdown(drain=False)
-    # a since 100.0, from the urgent lane; b since 102.0, taken after a's 0.25 s.
-    assert timings.waits == [("q-urgent", 3.0), ("q", 1.25)]
+    # a urgent since 102.0 (its 2 s in the other lane were optional work waiting); b since
+    # 102.0, taken after a's 0.25 s.
+    assert timings.waits == [("q-urgent", 1.0), ("q", 1.25)]
     assert timings.works == [("q", 0.25), ("q", 0.5)]
 

@@ -297,6 +297,32 @@ def test_pending_notices_give_way_while_admissions_wait_for_a_writer() -> None:
     asyncio.run(go())
 
 
+def test_no_cycle_starts_while_the_writers_are_behind(monkeypatch: Any) -> None:
+    """The core decides no further ahead than the writers carry: with a backlog limit of
+    one, the first admission holds the next cycle until a writer takes it."""
+    monkeypatch.setattr(manager_module, "WRITE_BACKLOG_LIMIT", 1)
+
+    async def go() -> None:
+        manager, api = _setup()
+        await manager.schedule_once()  # w0 admitted and queued; no writer runs yet
+        assert manager.status_writes.urgent_waiting == 1
+        holding = {k for k, r in manager.core.workloads.items() if r.holds_quota}
+        assert holding == {"ns/w0"}, "w1 fits too, but its cycle waits for the writers"
+        manager._kick.clear()
+        await manager.schedule_once()  # an informer event meanwhile: still held
+        assert {k for k, r in manager.core.workloads.items() if r.holds_quota} == {"ns/w0"}
+        manager.status_writes.start()
+        await api.until(lambda: "w0" in api.puts)
+        assert manager._kick.is_set(), "a writer taking the backlog wakes the scheduler"
+        await manager.schedule_once()
+        assert {k for k, r in manager.core.workloads.items() if r.holds_quota} == {"ns/w0", "ns/w1"}
+        await manager.status_writes.join(5)
+        assert sorted(api.puts) == ["w0", "w1"]
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
 def test_a_pending_notice_waits_at_most_its_longest_deferral() -> None:
     """A backlog that lasts does not keep a user from learning why the job waits."""
     async def go() -> None:
