@@ -120,6 +120,20 @@ def service_account_kubeconfig(client: BlockingClient, path: Path, ca_pem: bytes
     return path
 
 
+def _bind_dev_account(client: BlockingClient, name: str, cluster_role: str) -> None:
+    """Apply a dev-only ServiceAccount ``name`` and a ClusterRoleBinding of the same name that
+    grants it ``cluster_role``."""
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": name, "namespace": NAMESPACE}}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": cluster_role},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]}
+    for doc in (account, binding):
+        client.apply(object_path(doc), doc)
+
+
 DASHBOARD_VIEWER = "pykueue-dev-dashboard"
 
 
@@ -127,15 +141,7 @@ def dashboard_token(client: BlockingClient) -> str:
     """A token for the ``dashboard:`` link ``dev up`` prints: a dev-only ServiceAccount bound
     to ``cluster-admin`` (the dashboard shows every namespace, and the dev cluster has no
     users of its own). A fresh TokenRequest on each ``dev up``; never used by pykueue itself."""
-    rbac = "rbac.authorization.k8s.io/v1"
-    account = {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": DASHBOARD_VIEWER, "namespace": NAMESPACE}}
-    binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": DASHBOARD_VIEWER},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "cluster-admin"},
-               "subjects": [{"kind": "ServiceAccount", "name": DASHBOARD_VIEWER, "namespace": NAMESPACE}]}
-    for doc in (account, binding):
-        client.apply(object_path(doc), doc)
+    _bind_dev_account(client, DASHBOARD_VIEWER, "cluster-admin")
     return request_token(client, service_account=DASHBOARD_VIEWER)
 
 
@@ -148,18 +154,11 @@ def ensure_metrics_reader(client: BlockingClient, files: tuple[Path, ...] = RBAC
     """A dev-only ServiceAccount that may read pykueue's ``/metrics`` and nothing else: bound
     to the install's ``pykueue-metrics-reader`` ClusterRole, which is applied from the
     manifests too (a cluster that only has the namespace is enough)."""
-    rbac = "rbac.authorization.k8s.io/v1"
     role = next(doc for path in files for doc in yaml.safe_load_all(path.read_text())
                 if isinstance(doc, dict) and doc.get("kind") == "ClusterRole"
                 and (doc.get("metadata") or {}).get("name") == METRICS_READER_ROLE)
-    account = {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": METRICS_READER, "namespace": NAMESPACE}}
-    binding = {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": METRICS_READER},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": METRICS_READER_ROLE},
-               "subjects": [{"kind": "ServiceAccount", "name": METRICS_READER, "namespace": NAMESPACE}]}
-    for doc in (role, account, binding):
-        client.apply(object_path(doc), doc)
+    client.apply(object_path(role), role)
+    _bind_dev_account(client, METRICS_READER, METRICS_READER_ROLE)
 
 
 def metrics_token(client: BlockingClient, seconds: int = TOKEN_SECONDS) -> str:
