@@ -56,7 +56,9 @@ def install_crds(client: BlockingClient, directories: tuple[Path, ...] = CRD_DIR
         if doc.get("kind") != "CustomResourceDefinition":
             continue
         name = doc["metadata"]["name"]
-        client.apply(f"{CRD_PATH}/{urllib.parse.quote(name)}", doc)
+        path = f"{CRD_PATH}/{urllib.parse.quote(name)}"
+        _keep_loopback_conversion(doc, client.get_or_none(path))
+        client.apply(path, doc)
         names.append(name)
 
     def established() -> bool:
@@ -103,8 +105,8 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     (``devcluster.identity``), so every e2e test proves those rights suffice. The admission webhook
     listens on loopback with a serving certificate for 127.0.0.1; the webhook configurations are
     registered here with ``url`` client configs pointing at it, and pykueue injects their caBundle
-    itself before it reports ready. The CRD conversion stanzas keep the install manifests' Service
-    reference (tests apply those manifests as they are), so v1beta1 reads need a deployment. The
+    itself before it reports ready. The CRD conversion stanzas point at the same loopback server
+    (``v1beta1`` objects are converted by this process, as in an install). The
     visibility API listens on loopback too; its APIService goes through an ExternalName Service
     (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
     A running pykueue whose Configuration (``config``, default ``DEV_CONFIG``) changed is
@@ -226,10 +228,18 @@ WEBHOOK_CONFIG_PATHS = {
 def register_webhooks(client: BlockingClient, base_url: str) -> None:
     """Apply the install manifests' webhook configurations, renamed with a ``-dev`` suffix
     (so applying the install manifests themselves never conflicts), with ``url`` client
-    configs on loopback and the dev namespace excluded instead of ``pykueue-system``.
-    The caBundle is pykueue's CA from its Secret once that exists (so a re-apply keeps it);
-    before that pykueue injects it at start-up."""
+    configs on loopback and the dev namespace excluded instead of ``pykueue-system``; and
+    point pykueue's CRDs' conversion at the same server, so ``v1beta1`` objects (Kueue
+    v0.12 manifests) can be created and read. The caBundle is pykueue's CA from its Secret
+    once that exists (so a re-apply keeps it); before that pykueue injects it at start-up."""
     ca_bundle = _webhook_ca(client)
+    for doc in _documents((MANIFESTS_DIR / "crds",)):
+        webhook = _conversion_webhook(doc)
+        if webhook is None:
+            continue
+        path_part = webhook["clientConfig"]["service"]["path"]
+        webhook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
+        client.apply(f"{CRD_PATH}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
     for doc in _documents((MANIFESTS_DIR,)):
         path = WEBHOOK_CONFIG_PATHS.get(str(doc.get("kind")))
         if path is None:
@@ -264,6 +274,30 @@ def register_visibility(client: BlockingClient, port: int) -> None:
     if client.get_or_none(path) is not None:
         client.request("DELETE", path)
     client.apply(path, api_service)
+
+
+def _conversion_webhook(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The conversion webhook stanza of a CRD that names a Service, else None."""
+    if doc.get("kind") != "CustomResourceDefinition":
+        return None
+    webhook = ((doc.get("spec") or {}).get("conversion") or {}).get("webhook")
+    if not isinstance(webhook, dict) or "service" not in (webhook.get("clientConfig") or {}):
+        return None
+    return webhook
+
+
+def _keep_loopback_conversion(doc: dict[str, Any], live: dict[str, Any] | None) -> None:
+    """Re-applying a CRD keeps the loopback conversion URL ``register_webhooks`` gave it.
+
+    The install manifests name a Service that the dev cluster does not have. Applying them as
+    they are would send conversions there until pykueue's registration ran again, and
+    rebuild the CRD's storage twice on every ``dev up`` of a running cluster.
+    """
+    webhook = _conversion_webhook(doc)
+    live_config = (((live or {}).get("spec") or {}).get("conversion") or {}).get("webhook") or {}
+    url = (live_config.get("clientConfig") or {}).get("url")
+    if webhook is not None and url:
+        webhook["clientConfig"] = _client_config(url, live_config["clientConfig"].get("caBundle"))
 
 
 def dev_name(name: str) -> str:

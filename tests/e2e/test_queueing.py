@@ -80,8 +80,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 def pykueue(dev_cluster: DevCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The metrics URL of the ``pykueue run`` that ``dev up`` started, or of one started here
     (either answers the ``metrics_token`` fixture's token)."""
-    dev_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "manifests" / "crds"))
-    dev_cluster.kubectl("wait", "--for", "condition=established", "crd", "--all", "--timeout=60s")
     state = cluster.current_state()
     record = state.record("pykueue") if state is not None else None
     if record is not None and processes.is_running(record):
