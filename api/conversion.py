@@ -235,8 +235,10 @@ CONVERTERS: dict[str, tuple[Callable[[Obj], None], Callable[[Obj], None]]] = {
 }
 
 
-def convert(obj: dict[str, Any], desired_api_version: str) -> dict[str, Any]:
-    """Return a converted deep copy of ``obj`` in ``desired_api_version``. The input is not changed."""
+def convert(obj: dict[str, Any], desired_api_version: str, *, in_place: bool = False) -> dict[str, Any]:
+    """Return ``obj`` converted to ``desired_api_version``: a deep copy, the input unchanged, or
+    with ``in_place`` the input itself, changed (for objects parsed just for this call: the
+    copy is most of a conversion's cost). A failed conversion may leave the input half done."""
     if not isinstance(obj, dict):
         raise ConversionError(f"expected an object, got {type(obj).__name__}")
     kind = obj.get("kind")
@@ -247,7 +249,7 @@ def convert(obj: dict[str, Any], desired_api_version: str) -> dict[str, Any]:
     for version, what in ((current, "source"), (desired_api_version, "desired")):
         if version not in VERSIONS:
             raise ConversionError(f"{what} apiVersion {version!r} is not one of {', '.join(VERSIONS)}")
-    out = copy.deepcopy(obj)
+    out = obj if in_place else copy.deepcopy(obj)
     if current != desired_api_version:
         up, down = CONVERTERS[str(kind)]
         try:

@@ -1,10 +1,13 @@
-"""Job AdmissionReview latency over TLS at fixed rates, from a separate client process.
+"""Webhook latency over TLS at fixed rates, from a separate client process.
 
 The server (``make_app`` with in-memory cluster facts, as ``pykueue run`` has them from its
 informer stores) runs in a child process; this process opens keep-alive HTTPS connections
-and sends ``/mutate-batch-v1-job`` reviews at a fixed rate (open loop: the send schedule
-does not wait for answers). Reports p50/p99 per rate and the highest rate whose p99 stays
-within the target. Last line: the JSON contract of ``benchmarks``.
+and sends reviews at a fixed rate (open loop: the send schedule does not wait for answers):
+Job AdmissionReviews to ``/mutate-batch-v1-job`` by default, or with ``--review convert``
+ConversionReviews of an admitted Workload from ``v1beta2`` to ``v1beta1`` to ``/convert``,
+which kube-apiserver sends for every Workload write while it keeps a ``v1beta1`` watch cache.
+Reports p50/p99 per rate, the server's CPU milliseconds per review, and the highest rate
+whose p99 stays within the target. Last line: the JSON contract of ``benchmarks``.
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 TARGET_P99_MS = 5.0
+V1BETA1 = "kueue.x-k8s.io/v1beta1"
 
 
 def _serve(cert_dir: str, port_queue: Any) -> None:
@@ -47,7 +53,7 @@ def _serve(cert_dir: str, port_queue: Any) -> None:
     run_main(main())  # the event loop pykueue's servers run on
 
 
-def _review(i: int) -> bytes:
+def _admission_review(i: int) -> bytes:
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -80,7 +86,68 @@ def _review(i: int) -> bytes:
     ).encode()
 
 
-async def _run_rate(url: str, ca: str, rate: float, seconds: float) -> tuple[list[float], int]:
+def _workload(i: int) -> dict[str, Any]:
+    """An admitted Workload of a two-pod Job as pykueue stores it (v1beta2)."""
+    condition = {"status": "True", "lastTransitionTime": "2026-11-28T12:00:00Z", "observedGeneration": 1}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": f"job-sample-{i}-1a2b3", "namespace": "team-a", "uid": str(uuid.uuid4()),
+                     "resourceVersion": str(1000 + i), "generation": 1,
+                     "labels": {"kueue.x-k8s.io/job-uid": str(uuid.uuid4())},
+                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"sample-{i}",
+                                          "uid": str(uuid.uuid4()), "controller": True,
+                                          "blockOwnerDeletion": True}]},
+        "spec": {"queueName": "user-queue", "priority": 100, "active": True,
+                 "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                      "name": "high"},
+                 "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+                     "restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}}]}}}]},
+        "status": {
+            "conditions": [{**condition, "type": "QuotaReserved", "reason": "QuotaReserved",
+                            "message": "Quota reserved in ClusterQueue cluster-queue"},
+                           {**condition, "type": "Admitted", "reason": "Admitted",
+                            "message": "The workload is admitted"}],
+            "admission": {"clusterQueue": "cluster-queue", "podSetAssignments": [{
+                "name": "main", "count": 2, "flavors": {"cpu": "default-flavor", "memory": "default-flavor"},
+                "resourceUsage": {"cpu": "2", "memory": "400Mi"}}]},
+        },
+    }
+
+
+def _conversion_review(i: int) -> bytes:
+    return json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": V1BETA1,
+                    "objects": [_workload(i)]},
+    }).encode()
+
+
+@dataclass(frozen=True)
+class ReviewKind:
+    path: str
+    body: Callable[[int], bytes]
+    accepted: Callable[[dict[str, Any]], bool]
+
+
+REVIEWS = {
+    "job": ReviewKind("/mutate-batch-v1-job", _admission_review,
+                      lambda answer: bool(answer["response"]["allowed"])),
+    "convert": ReviewKind("/convert", _conversion_review,
+                          lambda answer: answer["response"]["result"]["status"] == "Success"
+                          and answer["response"]["convertedObjects"][0]["apiVersion"] == V1BETA1),
+}
+
+
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of a process so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _run_rate(url: str, ca: str, rate: float, seconds: float,
+                    review: ReviewKind) -> tuple[list[float], int]:
     context = ssl.create_default_context(cafile=ca)
     latencies: list[float] = []
     errors = 0
@@ -88,12 +155,12 @@ async def _run_rate(url: str, ca: str, rate: float, seconds: float) -> tuple[lis
 
         async def one(i: int) -> None:
             nonlocal errors
-            body = _review(i)
+            body = review.body(i)
             start = time.perf_counter()
             try:
                 async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
                     payload = await resp.json()
-                    if resp.status != 200 or not payload["response"]["allowed"]:
+                    if resp.status != 200 or not review.accepted(payload):
                         errors += 1
             except (aiohttp.ClientError, OSError, ValueError, KeyError):
                 errors += 1
@@ -119,7 +186,10 @@ def _pct(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument("--review", choices=sorted(REVIEWS), default="job",
+                        help="job: Job AdmissionReviews (default); convert: Workload ConversionReviews")
     args = parser.parse_args()
+    review = REVIEWS[args.review]
     from certs.authority import ensure_bundle
     from certs.rotation import write_pair
 
@@ -134,17 +204,23 @@ def main() -> None:
         server.start()
         try:
             port = ports.get(timeout=30)
-            url = f"https://127.0.0.1:{port}/mutate-batch-v1-job"
-            asyncio.run(_run_rate(url, f"{cert_dir}/ca.crt", 50, 1.0))  # warm-up: TLS sessions, imports
+            url = f"https://127.0.0.1:{port}{review.path}"
+            # warm-up: TLS sessions, imports
+            asyncio.run(_run_rate(url, f"{cert_dir}/ca.crt", 50, 1.0, review))
             results = {}
+            cpu_ms: dict[int, float] = {}
             errors = 0
             for rate in rates:
-                lat, err = asyncio.run(_run_rate(url, f"{cert_dir}/ca.crt", rate, seconds))
+                cpu_before = _cpu_s(server.pid) if server.pid is not None else 0.0
+                lat, err = asyncio.run(_run_rate(url, f"{cert_dir}/ca.crt", rate, seconds, review))
+                if server.pid is not None:
+                    cpu_ms[rate] = (_cpu_s(server.pid) - cpu_before) * 1000 / len(lat)
                 errors += err
                 results[rate] = (statistics.median(lat), _pct(lat, 0.99), max(lat))
                 print(
                     f"rate {rate:>5}/s  p50 {results[rate][0]:.2f} ms  p99 {results[rate][1]:.2f} ms  "
-                    f"max {results[rate][2]:.2f} ms  errors {err}"
+                    f"max {results[rate][2]:.2f} ms  server CPU {cpu_ms.get(rate, float('nan')):.2f} ms "
+                    f"per review  errors {err}"
                 )
         finally:
             server.terminate()
@@ -156,6 +232,7 @@ def main() -> None:
             {
                 "benchmark": "webhook_latency",
                 "metrics": {
+                    "review": args.review,
                     "rate": 500,
                     "p50_ms": round(at500[0], 3),
                     "p99_ms": round(at500[1], 3),
@@ -163,7 +240,8 @@ def main() -> None:
                     "max_sustained_rate_p99_within_target": sustained,
                     "target_p99_ms": TARGET_P99_MS,
                     "by_rate": {
-                        str(r): {"p50_ms": round(v[0], 3), "p99_ms": round(v[1], 3)}
+                        str(r): {"p50_ms": round(v[0], 3), "p99_ms": round(v[1], 3),
+                                 "server_cpu_ms_per_review": round(cpu_ms.get(r, float("nan")), 3)}
                         for r, v in results.items()
                     },
                 },

@@ -192,7 +192,8 @@ async def _convert(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         return _bad(str(exc))
     try:
-        converted = [convert(obj, review.desired_api_version) for obj in review.objects]
+        # The objects were parsed for this request alone: no copy needed.
+        converted = [convert(obj, review.desired_api_version, in_place=True) for obj in review.objects]
     except ConversionError as exc:
         return web.json_response(conversion_response(review.uid, error=str(exc)), dumps=_dumps)
     return web.json_response(conversion_response(review.uid, converted), dumps=_dumps)

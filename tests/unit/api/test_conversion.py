@@ -146,6 +146,15 @@ def test_same_version_and_plain_kinds_only_change_api_version() -> None:
     assert {"ClusterQueue", "LocalQueue", "Cohort", "Workload", "ResourceFlavor"} <= set(CONVERTERS)
 
 
+def test_a_copy_leaves_the_input_and_in_place_converts_the_input_itself() -> None:
+    original = _wl_v1beta1()
+    copied = convert(original, V1BETA2)
+    assert original == _wl_v1beta1()
+    same = convert(original, V1BETA2, in_place=True)
+    assert same is original
+    assert same == copied
+
+
 @pytest.mark.parametrize(("doc", "target", "needle"), [
     ({"apiVersion": V1BETA1, "kind": "Pod"}, V1BETA2, "kind 'Pod'"),
     ({"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Workload"}, V1BETA2, "source apiVersion"),
