@@ -50,6 +50,7 @@ from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
 from api import keys
+from benchmarks.kueue_perf_managers import process_cpu_s
 from certs.rotation import require_client_certificates, server_context
 from devcluster.paths import STATE_ENV
 from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
@@ -317,12 +318,6 @@ async def _raw(call: Any, *args: Any, **kwargs: Any) -> Any:
     return json.loads(await response.read())
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far (``/proc``, Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def sched_round(api: kube_client.ApiClient, mode: str, count: int,
                       watched: dict[str, int] | None = None) -> dict[str, Any]:
     """Create ``count`` pods for the mode's scheduler; the time until the last is bound, and
@@ -369,7 +364,7 @@ async def sched_round(api: kube_client.ApiClient, mode: str, count: int,
             await _raw(core.create_namespaced_pod, namespace, bench_pod(f"p-{i}", MODES[mode]))
 
     watcher = asyncio.create_task(watch())
-    cpu_before = {name: cpu_seconds(pid) for name, pid in (watched or {}).items()}
+    cpu_before = {name: process_cpu_s(pid) for name, pid in (watched or {}).items()}
     started = time.perf_counter()
     try:
         await asyncio.gather(*(create(i) for i in range(count)))
@@ -377,7 +372,7 @@ async def sched_round(api: kube_client.ApiClient, mode: str, count: int,
         done, _ = await asyncio.wait([watcher], timeout=ROUND_DEADLINE_S)
         if watcher in done:
             watcher.result()  # a broken watch is an error, not a slow scheduler
-        cpu = {f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 3)
+        cpu = {f"{name}_cpu_s": round(process_cpu_s(pid) - cpu_before[name], 3)
                for name, pid in (watched or {}).items()}
     finally:
         watcher.cancel()

@@ -30,8 +30,10 @@ from typing import Any
 
 import aiohttp
 
+from api.conversion import V1BETA1, V1BETA2
+from benchmarks.kueue_perf_managers import process_cpu_s
+
 TARGET_P99_MS = 5.0
-V1BETA1 = "kueue.x-k8s.io/v1beta1"
 
 
 def _serve(cert_dir: str, port_queue: Any) -> None:
@@ -90,7 +92,7 @@ def _workload(i: int) -> dict[str, Any]:
     """An admitted Workload of a two-pod Job as pykueue stores it (v1beta2)."""
     condition = {"status": "True", "lastTransitionTime": "2026-11-28T12:00:00Z", "observedGeneration": 1}
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "apiVersion": V1BETA2, "kind": "Workload",
         "metadata": {"name": f"job-sample-{i}-1a2b3", "namespace": "team-a", "uid": str(uuid.uuid4()),
                      "resourceVersion": str(1000 + i), "generation": 1,
                      "labels": {"kueue.x-k8s.io/job-uid": str(uuid.uuid4())},
@@ -138,12 +140,6 @@ REVIEWS = {
                           lambda answer: answer["response"]["result"]["status"] == "Success"
                           and answer["response"]["convertedObjects"][0]["apiVersion"] == V1BETA1),
 }
-
-
-def _cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _run_rate(url: str, ca: str, rate: float, seconds: float,
@@ -211,10 +207,10 @@ def main() -> None:
             cpu_ms: dict[int, float] = {}
             errors = 0
             for rate in rates:
-                cpu_before = _cpu_s(server.pid) if server.pid is not None else 0.0
+                cpu_before = process_cpu_s(server.pid) if server.pid is not None else 0.0
                 lat, err = asyncio.run(_run_rate(url, f"{cert_dir}/ca.crt", rate, seconds, review))
                 if server.pid is not None:
-                    cpu_ms[rate] = (_cpu_s(server.pid) - cpu_before) * 1000 / len(lat)
+                    cpu_ms[rate] = (process_cpu_s(server.pid) - cpu_before) * 1000 / len(lat)
                 errors += err
                 results[rate] = (statistics.median(lat), _pct(lat, 0.99), max(lat))
                 print(

@@ -276,14 +276,16 @@ def register_visibility(client: BlockingClient, port: int) -> None:
     client.apply(path, api_service)
 
 
+def _conversion_stanza(crd: dict[str, Any] | None) -> dict[str, Any]:
+    """A CRD's ``spec.conversion.webhook`` (empty when it has none)."""
+    webhook = (((crd or {}).get("spec") or {}).get("conversion") or {}).get("webhook")
+    return webhook if isinstance(webhook, dict) else {}
+
+
 def _conversion_webhook(doc: dict[str, Any]) -> dict[str, Any] | None:
     """The conversion webhook stanza of a CRD that names a Service, else None."""
-    if doc.get("kind") != "CustomResourceDefinition":
-        return None
-    webhook = ((doc.get("spec") or {}).get("conversion") or {}).get("webhook")
-    if not isinstance(webhook, dict) or "service" not in (webhook.get("clientConfig") or {}):
-        return None
-    return webhook
+    webhook = _conversion_stanza(doc) if doc.get("kind") == "CustomResourceDefinition" else {}
+    return webhook if "service" in (webhook.get("clientConfig") or {}) else None
 
 
 def _keep_loopback_conversion(doc: dict[str, Any], live: dict[str, Any] | None) -> None:
@@ -294,10 +296,9 @@ def _keep_loopback_conversion(doc: dict[str, Any], live: dict[str, Any] | None) 
     rebuild the CRD's storage twice on every ``dev up`` of a running cluster.
     """
     webhook = _conversion_webhook(doc)
-    live_config = (((live or {}).get("spec") or {}).get("conversion") or {}).get("webhook") or {}
-    url = (live_config.get("clientConfig") or {}).get("url")
-    if webhook is not None and url:
-        webhook["clientConfig"] = _client_config(url, live_config["clientConfig"].get("caBundle"))
+    live_config = _conversion_stanza(live).get("clientConfig") or {}
+    if webhook is not None and live_config.get("url"):
+        webhook["clientConfig"] = _client_config(live_config["url"], live_config.get("caBundle"))
 
 
 def dev_name(name: str) -> str:
