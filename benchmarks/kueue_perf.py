@@ -76,7 +76,16 @@ from benchmarks.kueue_perf_managers import (
     process_cpu_s,
 )
 from benchmarks.kueue_perf_recorder import Recorder
-from benchmarks.kueue_perf_results import FLOOR, KUEUE, PYKUEUE, run_entry, run_label, summary, top_index
+from benchmarks.kueue_perf_results import (
+    FLOOR,
+    KUEUE,
+    PYKUEUE,
+    ratio_to_reference,
+    run_entry,
+    run_label,
+    summary,
+    top_index,
+)
 from devcluster import kueue_build, kueue_minimal
 from devcluster.build import BuildError
 from devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
@@ -527,12 +536,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
     ref = REFERENCE.get(name)
     if ref:
         metrics["reference"] = ref
-        metrics["ratio"] = {
-            "wall": round(metrics["wall_s"] / ref["wall_s"], 3),
-            "usage": round(metrics["usage_pct"] / ref["usage_pct"], 3),
-            "tta": {c: round(v / ref["tta_ms"][c], 3)
-                    for c, v in metrics["tta_ms"].items() if c in ref["tta_ms"]},
-        }
+        metrics["ratio"] = ratio_to_reference(metrics, ref)
     return {"metrics": metrics, "timeline": runner.timeline}
 
 

@@ -60,6 +60,15 @@ def _ratio(ours: float | None, theirs: float | None) -> float | None:
     return None if ours is None or not theirs else round(ours / theirs, 3)
 
 
+def ratio_to_reference(metrics: Mapping[str, Any], ref: Mapping[str, Any]) -> dict[str, Any]:
+    """One run over Kueue's published means; a measure the run has not (the floor's usage:
+    it writes no queue status) has no ratio."""
+    tta, ref_tta = metrics.get("tta_ms") or {}, ref.get("tta_ms") or {}
+    return {"wall": _ratio(metrics.get("wall_s"), ref.get("wall_s")),
+            "usage": _ratio(metrics.get("usage_pct"), ref.get("usage_pct")),
+            "tta": {c: _ratio(v, ref_tta[c]) for c, v in tta.items() if c in ref_tta}}
+
+
 def _medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {key: _median(r.get(key) for r in runs) for key in _COMPARED}
     classes = sorted({c for r in runs for c in (r.get("tta_ms") or {})})

@@ -9,7 +9,15 @@ import pytest
 
 from benchmarks import kueue_perf
 from benchmarks.kueue_perf_managers import busy_pct, client_requests, machine_cpu_times, status_write_timings
-from benchmarks.kueue_perf_results import ENTRY_KEYS, comparison, run_entry, run_label, summary, top_index
+from benchmarks.kueue_perf_results import (
+    ENTRY_KEYS,
+    comparison,
+    ratio_to_reference,
+    run_entry,
+    run_label,
+    summary,
+    top_index,
+)
 from benchmarks.plot_kueue_perf import compare_rows, table_rows
 from manager.runtime.metrics import KueueMetrics
 
@@ -88,6 +96,17 @@ def test_floor_runs_stay_out_of_runs_and_each_manager_is_divided_by_the_floor() 
     assert metrics["compare"]["300/500"]["ratio"]["wall"] == round(12 / 21, 3)  # the floor is no manager
     assert table_rows({"metrics": metrics})[0].startswith("| quick | floor 300/500 #1 | 6 (-) | - | ")
     assert "floor" not in summary(entries[2:], own)
+
+
+def test_a_run_over_the_published_means_leaves_out_what_it_did_not_measure() -> None:
+    ref = kueue_perf.REFERENCE["baseline"]
+    floor = _metrics("floor", 300.0, 500, 117.0, tta_ms={"large": 8250, "small": 9000}, usage_pct=None)
+    assert ratio_to_reference(floor, ref) == {
+        "wall": round(117.0 / ref["wall_s"], 3), "usage": None,
+        "tta": {c: round(ms / ref["tta_ms"][c], 3) for c, ms in (("large", 8250), ("small", 9000))}}
+    own = _metrics("own", 300.0, 500, 170.0, usage_pct=93.0)
+    assert ratio_to_reference(own, ref)["usage"] == round(93.0 / ref["usage_pct"], 3)
+    assert ratio_to_reference(own, kueue_perf.REFERENCE["tas"])["tta"] == {}
 
 
 def test_rows_for_the_readme() -> None:
