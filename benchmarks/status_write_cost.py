@@ -175,10 +175,10 @@ def _dev_cluster() -> tuple[Path, dict[str, Any] | None, dict[str, int]]:
     return Path(result.kubeconfig), by_name.get("pykueue"), pids
 
 
-async def _main(n: int, rounds: int) -> dict[str, Any]:
-    from benchmarks.kueue_perf import restore_dev_cluster, take_over
+async def _run(kubeconfig: Path, record: dict[str, Any] | None, pids: dict[str, int],
+               n: int, rounds: int) -> dict[str, Any]:
+    from benchmarks.kueue_perf import take_over
 
-    kubeconfig, record, pids = _dev_cluster()
     client = await connect(str(kubeconfig), qps=_CLIENT_QPS, burst=_CLIENT_BURST)
     try:
         await take_over(client, record)
@@ -187,7 +187,6 @@ async def _main(n: int, rounds: int) -> dict[str, Any]:
         return await measure(client, pids, n, rounds)
     finally:
         await client.close()
-        restore_dev_cluster()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     if n < 1 or rounds < 1:
         parser.error("--writes and --rounds must be at least 1")
-    metrics = asyncio.run(_main(n, rounds))
+    from benchmarks.kueue_perf import restore_dev_cluster
+
+    kubeconfig, record, pids = _dev_cluster()  # outside the event loop: it runs its own
+    try:
+        metrics = asyncio.run(_run(kubeconfig, record, pids, n, rounds))
+    finally:
+        restore_dev_cluster()
     env = {"python": platform.python_version(), "machine": platform.machine(), "system": platform.system()}
     print(json.dumps({"benchmark": "status_write_cost", "metrics": metrics, "env": env}))
     return 0
