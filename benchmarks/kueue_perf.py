@@ -407,16 +407,21 @@ async def resource_in_use(client: KubeClient, flavor: str) -> bool:
     return RESOURCE_IN_USE in ((obj.get("metadata") or {}).get("finalizers") or ())
 
 
-def _dev_state() -> tuple[Path, dict[str, Any] | None, int | None]:
-    """Bring the dev cluster up (or reuse it) and return its kubeconfig, pykueue record and
-    kube-apiserver pid."""
+def dev_cluster() -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Bring the dev cluster up (or reuse it) and return its kubeconfig and the records of
+    its processes by name (``pid`` among them)."""
     from devcluster import cluster
 
     result = cluster.up(report=_log)
     raw = json.loads(cluster.layout().state_file.read_text())
-    by_name = {p.get("name"): p for p in raw.get("processes") or ()}
+    return Path(result.kubeconfig), {str(p.get("name")): p for p in raw.get("processes") or ()}
+
+
+def _dev_state() -> tuple[Path, dict[str, Any] | None, int | None]:
+    """The dev cluster's kubeconfig, pykueue record and kube-apiserver pid."""
+    kubeconfig, by_name = dev_cluster()
     apiserver = by_name.get("kube-apiserver")
-    return Path(result.kubeconfig), by_name.get("pykueue"), int(apiserver["pid"]) if apiserver else None
+    return kubeconfig, by_name.get("pykueue"), int(apiserver["pid"]) if apiserver else None
 
 
 async def take_over(client: KubeClient, record: dict[str, Any] | None) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 from api.wire import JSON
 from benchmarks.kueue_perf_floor import admission_patch
 from benchmarks.kueue_perf_managers import process_cpu_s
+from benchmarks.webhook_latency import percentile
 from kube import resources as res
 from kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, ApiError, KubeClient, connect
 from manager.runtime.controllers.manager import STATUS_WRITERS
@@ -75,11 +76,6 @@ def write_request(method: str, obj: JSON, now: float) -> tuple[str, JSON | list[
 
 def body_bytes(method: str, obj: JSON) -> int:
     return len(json.dumps(write_request(method, obj, 0.0)[1], separators=(",", ":")))
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
 async def _pool(items: Sequence[Any], workers: int, work: Any) -> None:
@@ -138,7 +134,7 @@ async def measure(client: KubeClient, pids: dict[str, int], n: int, rounds: int)
             sample.update(writes_per_s=n / wall, p50_ms=percentile(latencies, 0.5) * 1000,
                           p99_ms=percentile(latencies, 0.99) * 1000)
             samples[method].append(sample)
-            print(f"round {r + 1} {method:>5}: " + ", ".join(f"{k} {v:.2f}" for k, v in sample.items()),
+            print(f"round {r + 1} {method:>5}: " + ", ".join(f"{key} {v:.2f}" for key, v in sample.items()),
                   file=sys.stderr, flush=True)
         await client.request("DELETE", res.WORKLOADS.collection_path(NAMESPACE))
     template = objs[0]
@@ -160,19 +156,6 @@ async def _ensure_namespace(client: KubeClient) -> None:
     except ApiError as exc:
         if not exc.already_exists:
             raise
-
-
-def _dev_cluster() -> tuple[Path, dict[str, Any] | None, dict[str, int]]:
-    """Bring the dev cluster up (or reuse it): kubeconfig, pykueue's record, and the pids of
-    kube-apiserver and etcd."""
-    from devcluster import cluster
-
-    result = cluster.up(report=lambda line: print(line, file=sys.stderr, flush=True))
-    raw = json.loads(cluster.layout().state_file.read_text())
-    by_name = {p.get("name"): p for p in raw.get("processes") or ()}
-    pids = {name.replace("-", "_"): int(by_name[name]["pid"]) for name in ("kube-apiserver", "etcd")
-            if name in by_name}
-    return Path(result.kubeconfig), by_name.get("pykueue"), pids
 
 
 async def _run(kubeconfig: Path, record: dict[str, Any] | None, pids: dict[str, int],
@@ -200,11 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     if n < 1 or rounds < 1:
         parser.error("--writes and --rounds must be at least 1")
-    from benchmarks.kueue_perf import restore_dev_cluster
+    from benchmarks.kueue_perf import dev_cluster, restore_dev_cluster
 
-    kubeconfig, record, pids = _dev_cluster()  # outside the event loop: it runs its own
+    kubeconfig, processes = dev_cluster()  # outside the event loop: it runs its own
+    pids = {name.replace("-", "_"): int(processes[name]["pid"]) for name in ("kube-apiserver", "etcd")
+            if name in processes}
     try:
-        metrics = asyncio.run(_run(kubeconfig, record, pids, n, rounds))
+        metrics = asyncio.run(_run(kubeconfig, processes.get("pykueue"), pids, n, rounds))
     finally:
         restore_dev_cluster()
     env = {"python": platform.python_version(), "machine": platform.machine(), "system": platform.system()}

@@ -23,7 +23,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,9 +174,10 @@ async def _run_rate(url: str, ca: str, rate: float, seconds: float,
     return latencies, errors
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
+    """The sample at ``q`` of the sorted values (nearest rank below); 0 for none."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
 def main() -> None:
@@ -212,7 +213,7 @@ def main() -> None:
                 if server.pid is not None:
                     cpu_ms[rate] = (process_cpu_s(server.pid) - cpu_before) * 1000 / len(lat)
                 errors += err
-                results[rate] = (statistics.median(lat), _pct(lat, 0.99), max(lat))
+                results[rate] = (statistics.median(lat), percentile(lat, 0.99), max(lat))
                 print(
                     f"rate {rate:>5}/s  p50 {results[rate][0]:.2f} ms  p99 {results[rate][1]:.2f} ms  "
                     f"max {results[rate][2]:.2f} ms  server CPU {cpu_ms.get(rate, float('nan')):.2f} ms "

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.status_write_cost import METHODS, body_bytes, percentile, workload, write_request
+from benchmarks.status_write_cost import METHODS, body_bytes, workload, write_request
+from benchmarks.webhook_latency import percentile
 from kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
 from kube.merge_patch import apply_merge_patch
 
@@ -65,3 +66,4 @@ def test_percentile() -> None:
     assert percentile([3.0, 1.0, 2.0, 4.0], 0.5) == 3.0
     assert percentile([5.0], 0.99) == 5.0
     assert percentile([], 0.5) == 0.0
+
