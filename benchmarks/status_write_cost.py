@@ -179,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", type=int, default=None, help="writes per method and round (default 2000)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3)")
     args = parser.parse_args(argv)
-    n = args.writes or (300 if args.quick else 2000)
-    rounds = args.rounds or (1 if args.quick else 3)
+    n = args.writes if args.writes is not None else 300 if args.quick else 2000
+    rounds = args.rounds if args.rounds is not None else 1 if args.quick else 3
     if n < 1 or rounds < 1:
         parser.error("--writes and --rounds must be at least 1")
     from benchmarks.kueue_perf import dev_cluster, restore_dev_cluster

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.status_write_cost import METHODS, body_bytes, workload, write_request
+from benchmarks.status_write_cost import METHODS, body_bytes, main, workload, write_request
 from benchmarks.webhook_latency import percentile
 from kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
 from kube.merge_patch import apply_merge_patch
@@ -67,3 +67,10 @@ def test_percentile() -> None:
     assert percentile([5.0], 0.99) == 5.0
     assert percentile([], 0.5) == 0.0
 
+
+@pytest.mark.parametrize("argv", [["--writes", "0"], ["--rounds", "0"], ["--writes", "-3"]])
+def test_no_writes_or_rounds_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)  # refused before any cluster is touched
+    assert exited.value.code == 2
+    assert "--writes and --rounds must be at least 1" in capsys.readouterr().err
