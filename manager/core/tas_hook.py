@@ -148,6 +148,7 @@ def _placement_view(node: Mapping[str, Any]) -> tuple[Any, ...]:
 _ON_EMPTY_LIMIT = 4096  # request shapes remembered per snapshot
 _Placement = dict[str, TopologyAssignment] | str  # per PodSet, or why none
 _PLACED_LIMIT = 4096  # heads whose last placement is kept for their reservation
+_MemoKey = tuple[str, frozenset[str] | None]  # a request shape, and the workloads counted as gone
 
 
 def _unchanged(was: tuple[Any, ...], now: tuple[Any, ...], identical: int) -> bool:
@@ -186,6 +187,10 @@ class TasPlacer:
         # counted as gone: the preemption search ends on the targets it checked last with
         # success, and the cycle then asks for that placement again to hold it.
         self._freed_fit: dict[tuple[str, int], tuple[tuple[Any, ...], dict[str, Any] | bool]] = {}
+        # Per flavor, placements by request shape and workloads counted as gone, valid for
+        # one snapshot and epoch (see _place_flavor).
+        self._memo: dict[str, tuple[TopologySnapshot, int, dict[_MemoKey, _Placement]]] = {}
+        self._parsed_requests: dict[tuple[str, bool], tuple[WorkloadDef, dict[str, PodSetRequest]]] = {}
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -297,15 +302,31 @@ class TasPlacer:
 
     # -- placement -------------------------------------------------------------------------
 
-    def _requests(self, wl: WorkloadDef, implied: bool, podsets: Iterable[PodSetAssignment]
-                  ) -> list[PodSetRequest]:
+    def _parsed(self, wl: WorkloadDef, implied: bool = False) -> dict[str, PodSetRequest]:
+        """The workload's pod set requests by name, parsed once per workload object."""
+        got = self._parsed_requests.get((wl.key, implied))
+        if got is not None and got[0] is wl:
+            return got[1]
+        if len(self._parsed_requests) >= _PLACED_LIMIT:
+            self._parsed_requests.clear()
         by_name = {r.name: r for r in podset_requests(wl.source, implied=implied)}
+        self._parsed_requests[(wl.key, implied)] = (wl, by_name)
+        return by_name
+
+    def _per_pod(self, wl: WorkloadDef) -> dict[str, Resources]:
+        return {name: r.per_pod for name, r in self._parsed(wl).items()}
+
+    def _requests(self, wl: WorkloadDef, implied: bool, podsets: Iterable[PodSetAssignment]
+                  ) -> tuple[list[PodSetRequest], str]:
+        """The pod sets' requests at their assigned counts, and their text: equal texts ask
+        for equal placements, whichever workload asks."""
+        by_name = self._parsed(wl, implied)
         out = []
         for psa in podsets:
             req = by_name.get(psa.name)
             if req is not None:
-                out.append(replace(req, count=psa.count))
-        return out
+                out.append(req if req.count == psa.count else replace(req, count=psa.count))
+        return out, repr(out)
 
     def _place_flavor(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
                       implied: bool, freed: frozenset[str] | None = frozenset()
@@ -314,29 +335,36 @@ class TasPlacer:
         snap = self.snapshot_for(flavor)
         if isinstance(snap, str):
             return snap
-        reqs = self._requests(wl, implied, podsets)
+        reqs, shape = self._requests(wl, implied, podsets)
         for req in reqs:
             if not req.topology.is_tas and not req.implied:
                 return f'Flavor "{flavor.name}" {ONLY_TAS}'
         if freed is None and snap.synced:
-            return self._place_on_empty(flavor.name, snap, reqs)
-        gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ()) for ch in self._charges.get(k, ())
-                if ch.flavor == flavor.name]
-        result = snap.place(reqs, simulate_empty=freed is None, freed=gone)
-        if isinstance(result, NoFit):
-            return result.reason
-        return result.assignments
+            return self._place_on_empty(flavor.name, snap, reqs, shape)
+        # Heads of one shape ask for the same placement until capacity is charged or
+        # released (placement is deterministic on the same usage): search once per epoch.
+        memo = self._memo.get(flavor.name)
+        if memo is None or memo[0] is not snap or memo[1] != self._epoch or len(memo[2]) >= _ON_EMPTY_LIMIT:
+            memo = self._memo[flavor.name] = (snap, self._epoch, {})
+        key = (shape, freed)
+        got = memo[2].get(key)
+        if got is None:
+            gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ())
+                    for ch in self._charges.get(k, ()) if ch.flavor == flavor.name]
+            result = snap.place(reqs, simulate_empty=freed is None, freed=gone)
+            got = memo[2][key] = result.reason if isinstance(result, NoFit) else result.assignments
+        return got
 
-    def _place_on_empty(self, flavor: str, snap: TopologySnapshot, reqs: list[PodSetRequest]) -> _Placement:
+    def _place_on_empty(self, flavor: str, snap: TopologySnapshot, reqs: list[PodSetRequest],
+                        shape: str) -> _Placement:
         """Shared between callers: do not mutate."""
         memo = self._on_empty.get(flavor)
         if memo is None or memo[0] is not snap or len(memo[1]) >= _ON_EMPTY_LIMIT:
             memo = self._on_empty[flavor] = (snap, {})
-        key = repr(reqs)  # the requests hold mappings: their text is the hashable key
-        got = memo[1].get(key)
+        got = memo[1].get(shape)
         if got is None:
             result = snap.place(reqs, simulate_empty=True)
-            got = memo[1][key] = result.reason if isinstance(result, NoFit) else result.assignments
+            got = memo[1][shape] = result.reason if isinstance(result, NoFit) else result.assignments
         return got
 
     def _delays(self, cq: ClusterQueueDef, flavor: str) -> bool:
@@ -381,8 +409,17 @@ class TasPlacer:
         """The placement :meth:`place` found for this head, if nothing it read changed since;
         else a new one."""
         last = self._placed.pop(wl.key, None)
-        if last is not None and _unchanged(last[0], self._placement_inputs(wl, flavor, podsets, implied), 1):
-            return last[1]
+        if last is not None:
+            now = self._placement_inputs(wl, flavor, podsets, implied)
+            if _unchanged(last[0], now, 1):
+                return last[1]
+            # Charged since (earlier admissions of the cycle), objects unchanged: keep the
+            # placement if its domains still hold it, as Kueue checks the nominated one.
+            snap = self.snapshot_for(flavor)
+            if _unchanged(last[0][:-1], now[:-1], 2) and isinstance(snap, TopologySnapshot):
+                per_pod = self._per_pod(wl)
+                if snap.still_fits([(ta, per_pod.get(name, {})) for name, ta in last[1].items()]):
+                    return last[1]
         return self._place_flavor(wl, flavor, podsets, implied)
 
     def place_freeing(self, snapshot: Snapshot, entry: Entry, assignment: Assignment, podset_index: int,
@@ -427,7 +464,7 @@ class TasPlacer:
             return ""
         if not self._synced:
             return NOT_SYNCED_REASON
-        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        per_pod = self._per_pod(workload)
         charges = []
         for fname, psas in groups.items():
             found = self._place_flavor(workload, fl[fname], psas, implied, frozenset(targets))
@@ -506,7 +543,7 @@ class TasPlacer:
             for name, ta in found.items():
                 placed[name] = (fname, ta)
         self.release(key)
-        per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+        per_pod = self._per_pod(workload)
         charges = []
         for psa in assignment.podsets:
             if psa.name in placed:
@@ -530,7 +567,7 @@ class TasPlacer:
             if not raw:
                 continue
             if per_pod is None:
-                per_pod = {r.name: r.per_pod for r in podset_requests(workload.source)}
+                per_pod = self._per_pod(workload)
             f = _tas_flavor(psa, flavors)
             fname = f.name if f is not None else min(psa.flavors.values(), default="")
             ta = TopologyAssignment.from_any(raw)

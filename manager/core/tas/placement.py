@@ -22,7 +22,7 @@ from . import nodes as nodepred
 from .assignment import DomainAssignment, TopologyAssignment
 from .request import PodSetRequest
 from .resources import PODS, Resources, fits, fits_or_short, nonzero
-from .tree import Domain, TopologyTree
+from .tree import LEAF_FITS, Domain, TopologyTree
 
 Requirement = tuple[tuple[str, int], ...]
 
@@ -235,8 +235,15 @@ class PlacementSearch:
         """Every leaf on its free capacity: the common case (no exclusion, nothing assumed,
         no leader), kept to the fit itself because it runs over every node per placement."""
         short = self.stats.resources
+        rid = self.tree.requirement_id(req)
         for leaf in self.tree.leaves.values():
-            n, limiting = fits_or_short(req, leaf.free)
+            fits_memo = leaf.fits
+            got = fits_memo.get(rid)
+            if got is None:
+                if len(fits_memo) >= LEAF_FITS:
+                    fits_memo.clear()
+                got = fits_memo[rid] = fits_or_short(req, leaf.free)
+            n, limiting = got
             leaf.state = leaf.state_wl = n
             if limiting:
                 short[limiting] += 1

@@ -142,7 +142,7 @@ class TopologySnapshot:
         for leaf_id, usage in self._tas_usage.items():
             leaf = tree.leaves.get(leaf_id)
             if leaf is not None:
-                _sub(leaf.free, usage, 1)
+                leaf.take(usage)
 
     # -- nodes -----------------------------------------------------------------------------
     def upsert_node(self, node: Mapping[str, Any]) -> None:
@@ -167,7 +167,7 @@ class TopologySnapshot:
             return
         for name, amount in usage.items():
             leaf.non_tas[name] = leaf.non_tas.get(name, 0) + sign * amount
-            leaf.free[name] = leaf.free.get(name, 0) - sign * amount
+        leaf.take(usage, sign)
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
         """A pod was seen; bound non-TAS, non-terminal pods consume their node's capacity."""
@@ -207,7 +207,7 @@ class TopologySnapshot:
                 del self._tas_usage[key]
             leaf = self.tree.leaves.get(key)
             if leaf is not None:
-                _sub(leaf.free, usage, sign)
+                leaf.take(usage, sign)
 
     def add_workload_usage(self, podsets: Iterable[tuple[TopologyAssignment, Mapping[str, int]]]) -> None:
         """Charge every PodSet of a multi-PodSet workload, each with its own requests."""
@@ -217,6 +217,21 @@ class TopologySnapshot:
     def remove_workload_usage(self, podsets: Iterable[tuple[TopologyAssignment, Mapping[str, int]]]) -> None:
         for assignment, per_pod in podsets:
             self.remove_usage(assignment, per_pod)
+
+    def still_fits(self, placed: Iterable[tuple[TopologyAssignment, Mapping[str, int]]]) -> bool:
+        """A placement found earlier fits the current free capacity of its domains (what
+        Kueue checks of a nominated assignment once earlier admissions took their share)."""
+        need: dict[str, Resources] = {}
+        for assignment, per_pod in placed:
+            for values, usage in per_domain_usage(assignment, per_pod):
+                held = need.setdefault(self._leaf_key(values), {})
+                for name, amount in usage.items():
+                    held[name] = held.get(name, 0) + amount
+        for key, usage in need.items():
+            leaf = self.tree.leaves.get(key)
+            if leaf is None or any(leaf.free.get(name, 0) < amount for name, amount in usage.items()):
+                return False
+        return True
 
     def mark_synced(self) -> None:
         """All admitted workloads are accounted: placements may start."""
@@ -308,11 +323,6 @@ class TopologySnapshot:
     def search(self, inp: SearchInput) -> dict[str, TopologyAssignment] | str:
         """One raw search (used by place and node replacement)."""
         return PlacementSearch(self.tree, self.topology_name, self.flavor_tolerations, inp).run()
-
-
-def _sub(free: Resources, usage: Mapping[str, int], sign: int) -> None:
-    for name, amount in usage.items():
-        free[name] = free.get(name, 0) - sign * amount
 
 
 def _units(podsets: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:

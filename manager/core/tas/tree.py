@@ -24,6 +24,7 @@ class Domain:
     __slots__ = (
         "allocatable",
         "children",
+        "fits",
         "free",
         "id",
         "leader",
@@ -49,7 +50,10 @@ class Domain:
         self.taints: tuple[Mapping[str, Any], ...] = ()
         self.allocatable: Resources = {}
         self.non_tas: Resources = {}
-        self.free: Resources = {}
+        self.free: Resources = {}  # change it only through take(), which forgets fits
+        # Leaves: how many copies of a requirement (by the tree's requirement id) fit free,
+        # and the resource short when none does; valid until free changes.
+        self.fits: dict[int, tuple[int, str]] = {}
         self.state = 0
         self.state_wl = 0
         self.slice = 0
@@ -58,6 +62,13 @@ class Domain:
 
     def __repr__(self) -> str:
         return f"Domain({self.id!r}, state={self.state})"
+
+    def take(self, usage: Mapping[str, int], sign: int = 1) -> None:
+        """Take ``usage`` from the free capacity (give it back with ``sign=-1``)."""
+        free = self.free
+        for name, amount in usage.items():
+            free[name] = free.get(name, 0) - sign * amount
+        self.fits.clear()
 
 
 TAS_POD_ANNOTATIONS = (
@@ -105,6 +116,10 @@ def domain_id(values: Sequence[str], hostname_leaf: bool) -> str:
     return values[-1] if hostname_leaf else ",".join(values)
 
 
+_REQUIREMENT_IDS = 1024  # requirements numbered at once per tree
+LEAF_FITS = 64  # requirements a leaf remembers its fit for
+
+
 class TopologyTree:
     """Domains of one flavor's topology over the nodes that serve it."""
 
@@ -117,9 +132,22 @@ class TopologyTree:
         self.leaves: dict[str, Domain] = {}
         self.leaf_by_node: dict[str, Domain] = {}
         self.roots: list[Domain] = []
+        # Requirements seen by placements, numbered for the leaves' fits memo (never reused).
+        self._requirement_ids: dict[tuple[tuple[str, int], ...], int] = {}
+        self._next_requirement_id = 0
         # Node filters depend only on the podset's scheduling constraints and the (static)
         # nodes, so their verdicts are cached per constraint set: leaf id -> exclusion.
         self.exclusion_cache: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def requirement_id(self, requirement: tuple[tuple[str, int], ...]) -> int:
+        """A number for ``requirement`` that no other requirement of this tree has had."""
+        rid = self._requirement_ids.get(requirement)
+        if rid is None:
+            if len(self._requirement_ids) >= _REQUIREMENT_IDS:
+                self._requirement_ids.clear()  # leaves forget old numbers as they fill up
+            rid = self._requirement_ids[requirement] = self._next_requirement_id
+            self._next_requirement_id += 1
+        return rid
 
     @property
     def lowest(self) -> int:
@@ -153,8 +181,7 @@ class TopologyTree:
             # Non-hostname leaves pool the capacity of all their nodes.
             add_into(leaf.allocatable, alloc)
         leaf.free = dict(leaf.allocatable)
-        for name, amount in leaf.non_tas.items():
-            leaf.free[name] = leaf.free.get(name, 0) - amount
+        leaf.take(leaf.non_tas)
         self.leaves[leaf.id] = leaf
         self.leaf_by_node[nodepred.node_name(node)] = leaf
         return leaf

@@ -50,3 +50,21 @@ def test_cli_rejects_an_unknown_config_in_one_line(capsys: pytest.CaptureFixture
     assert main(["--config", "no-such-config"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("eviction_latency: ") and "\n" not in err
+
+
+def test_a_topology_config_places_every_admission_on_its_nodes() -> None:
+    """With a topology the core runs the TAS placer over the config's nodes, as the manager
+    does: a workload whose pod is larger than any node never admits, though its quota fits."""
+    shape = _shape()
+    shape["topology"] = {"name": "default-topology", "levels": [
+        {"name": "rack", "count": 2, "nodeLabel": "cloud.provider.com/topology-rack"},
+        {"name": "node", "count": 2, "nodeLabel": "kubernetes.io/hostname", "capacity": {"cpu": "8"}}]}
+    shape["resourceFlavor"] = {"name": "tas-flavor", "nodeLabel": "tas-node-group",
+                               "topologyName": "default-topology"}
+    sets = shape["cohorts"][0]["queuesSets"][0]["workloadsSets"]
+    for wset in sets:
+        wset["workloads"][0].update(tasConstraint="required", tasLevel="cloud.provider.com/topology-rack")
+    run = simulate(parse_config(shape), queue_plans(parse_config(shape)), latency_ms=300)
+    # A large one's single 20-CPU pod fits no 8-CPU node: only small and medium ones run.
+    assert run["finished"] == 2 * (70 + 20)
+    assert "large" not in run["tta_ms"] and run["core_cpu_s"] >= 0

@@ -344,34 +344,46 @@ def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
     assert len(searches) == 2
 
 
-def test_a_reservation_reuses_its_heads_placement_unless_capacity_was_charged_since(
+def test_heads_of_one_shape_share_a_placement_and_reservations_keep_theirs_while_it_fits(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Placement is deterministic on the same usage: the reservation right after the cycle
-    placed the head takes that placement; one charge or release in between places again."""
+    """Placement is deterministic on the same usage: heads asking for the same pod sets get
+    one search; a reservation takes its head's placement while its domains still hold it
+    (as Kueue checks the nominated assignment) and places again only when they do not."""
     core, tas = _core()
     _wl(core, "a", 6)  # a node holds 8 cpu: two of these never share one
     _wl(core, "b", 6)
+    _wl(core, "c", 1)
     snap = core.snapshot()
     cq = snap.cluster_queues["cq"]
     searches = _count_searches(monkeypatch)
     placed = {}
-    for name in ("a", "b"):
+    nominated = {}
+    for name in ("a", "b", "c"):
         rec = core.workloads[f"ns/{name}"]
         assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
-        assert tas.place(snap, Entry(rec.wl, "cq", 0, rec.queue_ts), assignment, 0, "default")
+        found = tas.place(snap, Entry(rec.wl, "cq", 0, rec.queue_ts), assignment, 0, "default")
+        assert isinstance(found, dict)
         placed[name] = (rec.wl, assignment)
-    assert len(searches) == 2
-    # b was placed last, on the same usage: its reservation takes that placement as it is.
+        nominated[name] = TopologyAssignment.from_any(found).leaf_values()
+    assert nominated["a"] == nominated["b"]
+    assert len(searches) == 2  # a and b ask for the same
+    # b was placed on the same usage: its reservation takes that placement as it is.
     wl_b, assignment_b = placed["b"]
     assert tas.reserve("ns/b", wl_b, cq, snap.flavors, assignment_b) == ""
     assert len(searches) == 2
-    # b's charge came after a was placed: a is placed again, beside b, not on top of it.
+    # a was given the node b now holds 6 of 8 cpu of: a is placed again, beside b.
     wl_a, assignment_a = placed["a"]
     assert tas.reserve("ns/a", wl_a, cq, snap.flavors, assignment_a) == ""
     assert len(searches) == 3
     hosts = [TopologyAssignment.from_any(a.podsets[0].topology_assignment).leaf_values()
              for a in (assignment_a, assignment_b)]
     assert hosts == [[("kwok-node-1", 6)], [("kwok-node-0", 6)]]
+    # c's one cpu still fits where it was placed, charges since or not: no new search.
+    wl_c, assignment_c = placed["c"]
+    assert tas.reserve("ns/c", wl_c, cq, snap.flavors, assignment_c) == ""
+    assert len(searches) == 3
+    raw_c = assignment_c.podsets[0].topology_assignment
+    assert raw_c is not None and TopologyAssignment.from_any(raw_c).leaf_values() == nominated["c"]
 
 
 def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
@@ -393,9 +405,10 @@ def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
     assert isinstance(first, dict)
     assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 1
     assert tas.place_freeing(snap, entry, assignment, 0, frozenset()) == first and len(searches) == 2
-    assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 3  # last only
+    # Both answers stay known until capacity is charged or released.
+    assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 2
     other = core.workloads["ns/other"]
     other_assignment = FlavorAssigner(snap, core.preemption).assign(other.wl, cq, 0)
     assert tas.reserve("ns/other", other.wl, cq, snap.flavors, other_assignment) == ""
     tas.place_freeing(snap, entry, assignment, 0, gone)
-    assert len(searches) == 5  # the reservation's own search, then this one again
+    assert len(searches) == 4  # the reservation's own search, then this one again

@@ -270,6 +270,32 @@ def test_place_leaves_the_snapshot_unchanged() -> None:
     assert {leaf.id: dict(leaf.free) for leaf in snap.leaves()} == before
 
 
+def test_repeated_placements_see_every_change_of_free_capacity() -> None:
+    """Leaves remember how many pods of a shape fit them; every way their free capacity
+    changes (TAS usage charged and released, a plain pod bound and gone, a node updated)
+    must be seen by the next placement of the same shape."""
+    snap = snapshot()
+    request = [podset(count=3, cpu="4", annotations=required(RACK))]
+    first = counts(snap.place(request))
+    assert first == counts(snap.place(request))  # remembered, and the same
+    placed = snap.place(request)
+    assert isinstance(placed, Placed)
+    per_pod = {"cpu": 4000}
+    snap.add_usage(placed.assignments["main"], per_pod)
+    second = counts(snap.place(request))
+    assert not set(second) & set(first)  # the first rack is full now
+    snap.remove_usage(placed.assignments["main"], per_pod)
+    assert counts(snap.place(request)) == first
+    snap.add_pod(pod("foreign", "kwok-node-4", cpu="4"))  # rack r2 is now the tightest fit
+    assert counts(snap.place(request)) == {"kwok-node-4": 1, "kwok-node-5": 2}
+    snap.remove_pod("default/foreign")
+    assert counts(snap.place(request)) == first
+    small = nodes()[4]
+    small["status"]["allocatable"]["cpu"] = "4"
+    snap.upsert_node(small)
+    assert counts(snap.place(request)) == {"kwok-node-4": 1, "kwok-node-5": 2}
+
+
 def test_unsynced_snapshot_refuses_until_marked_synced_regression_5276() -> None:
     snap = snapshot(synced=False)
     result = snap.place([podset(count=1, annotations=required(RACK))])
