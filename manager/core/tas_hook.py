@@ -314,7 +314,11 @@ class TasPlacer:
         return by_name
 
     def _per_pod(self, wl: WorkloadDef) -> dict[str, Resources]:
-        return {name: r.per_pod for name, r in self._parsed(wl).items()}
+        """Each pod set's per-pod requests (whichever parse is at hand: the implied flag
+        does not change them)."""
+        got = self._parsed_requests.get((wl.key, True))
+        by_name = got[1] if got is not None and got[0] is wl else self._parsed(wl)
+        return {name: r.per_pod for name, r in by_name.items()}
 
     def _requests(self, wl: WorkloadDef, implied: bool, podsets: Iterable[PodSetAssignment]
                   ) -> tuple[list[PodSetRequest], str]:

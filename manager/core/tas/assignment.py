@@ -14,11 +14,21 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 # Limits from the v1beta2 CRD.
 MAX_SLICES = 1000
 MAX_DOMAINS_PER_SLICE = 100_000
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, scalars), much faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 class AssignmentError(ValueError):
@@ -49,6 +59,14 @@ class TopologyAssignment:
 
     # -- v1beta2 ---------------------------------------------------------------------------
     def to_v1beta2(self) -> dict[str, Any]:
+        """A copy of its own for each caller (conversion rewrites it in place), encoded once:
+        one placement is written by every head that shares it, and the encoding compares
+        two layouts by their JSON length."""
+        copied: dict[str, Any] = _copy_json(self._v1beta2)
+        return copied
+
+    @cached_property
+    def _v1beta2(self) -> dict[str, Any]:
         return encode_v1beta2(self)
 
     @classmethod

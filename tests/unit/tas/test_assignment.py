@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from manager.core.tas import AssignmentError, DomainAssignment, TopologyAssignment
+from manager.core.tas.assignment import encode_v1beta2
 
 from .fixtures import BLOCK, HOST, RACK
 
@@ -157,3 +158,17 @@ def test_v1beta2_roundtrip(hosts: list[str], data: st.DataObject) -> None:
 def test_v1beta2_roundtrip_multi_level(values: list[tuple[str, str]]) -> None:
     assignment = ta((BLOCK, RACK), *((v, 1) for v in values))
     assert TopologyAssignment.from_v1beta2(assignment.to_v1beta2()) == assignment
+
+
+def test_each_caller_gets_an_encoding_of_its_own() -> None:
+    """The encoding is computed once per assignment, but conversion rewrites a status in
+    place: a caller changing its copy must not change what the next caller gets."""
+    assignment = TopologyAssignment(
+        (HOST,), tuple(DomainAssignment((f"node-{i}",), 2) for i in range(4)))
+    first = assignment.to_v1beta2()
+    expected = encode_v1beta2(assignment)
+    assert first == expected
+    first["slices"][0]["podCounts"]["universal"] = 99
+    first["slices"].append({})
+    first.pop("levels")
+    assert assignment.to_v1beta2() == expected
