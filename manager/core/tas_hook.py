@@ -335,7 +335,8 @@ class TasPlacer:
     def _place_flavor(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
                       implied: bool, freed: frozenset[str] | None = frozenset()
                       ) -> dict[str, TopologyAssignment] | str:
-        """Place on the flavor's usage; ``freed``: workloads counted as gone (None: all)."""
+        """Place on the flavor's usage; ``freed``: workloads counted as gone (None: all).
+        The answer is shared with every caller of the same shape: do not mutate."""
         snap = self.snapshot_for(flavor)
         if isinstance(snap, str):
             return snap
