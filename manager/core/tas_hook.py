@@ -183,10 +183,6 @@ class TasPlacer:
         # deterministic on the same usage). Every charge and release bumps the epoch.
         self._epoch = 0
         self._placed: dict[str, tuple[tuple[Any, ...], dict[str, TopologyAssignment]]] = {}
-        # Per preempting head and pod set, its last placement that fitted with some workloads
-        # counted as gone: the preemption search ends on the targets it checked last with
-        # success, and the cycle then asks for that placement again to hold it.
-        self._freed_fit: dict[tuple[str, int], tuple[tuple[Any, ...], dict[str, Any] | bool]] = {}
         # Per flavor, placements by request shape and workloads counted as gone, valid for
         # one snapshot and epoch (see _place_flavor).
         self._memo: dict[str, tuple[TopologySnapshot, int, dict[_MemoKey, _Placement]]] = {}
@@ -438,20 +434,13 @@ class TasPlacer:
             return None
         if self._delays(cq, flavor.name):
             return True
-        memo_key = (wl.key, podset_index)
-        inputs = (wl, assignment, freed, flavor, self._version, self._epoch)
-        last = self._freed_fit.get(memo_key)
-        if last is not None and _unchanged(last[0], inputs, 2):
-            return last[1]
+        # The preemption search's last fit is asked for again to hold it: _place_flavor's
+        # memo answers that until capacity is charged or released.
         same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
         found = self._place_flavor(wl, flavor, same, tas_only(cq, snapshot.flavors), freed)
         if isinstance(found, str):
             return None
-        placed = found[assignment.podsets[podset_index].name].to_v1beta2()
-        if len(self._freed_fit) >= _PLACED_LIMIT:
-            self._freed_fit.clear()
-        self._freed_fit[memo_key] = (inputs, placed)
-        return placed
+        return found[assignment.podsets[podset_index].name].to_v1beta2()
 
     def hold(self, key: str, workload: WorkloadDef, cq: ClusterQueueDef, flavors: Mapping[str, Flavor],
              assignment: Assignment, targets: Sequence[str]) -> str:

@@ -389,8 +389,8 @@ def test_heads_of_one_shape_share_a_placement_and_reservations_keep_theirs_while
 def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The preemption search ends on the targets it last found to fit, and the cycle then
-    asks for that placement to hold it: answered from the search's last success, until
-    capacity is charged or released."""
+    asks for that placement to hold it: answered without a search, until capacity is
+    charged or released."""
     core, tas = _core()
     _wl(core, "a", 16)  # a rack holds 2 nodes x 8 cpu
     _wl(core, "other", 2)
