@@ -529,7 +529,8 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "finished": finished, "still_pending": pending, "still_admitted": admitted,
         "evictions": rec.evictions(),
         "evicted_workloads": evicted_workloads, "most_evictions_of_one": most_evictions,
-        "evictions_by_cause": rec.evictions_by_cause(), "errors": runner.errors[:5],
+        "evictions_by_cause": rec.evictions_by_cause(), "preemption_trace": rec.preemption_trace(),
+        "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
         # All of the machine's CPUs (everything on it, this benchmark included) over the run.

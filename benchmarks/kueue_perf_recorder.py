@@ -25,6 +25,7 @@ sequences; the runner in ``kueue_perf`` feeds it watch events.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,8 @@ class WorkloadState:
     finished_ms: float | None = None
     causes: list[str] = field(default_factory=list)  # per eviction: the Preempted reason, or Evicted's
     cpu_m: int = 0  # requests of all its pods
+    queue: str = ""  # namespace/LocalQueue
+    priority: int = 0
     held_since_ms: float | None = None  # observed Admitted and not yet Finished since then
     admitted: bool = False
     evicted: bool = False
@@ -81,20 +84,38 @@ class Recorder:
     queues: dict[str, QueueState] = field(default_factory=dict)
     admitted_m_ms: float = 0.0  # CPU of observed admitted workloads, integrated over time
     last_release_ms: float | None = None
+    # Where evictions come from (the same for any manager, from what the API shows):
+    # admissions seen while a higher-priority workload of the same LocalQueue was pending,
+    # and per preemption, how long its victim had been admitted and whether its preemptor
+    # already existed when the victim was admitted.
+    admitted_past_higher: int = 0
+    preemptions: list[tuple[float, bool | None]] = field(default_factory=list)
+    _pending: dict[str, dict[int, int]] = field(default_factory=dict)  # queue -> priority -> count
 
     def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
         meta = obj.get("metadata") or {}
         key = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         state = self.workloads.get(key)
         if state is None:
+            spec = obj.get("spec") or {}
             state = WorkloadState(str((meta.get("labels") or {}).get(CLASS_LABEL, "")), now_ms,
-                                  cpu_m=_cpu_m(obj))
+                                  cpu_m=_cpu_m(obj), queue=f"{meta.get('namespace')}/{spec.get('queueName')}",
+                                  priority=int(spec.get("priority") or 0))
             self.workloads[key] = state
+            self._count_pending(state, 1)
         admitted, evicted, finished = _true(obj, "Admitted"), _true(obj, "Evicted"), _true(obj, "Finished")
-        if admitted and not state.admitted and state.admitted_ms is None:
-            state.admitted_ms = now_ms
+        was_pending = not (state.admitted or state.finished)
+        if (not (admitted or finished)) != was_pending:
+            self._count_pending(state, -1 if was_pending else 1)
+        if admitted and not state.admitted:
+            if state.admitted_ms is None:
+                state.admitted_ms = now_ms
+            if any(n for p, n in self._pending.get(state.queue, {}).items() if p > state.priority):
+                self.admitted_past_higher += 1
         if evicted and not state.evicted:
             state.causes.append(_cause(obj))
+            if state.held_since_ms is not None:
+                self.preemptions.append((now_ms - state.held_since_ms, self._preemptor_waited(obj, state)))
         if finished and not state.finished:
             state.finished_ms = now_ms
         state.admitted, state.evicted, state.finished = admitted, evicted, finished
@@ -107,6 +128,21 @@ class Recorder:
             last = self.last_release_ms
             self.last_release_ms = now_ms if last is None else max(now_ms, last)
         return state
+
+    def _count_pending(self, state: WorkloadState, delta: int) -> None:
+        by_priority = self._pending.setdefault(state.queue, {})
+        by_priority[state.priority] = by_priority.get(state.priority, 0) + delta
+
+    def _preemptor_waited(self, obj: JSON, victim: WorkloadState) -> bool | None:
+        """Whether the workload named in the Preempted condition was seen before its victim's
+        admission; None when no preemptor is named or it was never seen."""
+        for c in (obj.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "Preempted" and c.get("status") == "True":
+                found = _PREEMPTOR_UID.search(str(c.get("message") or ""))
+                preemptor = self.workloads.get(found.group(1)) if found else None
+                if preemptor is not None and victim.held_since_ms is not None:
+                    return preemptor.first_ms < victim.held_since_ms
+        return None
 
     def queue_event(self, now_ms: float, obj: JSON) -> None:
         meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
@@ -191,6 +227,20 @@ class Recorder:
                 out[label] = out.get(label, 0) + 1
         return dict(sorted(out.items()))
 
+    def preemption_trace(self) -> dict[str, Any]:
+        """What the evictions were: admissions past a waiting higher-priority workload of the
+        same queue, victims' time admitted before their eviction (median, 90th percentile),
+        and how many preemptors were already there when their victim was admitted."""
+        held = sorted(h for h, _ in self.preemptions)
+        waited = [w for _, w in self.preemptions]
+
+        def pct(q: float) -> int | None:
+            return int(held[min(len(held) - 1, int(q * len(held)))]) if held else None
+        return {"admitted_past_higher": self.admitted_past_higher,
+                "victim_admitted_ms_p50": pct(0.5), "victim_admitted_ms_p90": pct(0.9),
+                "preemptor_there_before": waited.count(True), "preemptor_came_after": waited.count(False),
+                "preemptor_unknown": waited.count(None)}
+
     def counts(self) -> tuple[int, int, int]:
         """(pending, admitted and running, finished) right now, for the timeline plot."""
         pending = admitted = finished = 0
@@ -209,6 +259,9 @@ def _cpu_m(obj: JSON) -> int:
     return sum(int(pod_set.get("count") or 1)
                * pod_requests((pod_set.get("template") or {}).get("spec") or {}).get("cpu", 0)
                for pod_set in (obj.get("spec") or {}).get("podSets") or ())
+
+
+_PREEMPTOR_UID = re.compile(r"\(UID: ([^,)\s]+)")
 
 
 def _cause(obj: JSON) -> str:

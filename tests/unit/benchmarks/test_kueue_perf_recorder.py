@@ -135,3 +135,46 @@ def test_admitted_usage_is_zero_before_anything_finished() -> None:
     r.queue_event(0, cq("q1", "0"))
     r.workload_event(0, sized("a", "1", 1, "Admitted"))
     assert r.admitted_usage_pct() == 0.0
+
+
+def queued(name: str, priority: int, *conds: str, preemptor: str = "") -> dict[str, Any]:
+    obj = wl(name, "c", *conds)
+    obj["spec"] = {"queueName": "lq", "priority": priority}
+    if preemptor:
+        obj["status"]["conditions"].append(
+            {"type": "Preempted", "status": "True", "reason": "InClusterQueue",
+             "message": f"Preempted to accommodate a workload (UID: uid-{preemptor}, JobUID: j) due to x"})
+    return obj
+
+
+def test_preemption_trace_tells_admissions_past_a_waiting_higher_priority_workload() -> None:
+    r = Recorder()
+    r.workload_event(0, queued("big", 200))
+    r.workload_event(10, queued("small", 50))
+    r.workload_event(20, queued("small", 50, "Admitted"))  # past "big", still pending
+    r.workload_event(1020, queued("small", 50, "Admitted", "Evicted", preemptor="big"))
+    r.workload_event(1030, queued("big", 200, "Admitted"))  # nothing higher waits
+    r.workload_event(1040, queued("late", 300))
+    r.workload_event(1045, queued("small", 50, "Evicted"))  # its quota released
+    r.workload_event(1050, queued("small", 50, "Admitted"))  # readmitted past "late"
+    r.workload_event(1550, queued("small", 50, "Admitted", "Evicted", preemptor="late"))
+    r.workload_event(1560, queued("other", 50, "Admitted"))
+    r.workload_event(1570, queued("other", 50, "Admitted", "Evicted", preemptor="nobody"))
+    trace = r.preemption_trace()
+    assert trace["admitted_past_higher"] == 3  # small twice, other past "late"
+    preemptors = ("preemptor_there_before", "preemptor_came_after", "preemptor_unknown")
+    assert [trace[k] for k in preemptors] == [2, 0, 1]
+    held = (trace["victim_admitted_ms_p50"], trace["victim_admitted_ms_p90"])
+    assert held == (500, 1000)  # of 10, 500, 1000
+
+
+def test_preemption_trace_counts_a_preemptor_created_after_its_victim_was_admitted() -> None:
+    r = Recorder()
+    r.workload_event(0, queued("small", 50))
+    r.workload_event(5, queued("small", 50, "Admitted"))
+    r.workload_event(100, queued("big", 200))
+    r.workload_event(400, queued("small", 50, "Admitted", "Evicted", preemptor="big"))
+    trace = r.preemption_trace()
+    assert trace["admitted_past_higher"] == 0
+    assert (trace["preemptor_there_before"], trace["preemptor_came_after"]) == (0, 1)
+    assert trace["victim_admitted_ms_p50"] == 395
