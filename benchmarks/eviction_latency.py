@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import platform
 import sys
 import time
@@ -79,9 +80,12 @@ def _creations(plans: list[QueuePlan]) -> list[_Event]:
     return events
 
 
-def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int) -> dict[str, Any]:
+def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
+             requeue_batch_ms: int = 0) -> dict[str, Any]:
     """Run every workload of ``plans`` through the core; each finishes ``latency_ms`` after
-    its run time (counted from each admission)."""
+    its run time (counted from each admission). With ``requeue_batch_ms``, parked workloads
+    are requeued in batches as the manager does: that long, or 10 ms per ClusterQueue of the
+    cohort tree if more, at most 1 s (0: at once, as simulate does)."""
     started = time.process_time()
     tas: TasPlacer | None = None
     if config.topology is not None:
@@ -92,7 +96,9 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int) -
         ready = [{"type": "Ready", "status": "True"}]
         for node in nodes:
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
-    core = QueueingCore(CoreConfig(), now=0.0, topology=tas)
+    batch_s = requeue_batch_ms / 1000
+    core_config = CoreConfig(requeue_batch_s=batch_s, requeue_batch_per_queue_s=0.01 if batch_s else 0.0)
+    core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:
         for obj in plan.objects(config.flavor.name):
@@ -105,9 +111,14 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int) -
     first_admitted: dict[str, int] = {}
     admissions: dict[str, int] = {}
     end_ms = finished = 0
-    while events:
-        now_ms = events[0].at_ms
-        core.fire_timers(now_ms / 1000)
+    while events or core.next_deadline() is not None:
+        due = core.next_deadline()
+        if due is not None and (not events or due * 1000 < events[0].at_ms):
+            core.fire_timers(due)  # a requeue batch ends before the next event
+            now_ms = math.ceil(due * 1000)
+        else:
+            now_ms = events[0].at_ms
+            core.fire_timers(now_ms / 1000)
         while events and events[0].at_ms == now_ms:
             ev = heapq.heappop(events)
             if ev.obj is not None:
@@ -132,7 +143,7 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int) -
         cls = core.workloads[key].wl.source["metadata"]["labels"][CLASS_LABEL]
         tta.setdefault(cls, []).append(at - created[key])
     return {
-        "latency_ms": latency_ms,
+        "latency_ms": latency_ms, "requeue_batch_ms": requeue_batch_ms,
         "evictions": sum(per_workload.values()),
         "evicted_workloads": sum(1 for n in per_workload.values() if n),
         "most_evictions_of_one": max(per_workload.values(), default=0),
@@ -150,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the first cohort only, latencies 0 and 300 ms")
     parser.add_argument("--latency-ms", type=int, action="append", default=None,
                         help="a latency to run (repeatable; default 0-1000 ms in eight steps)")
+    parser.add_argument("--requeue-batch-ms", type=int, default=0,
+                        help="requeue parked workloads in batches of this period, as the manager "
+                             "does (0, the default: at once)")
     args = parser.parse_args(argv)
     path = Path(args.config) if args.config.endswith((".yaml", ".yml")) else CONFIGS / f"{args.config}.yaml"
     try:
@@ -161,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         plans = [p for p in plans if p.cohort == plans[0].cohort]
     latencies = args.latency_ms or (QUICK_LATENCIES_MS if args.quick else LATENCIES_MS)
-    if any(v < 0 for v in latencies):
-        print("eviction_latency: --latency-ms must not be negative", file=sys.stderr)
+    if any(v < 0 for v in latencies) or args.requeue_batch_ms < 0:
+        print("eviction_latency: --latency-ms and --requeue-batch-ms must not be negative", file=sys.stderr)
         return 2
     runs = []
     for latency in latencies:
-        run = simulate(config, plans, latency)
+        run = simulate(config, plans, latency, args.requeue_batch_ms)
         runs.append(run)
         print(f"latency {latency} ms: {run['evictions']} evictions of {run['evicted_workloads']} workloads "
               f"(at most {run['most_evictions_of_one']} of one), last finish at {run['end_s']} s, "

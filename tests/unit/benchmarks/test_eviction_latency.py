@@ -68,3 +68,15 @@ def test_a_topology_config_places_every_admission_on_its_nodes() -> None:
     # A large one's single 20-CPU pod fits no 8-CPU node: only small and medium ones run.
     assert run["finished"] == 2 * (70 + 20)
     assert "large" not in run["tta_ms"] and run["core_cpu_s"] >= 0
+
+
+def test_requeue_batches_delay_parked_workloads_until_their_timer() -> None:
+    """With the manager's batched requeue, workloads parked when the quota was full come back
+    only when the batch timer fires, which the run's clock reaches even with no event due."""
+    config = parse_config(_shape())
+    at_once = simulate(config, queue_plans(config), latency_ms=300)
+    batched = simulate(config, queue_plans(config), latency_ms=300, requeue_batch_ms=1000)
+    assert batched["finished"] == at_once["finished"] == 2 * (70 + 20 + 8)
+    assert batched["requeue_batch_ms"] == 1000
+    assert batched["tta_ms"]["small"] > at_once["tta_ms"]["small"]
+    assert batched["end_s"] > at_once["end_s"]
