@@ -35,6 +35,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED
+from manager.runtime.controllers.manager import REQUEUE_BATCH_PER_QUEUE_S
 
 from .kueue_perf_config import (
     CLASS_LABEL,
@@ -84,8 +85,8 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
              requeue_batch_ms: int = 0) -> dict[str, Any]:
     """Run every workload of ``plans`` through the core; each finishes ``latency_ms`` after
     its run time (counted from each admission). With ``requeue_batch_ms``, parked workloads
-    are requeued in batches as the manager does: that long, or 10 ms per ClusterQueue of the
-    cohort tree if more, at most 1 s (0: at once, as simulate does)."""
+    are requeued in batches as the manager does: that long, or longer for a cohort tree of
+    many ClusterQueues by the manager's own per-queue period (0: at once, as simulate does)."""
     started = time.process_time()
     tas: TasPlacer | None = None
     if config.topology is not None:
@@ -97,7 +98,8 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
         for node in nodes:
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
     batch_s = requeue_batch_ms / 1000
-    core_config = CoreConfig(requeue_batch_s=batch_s, requeue_batch_per_queue_s=0.01 if batch_s else 0.0)
+    core_config = CoreConfig(requeue_batch_s=batch_s,
+                             requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S if batch_s else 0.0)
     core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:

@@ -114,8 +114,9 @@ class Recorder:
                 self.admitted_past_higher += 1
         if evicted and not state.evicted:
             state.causes.append(_cause(obj))
-            if state.held_since_ms is not None:
-                self.preemptions.append((now_ms - state.held_since_ms, self._preemptor_waited(obj, state)))
+            since = state.held_since_ms
+            if since is not None:
+                self.preemptions.append((now_ms - since, self._preemptor_waited(obj, since)))
         if finished and not state.finished:
             state.finished_ms = now_ms
         state.admitted, state.evicted, state.finished = admitted, evicted, finished
@@ -133,15 +134,15 @@ class Recorder:
         by_priority = self._pending.setdefault(state.queue, {})
         by_priority[state.priority] = by_priority.get(state.priority, 0) + delta
 
-    def _preemptor_waited(self, obj: JSON, victim: WorkloadState) -> bool | None:
+    def _preemptor_waited(self, obj: JSON, held_since_ms: float) -> bool | None:
         """Whether the workload named in the Preempted condition was seen before its victim's
-        admission; None when no preemptor is named or it was never seen."""
+        admission (``held_since_ms``); None when no preemptor is named or it was never seen."""
         for c in (obj.get("status") or {}).get("conditions") or ():
             if c.get("type") == "Preempted" and c.get("status") == "True":
                 found = _PREEMPTOR_UID.search(str(c.get("message") or ""))
                 preemptor = self.workloads.get(found.group(1)) if found else None
-                if preemptor is not None and victim.held_since_ms is not None:
-                    return preemptor.first_ms < victim.held_since_ms
+                if preemptor is not None:
+                    return preemptor.first_ms < held_since_ms
         return None
 
     def queue_event(self, now_ms: float, obj: JSON) -> None:
