@@ -530,6 +530,9 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "evictions": rec.evictions(),
         "evicted_workloads": evicted_workloads, "most_evictions_of_one": most_evictions,
         "evictions_by_cause": rec.evictions_by_cause(), "preemption_trace": rec.preemption_trace(),
+        # Every victim the scheduler chose, published or not (see ManagerStats).
+        "preemptions_decided": stats.preemptions_decided,
+        "withdrawn_reservations": stats.withdrawn_reservations,
         "errors": runner.errors[:5],
         # kube-apiserver's CPU over the run (runner's requests included: same for every manager).
         "apiserver_cpu_s": None if api_cpu_s is None else round(api_cpu_s, 2),
@@ -622,7 +625,8 @@ class Bench:
             _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% (admitted {m['admitted_usage_pct']}%) "
                  f"tta {m['tta_ms']} "
                  f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "
-                 f"requests {m['api_requests']} evictions {m['evictions']}")
+                 f"requests {m['api_requests']} evictions {m['evictions']} "
+                 f"(victims chosen {m['preemptions_decided']})")
         return entries, tops, timelines
 
 

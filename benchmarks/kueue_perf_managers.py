@@ -62,6 +62,10 @@ class ManagerStats:
     stop_s: float | None = None  # from the stop signal to the exit (part of wall_s)
     # pykueue's Workload status writes: count, mean write and mean wait for a writer per lane, ms.
     status_writes: dict[str, float | None] | None = None
+    # Victims its scheduler chose: Kueue's kueue_preempted_workloads_total, plus for pykueue
+    # the reservations it took back unpublished (which that counter does not see).
+    preemptions_decided: int | None = None
+    withdrawn_reservations: int | None = None
 
 
 class Manager(Protocol):
@@ -143,6 +147,22 @@ def busy_pct(before: tuple[int, int], after: tuple[int, int]) -> float | None:
     """How busy the machine's CPUs were between two ``machine_cpu_times`` readings, in %."""
     total = after[1] - before[1]
     return round((after[0] - before[0]) * 100 / total, 1) if total > 0 else None
+
+
+def counter_total(metrics_text: str, name: str) -> int | None:
+    """The sum of a counter's series on a metrics page (None: the page has none)."""
+    values = re.findall(rf"^{re.escape(name)}(?:\{{[^}}]*\}})?\s+(\S+)", metrics_text, re.MULTILINE)
+    return round(sum(float(v) for v in values)) if values else None
+
+
+def preemption_counts(metrics_text: str, withdrawals: bool) -> tuple[int, int | None]:
+    """(victims the scheduler chose, of which taken back unpublished) from a manager's page;
+    the second only for a manager that withdraws (pykueue)."""
+    preempted = counter_total(metrics_text, "kueue_preempted_workloads_total") or 0
+    if not withdrawals:
+        return preempted, None
+    withdrawn = counter_total(metrics_text, "pykueue_withdrawn_reservations_total") or 0
+    return preempted + withdrawn, withdrawn
 
 
 def client_requests(metrics_text: str) -> tuple[int, dict[str, int]]:
@@ -251,7 +271,9 @@ class OwnManager:
         if text is None:  # say so: a refused scrape would otherwise only show as missing timings
             print(f"kueue_perf: pykueue's /metrics could not be read; no status-write timings "
                   f"(see {self.child.log_path})", file=sys.stderr)
-        stats.status_writes = None if text is None else status_write_timings(text)
+        if text is not None:
+            stats.status_writes = status_write_timings(text)
+            stats.preemptions_decided, stats.withdrawn_reservations = preemption_counts(text, True)
         return stats
 
 
@@ -315,6 +337,7 @@ class KueueManager:
         stats, text = await self.child.scrape_and_reap(self.metrics_port, signal.SIGINT)
         if text is not None:
             stats.api_requests, stats.api_requests_by_verb = client_requests(text)
+            stats.preemptions_decided, _ = preemption_counts(text, False)
         return stats
 
 

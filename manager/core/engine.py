@@ -114,6 +114,9 @@ class QueueingCore:
         # Of those, the ones whose only release since then took back an unpublished
         # reservation: nothing of it was ever sent, so no write has to carry its release.
         self.withdrawn: set[str] = set()
+        # Withdrawals per ClusterQueue since the last take_withdrawals: each is a preemption
+        # target no API reader saw admitted (counted apart from evictions, see _withdraw).
+        self.withdrawals: dict[str, int] = {}
         # Workloads that started stopping (evicted, quota held) since the last take_stopping.
         self.stopping: set[str] = set()
         self._timers: list[tuple[float, int, str, str, int]] = []
@@ -665,6 +668,8 @@ class QueueingCore:
         the workload goes back to its queue as if it had never been admitted, with no
         eviction recorded, since to its job and the API it never was."""
         only = self.released is not None and rec.key not in self.released
+        cq = rec.cluster_queue or ""
+        self.withdrawals[cq] = self.withdrawals.get(cq, 0) + 1
         self._release(rec)
         if only:
             self.withdrawn.add(rec.key)
@@ -1161,6 +1166,11 @@ class QueueingCore:
         released, self.released = self.released or set(), set()
         withdrawn, self.withdrawn = self.withdrawn, set()
         return {k for k in released if k in self.workloads}, {k for k in withdrawn if k in self.workloads}
+
+    def take_withdrawals(self) -> dict[str, int]:
+        """Reservations taken back unpublished since the last call, per ClusterQueue."""
+        taken, self.withdrawals = self.withdrawals, {}
+        return taken
 
     def awaiting_turn(self, key: str) -> bool:
         """Pending in a usable queue and not evaluated since it got there (Kueue writes no

@@ -193,6 +193,13 @@ class KueueMetrics:
         self._queue_work = Histogram("workqueue_work_duration_seconds",
                                      "How long in seconds processing an item from workqueue takes",
                                      ("name",), buckets=WORKQUEUE_BUCKETS, registry=self.registry)
+        # pykueue's own: a preemption target whose reservation no write had carried yet is
+        # taken back as if never admitted, so Kueue's eviction and preemption counters do
+        # not see it; Kueue, which writes every reservation, counts such a victim as
+        # preempted. This keeps the scheduler's full count of preemptions readable.
+        self._withdrawn = Counter("pykueue_withdrawn_reservations",
+                                  "Quota reservations taken back by a preemption before any "
+                                  "write carried them", ("cluster_queue",), registry=self.registry)
 
     # -- generic access --------------------------------------------------------------------
     def metric(self, name: str) -> Any:
@@ -223,6 +230,8 @@ class KueueMetrics:
         """Drop every series of a deleted ClusterQueue."""
         self._forget("cluster_queue", cluster_queue)
         self._forget("preempting_cluster_queue", cluster_queue)
+        if (cluster_queue,) in _label_sets(self._withdrawn):
+            self._withdrawn.remove(cluster_queue)
 
     def forget_local_queue(self, namespace: str, name: str) -> None:
         for family in FAMILIES:
@@ -258,6 +267,9 @@ class KueueMetrics:
         self._queue_work.labels(queue).observe(seconds)
 
     # -- scheduler -------------------------------------------------------------------------
+    def withdrawn(self, cluster_queue: str, count: int) -> None:
+        self._withdrawn.labels(cluster_queue).inc(count)
+
     def admission_attempt(self, success: bool, duration_s: float) -> None:
         result = "success" if success else "inadmissible"
         self._child("kueue_admission_attempts_total", result).inc()

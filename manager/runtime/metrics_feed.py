@@ -231,6 +231,8 @@ class MetricsFeed:
         their status needs writing although the core did not mark them changed.
         """
         became_ready: set[str] = set()
+        for cq, count in self.core.take_withdrawals().items():
+            self.metrics.withdrawn(cq, count)
         touched, self._touched = self._touched, set()
         for key in set(keys) | touched | self.core.take_ready_changed():
             rec = self.core.workloads.get(key)

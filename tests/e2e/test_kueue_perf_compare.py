@@ -58,6 +58,10 @@ def test_compare_runs_the_floor_and_both_managers_and_reports_each_run_and_the_r
         assert 0 < run["usage_pct"] <= 600 and 0 < run["admitted_usage_pct"] <= 100
         assert run["api_requests"] > 0 and run["evictions"] >= 0
         assert run["client_limiter"] == "shared"
+        assert run["preemptions_decided"] >= 0
+    # Only pykueue takes reservations back unpublished; they are part of what it decided.
+    assert 0 <= runs[0]["withdrawn_reservations"] <= runs[0]["preemptions_decided"]
+    assert runs[1]["withdrawn_reservations"] is None
     assert runs[0]["wall_s"] == m["wall_s"] and runs[0]["tta_ms"] == m["tta_ms"]
     ratio = m["compare"]["50/100"]["ratio"]
     assert ratio["wall"] == round(runs[0]["wall_s"] / runs[1]["wall_s"], 3)

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from benchmarks import kueue_perf
-from benchmarks.kueue_perf_managers import busy_pct, client_requests, machine_cpu_times, status_write_timings
+from benchmarks.kueue_perf_managers import (
+    busy_pct,
+    client_requests,
+    machine_cpu_times,
+    preemption_counts,
+    status_write_timings,
+)
 from benchmarks.kueue_perf_results import (
     ENTRY_KEYS,
     comparison,
@@ -134,6 +140,22 @@ workqueue_adds_total{name="workload"} 99
 """
     assert client_requests(text) == (397, {"get": 12, "post": 3, "put": 382})
     assert client_requests("") == (0, {})
+
+
+def test_preemptions_decided_add_pykueues_withdrawn_reservations_to_kueues_counter() -> None:
+    m = KueueMetrics()
+    m.preempted("cq-a", "InClusterQueue")
+    m.preempted("cq-b", "InCohortReclamation")
+    m.withdrawn("cq-a", 3)
+    page = m.exposition().decode()
+    assert preemption_counts(page, True) == (5, 3)
+    kueue_page = """# TYPE kueue_preempted_workloads_total counter
+kueue_preempted_workloads_total{preempting_cluster_queue="cq-a",reason="InClusterQueue"} 4
+kueue_preempted_workloads_total{preempting_cluster_queue="cq-b",reason="InCohortReclamation"} 2
+kueue_preempted_workloads_totalx 7
+"""
+    assert preemption_counts(kueue_page, False) == (6, None)
+    assert preemption_counts("", True) == (0, 0)
 
 
 def test_compare_plans_alternating_runs_per_setting_and_round() -> None:

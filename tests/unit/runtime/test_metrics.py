@@ -188,10 +188,12 @@ def test_forgetting_a_queue_removes_its_series_only() -> None:
     for cq in ("a", "b"):
         m.report_pending(cq, 1, 1)
         m.admitted_workload(cq, "", 1.0)
+        m.withdrawn(cq, 2)
     m.report_local_queue_pending("ns", "lq", 1, 0)
     m.report_local_queue_pending("ns", "other", 1, 0)
     m.forget_cluster_queue("a")
     m.forget_local_queue("ns", "lq")
     text = m.exposition().decode()
     assert 'cluster_queue="a"' not in text and 'cluster_queue="b"' in text
+    assert m.registry.get_sample_value("pykueue_withdrawn_reservations_total", {"cluster_queue": "b"}) == 2
     assert 'name="lq"' not in text and 'name="other"' in text

@@ -216,6 +216,12 @@ def test_a_withdrawn_reservation_is_counted_once_when_admitted_again() -> None:
     core.run_until_idle()  # low, never written, is taken back; high takes its room
     feed.observe(core.take_changes(), core.now)
     assert not core.workloads["ns/low"].holds_quota and core.workloads["ns/low"].evictions == []
+    # Not an eviction or a preemption to Kueue's counters, but the scheduler's count has it.
+    withdrawn = metrics.registry.get_sample_value("pykueue_withdrawn_reservations_total",
+                                                  {"cluster_queue": "cq"})
+    assert withdrawn == 1
+    assert _value(metrics, "kueue_preempted_workloads_total", preempting_cluster_queue="cq",
+                  reason="InClusterQueue") is None
     for key in ("ns/high", "ns/low"):
         if core.publish(key):
             feed.published(key, core.now)
