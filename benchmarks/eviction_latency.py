@@ -35,7 +35,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED
-from manager.runtime.controllers.manager import REQUEUE_BATCH_PER_QUEUE_S
+from manager.runtime.controllers.manager import REQUEUE_BATCH_PER_GROUP_S, REQUEUE_BATCH_PER_QUEUE_S
 
 from .kueue_perf_config import (
     CLASS_LABEL,
@@ -99,7 +99,8 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
     batch_s = requeue_batch_ms / 1000
     core_config = CoreConfig(requeue_batch_s=batch_s,
-                             requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S if batch_s else 0.0)
+                             requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S if batch_s else 0.0,
+                             requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S if batch_s else 0.0)
     core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:

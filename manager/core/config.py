@@ -71,6 +71,9 @@ class CoreConfig:
     # many queues is requeued less often: its batch lasts this long per ClusterQueue in it
     # (when that is more than ``requeue_batch_s``), at most ``requeue_batch_max_s``.
     requeue_batch_per_queue_s: float = 0.0
+    # ... and per parked group (one per shape and queue) of the tree, counted when the batch
+    # starts: a tree whose queues hold many shapes costs as many evaluations per requeue.
+    requeue_batch_per_group_s: float = 0.0
     requeue_batch_max_s: float = 1.0
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.

@@ -602,12 +602,17 @@ class QueueingCore:
     def _requeue_period(self, root: QuotaNode, key: str) -> float:
         """The batch period of the tree under ``root`` (``key``: its timer key)."""
         cfg = self.config
-        if not cfg.requeue_batch_per_queue_s:
+        if not cfg.requeue_batch_per_queue_s and not cfg.requeue_batch_per_group_s:
             return cfg.requeue_batch_s
         queues = self._tree_queues.get(key)
         if queues is None:
             queues = self._tree_queues[key] = sum(1 for _ in root.cluster_queues())
-        return max(cfg.requeue_batch_s, min(cfg.requeue_batch_max_s, cfg.requeue_batch_per_queue_s * queues))
+        spread = cfg.requeue_batch_per_queue_s * queues
+        if cfg.requeue_batch_per_group_s:
+            groups = sum(q.parked_groups for q in (self.queues.get(n.name) for n in root.cluster_queues())
+                         if q is not None)
+            spread = max(spread, cfg.requeue_batch_per_group_s * groups)
+        return max(cfg.requeue_batch_s, min(cfg.requeue_batch_max_s, spread))
 
     def _requeue_subtree(self, root: QuotaNode) -> None:
         """Quota was freed in the tree under ``root``: put its parked workloads back, except

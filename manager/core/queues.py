@@ -114,6 +114,11 @@ class PendingQueue:
         return [k for k, (gid, _, _) in self._members.items() if self._groups[gid].parked]
 
     @property
+    def parked_groups(self) -> int:
+        """Groups of parked workloads, one per shape: what a requeue evaluates again."""
+        return len(self._parked_group)
+
+    @property
     def no_fit_shapes(self) -> int:
         return len(self._no_fit)
 

@@ -166,6 +166,21 @@ def test_a_tree_of_many_queues_is_requeued_less_often_up_to_the_maximum() -> Non
         assert core.workloads["ns/b"].status == "Admitted"
 
 
+def test_a_tree_of_many_parked_shapes_is_requeued_less_often() -> None:
+    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_per_group_s=0.05)
+    core = _cohort_core(3, config)
+    assert core.queues["cq0"].parked_groups == 1
+    for priority in range(1, 5):  # four more shapes, each parked in its own group
+        _wl(core, f"p{priority}", 2, priority=priority)
+    core.run_until_idle()
+    assert core.queues["cq0"].parked_groups == 5
+    core.finish("ns/a")
+    assert core.next_deadline() == 0.25  # five groups, more than three queues or the base period
+    core.fire_timers(0.25)
+    core.run_until_idle()
+    assert core.workloads["ns/p4"].status == "Admitted" and core.queues["cq0"].parked_groups == 4
+
+
 def test_without_a_per_queue_period_every_tree_waits_the_base_period() -> None:
     core = _cohort_core(200, CoreConfig(requeue_batch_s=0.1))
     core.finish("ns/a")
