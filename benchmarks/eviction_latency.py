@@ -86,7 +86,8 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
     """Run every workload of ``plans`` through the core; each finishes ``latency_ms`` after
     its run time (counted from each admission). With ``requeue_batch_ms``, parked workloads
     are requeued in batches as the manager does: that long, or longer for a cohort tree of
-    many ClusterQueues by the manager's own per-queue period (0: at once, as simulate does)."""
+    many ClusterQueues or parked shapes by the manager's own per-queue and per-group periods
+    (0: at once, as simulate does)."""
     started = time.process_time()
     tas: TasPlacer | None = None
     if config.topology is not None:
