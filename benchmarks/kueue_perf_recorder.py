@@ -231,14 +231,20 @@ class Recorder:
     def preemption_trace(self) -> dict[str, Any]:
         """What the evictions were: admissions past a waiting higher-priority workload of the
         same queue, victims' time admitted before their eviction (median, 90th percentile),
-        and how many preemptors were already there when their victim was admitted."""
+        other workloads' time admitted until finished, and how many preemptors were already
+        there when their victim was admitted."""
         held = sorted(h for h, _ in self.preemptions)
         waited = [w for _, w in self.preemptions]
+        # How long a workload stays admitted until seen finished (its runtime plus the
+        # runner's and the API's lag): the window in which a newcomer may preempt it.
+        ran = sorted(w.finished_ms - w.admitted_ms for w in self.workloads.values()
+                     if not w.causes and w.finished_ms is not None and w.admitted_ms is not None)
 
-        def pct(q: float) -> int | None:
-            return int(held[min(len(held) - 1, int(q * len(held)))]) if held else None
+        def pct(values: list[float], q: float) -> int | None:
+            return int(values[min(len(values) - 1, int(q * len(values)))]) if values else None
         return {"admitted_past_higher": self.admitted_past_higher,
-                "victim_admitted_ms_p50": pct(0.5), "victim_admitted_ms_p90": pct(0.9),
+                "victim_admitted_ms_p50": pct(held, 0.5), "victim_admitted_ms_p90": pct(held, 0.9),
+                "held_ms_p50": pct(ran, 0.5), "held_ms_p90": pct(ran, 0.9),
                 "preemptor_there_before": waited.count(True), "preemptor_came_after": waited.count(False),
                 "preemptor_unknown": waited.count(None)}
 

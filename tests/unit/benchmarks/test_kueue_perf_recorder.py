@@ -166,6 +166,22 @@ def test_preemption_trace_tells_admissions_past_a_waiting_higher_priority_worklo
     assert [trace[k] for k in preemptors] == [2, 0, 1]
     held = (trace["victim_admitted_ms_p50"], trace["victim_admitted_ms_p90"])
     assert held == (500, 1000)  # of 10, 500, 1000
+    assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (None, None)  # nothing finished
+
+
+def test_preemption_trace_tells_how_long_workloads_never_evicted_stay_admitted() -> None:
+    r = Recorder()
+    for i, (admitted, finished) in enumerate([(100, 300), (100, 1100), (200, 700), (0, 50)]):
+        r.workload_event(0, queued(f"w{i}", 50))
+        r.workload_event(admitted, queued(f"w{i}", 50, "Admitted"))
+        r.workload_event(finished, queued(f"w{i}", 50, "Admitted", "Finished"))
+    r.workload_event(0, queued("victim", 50))
+    r.workload_event(10, queued("victim", 50, "Admitted"))
+    r.workload_event(20, queued("victim", 50, "Admitted", "Evicted"))
+    r.workload_event(30, queued("victim", 50, "Admitted"))
+    r.workload_event(9000, queued("victim", 50, "Admitted", "Finished"))  # evicted once: left out
+    trace = r.preemption_trace()
+    assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (500, 1000)  # of 50, 200, 500, 1000
 
 
 def test_preemption_trace_counts_a_preemptor_created_after_its_victim_was_admitted() -> None:
