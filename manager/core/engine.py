@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -126,6 +126,8 @@ class QueueingCore:
         self._tree_queues: dict[str, int] = {}  # root key -> ClusterQueues in its tree (see _requeue_period)
         # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
         self._freed_roots: dict[str, QuotaNode] | None = None
+        # While a cycle is applied: ClusterQueue -> lowest priority it reserved quota for.
+        self._reserved_in: dict[str, int] | None = None
         self._dirty = True
         self._created = 0
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -985,13 +987,36 @@ class QueueingCore:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
         self._freed_roots = {}
+        self._reserved_in = {}
         try:
             progress = self._apply_decisions(result)
         finally:
             freed, self._freed_roots = self._freed_roots, None
+            reserved, self._reserved_in = self._reserved_in, None
         for root in freed.values():
             self._requeue_tree(root)
+        if self.config.withdraw_unpublished:
+            self._recall_higher_parked(reserved)
         return progress
+
+    def _recall_higher_parked(self, reserved: Mapping[str, int]) -> None:
+        """A reservation made this cycle is a new preemption candidate for the parked
+        workloads of higher priority in its queue (``withinClusterQueue``), which a release
+        only would requeue: let those that may now find enough victims look at once, while
+        the reservation can still be taken back unseen. Waiting for the next release, they
+        found it written and its job started, and evicted it instead (on Kueue's TAS shape,
+        most evictions were of workloads admitted past a parked higher-priority one)."""
+        still: Callable[[str], bool] | None = None
+        for name, lowest in reserved.items():
+            q = self.queues.get(name)
+            cq = self.cq_defs.get(name)
+            if q is None or cq is None or not q.parked_count or name in self.inactive:
+                continue
+            if str(cq.preemption.get("withinClusterQueue") or "Never") == "Never":
+                continue
+            if still is None:
+                still = self._still_no_fit()
+            q.requeue_parked(keep=still, above=lowest)
 
     def _apply_decisions(self, result: CycleResult) -> bool:
         progress = False
@@ -1136,6 +1161,9 @@ class QueueingCore:
         rec.usage = dict(d.assignment.usage)
         rec.reserved_at = self.now
         rec.reserved_seq = next(self._reservations)
+        if self._reserved_in is not None:
+            low = self._reserved_in.get(d.cluster_queue, rec.priority)
+            self._reserved_in[d.cluster_queue] = min(rec.priority, low)
         rec.unpublished = self.config.withdraw_unpublished
         rec.pending = None
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec

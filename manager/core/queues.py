@@ -297,18 +297,23 @@ class PendingQueue:
         self._group_by_ticket[group.ticket] = group
         heapq.heappush(self._heap, (head[0], group.ticket, ""))
 
-    def requeue_parked(self, keep: Callable[[str], bool] | None = None) -> int:
+    def requeue_parked(self, keep: Callable[[str], bool] | None = None, above: int | None = None) -> int:
         """Put the parked workloads back; with ``keep``, a group of one shape whose head
-        ``keep`` names stays parked, its shape still marked as not fitting. Returns how
-        many were put back."""
-        self._no_fit.clear()
+        ``keep`` names stays parked, its shape still marked as not fitting; with ``above``,
+        only the groups of a higher priority than that (the others stay as they are).
+        Returns how many were put back."""
+        if above is None:
+            self._no_fit.clear()
         moved = 0
         for shape, group in list(self._parked_group.items()):
-            if keep is not None and shape is not None:
-                head = self._group_head(group)
-                if head is not None and keep(head[1]):
-                    self._no_fit.add(shape)
-                    continue
+            head = self._group_head(group) if keep is not None or above is not None else None
+            if above is not None and (head is None or -head[0][2] <= above):
+                continue
+            if keep is not None and shape is not None and head is not None and keep(head[1]):
+                self._no_fit.add(shape)
+                continue
+            if shape is not None:
+                self._no_fit.discard(shape)
             moved += group.alive
             group.parked = False
             self._release_item(group)

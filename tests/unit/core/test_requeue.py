@@ -265,3 +265,52 @@ def test_a_parked_workload_that_preemption_could_help_is_evaluated_again() -> No
     assert not core.queues["cq0"].is_parked("ns/urgent")
     assert core.queues["cq0"].is_parked("ns/big0")  # lacks 3, nothing to preempt
     assert [(d.key, d.outcome) for d in core.next_cycle().decisions] == [("ns/urgent", "Preempt")]
+
+
+def _parked_behind_a_release(withdraw: bool, big: int = 5) -> QueueingCore:
+    """10 CPU: ``top`` (priority 9, 5 CPU) and ``done`` (priority 9, 2 CPU) admitted and
+    written; ``big`` (priority 5, ``big`` CPU) parked: nothing lower to preempt. ``done``
+    finishes, and the requeue waits for its batch."""
+    core = _core(CoreConfig(requeue_batch_s=1.0, withdraw_unpublished=withdraw), cpu=10,
+                 preemption={"withinClusterQueue": "LowerPriority"})
+    _wl(core, "top", 5, priority=9)
+    _wl(core, "done", 2, priority=9)
+    core.run_until_idle()
+    for key in ("ns/top", "ns/done"):
+        core.publish(key)
+    _wl(core, "big", big, priority=5)
+    assert [d.outcome for d in core.run_until_idle()] == ["Pending"]
+    assert core.queues["cq"].is_parked("ns/big")
+    core.finish("ns/done")  # 5 CPU free; "big" waits for the batch
+    return core
+
+
+def test_a_reservation_recalls_a_parked_higher_priority_workload_it_gives_room_to_preempt() -> None:
+    core = _parked_behind_a_release(withdraw=True)
+    _wl(core, "small", 1, priority=1)
+    decisions = [(d.key, d.outcome) for d in core.run_until_idle()]
+    # "small" takes 1 of the 5 free CPU; that makes it a victim "big" can use, so "big" is
+    # looked at again at once and takes the reservation back before anyone saw it.
+    assert decisions[:2] == [("ns/small", "Admit"), ("ns/big", "Preempt")]
+    assert core.workloads["ns/big"].status == "Admitted"
+    assert core.workloads["ns/small"].status == "Pending"
+    assert core.workloads["ns/small"].evictions == []
+    assert core.take_withdrawals() == {"cq": 1}
+
+
+def test_without_withdrawals_a_reservation_recalls_nothing() -> None:
+    core = _parked_behind_a_release(withdraw=False)
+    _wl(core, "small", 1, priority=1)
+    assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/small", "Admit")]
+    assert core.queues["cq"].is_parked("ns/big")  # as in Kueue: until the requeue is due
+
+
+def test_a_reservation_recalls_only_parked_workloads_that_may_now_preempt() -> None:
+    core = _parked_behind_a_release(withdraw=True)
+    _wl(core, "same", 1, priority=5)  # not lower than "big": no victim for it
+    assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/same", "Admit")]
+    assert core.queues["cq"].is_parked("ns/big")
+    core = _parked_behind_a_release(withdraw=True, big=6)
+    _wl(core, "small", 1, priority=1)  # 4 CPU free and 1 to take: "big" still lacks 1
+    assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/small", "Admit")]
+    assert core.queues["cq"].is_parked("ns/big")
