@@ -54,6 +54,11 @@ def sort_key(priority: int, timestamp: float, key: str, sticky: bool = False,
     return (0 if sticky else 1, lq_usage, -priority, timestamp, key)
 
 
+def priority_of(skey: SortKey) -> int:
+    """The priority a :func:`sort_key` was made with."""
+    return -skey[2]
+
+
 class _Group:
     """Parked workloads of one shape, or such a set put back by a requeue (``parked`` False:
     then one heap item of the queue stands for its head)."""
@@ -307,7 +312,7 @@ class PendingQueue:
         moved = 0
         for shape, group in list(self._parked_group.items()):
             head = self._group_head(group) if keep is not None or above is not None else None
-            if above is not None and (head is None or -head[0][2] <= above):
+            if above is not None and (head is None or priority_of(head[0]) <= above):
                 continue
             if keep is not None and shape is not None and head is not None and keep(head[1]):
                 self._no_fit.add(shape)
