@@ -1012,7 +1012,7 @@ class QueueingCore:
             cq = self.cq_defs.get(name)
             if q is None or cq is None or not q.parked_count or name in self.inactive:
                 continue
-            if str(cq.preemption.get("withinClusterQueue") or "Never") == "Never":
+            if cq.policy("withinClusterQueue") == "Never":
                 continue
             if still is None:
                 still = self._still_no_fit()

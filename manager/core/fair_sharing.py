@@ -548,7 +548,7 @@ class FairSharingPreemption:
     @staticmethod
     def can_preempt_while_borrowing(cq: ClusterQueueDef) -> bool:
         """With fair sharing, reclaiming is allowed while borrowing (borrowWithinCohort is ignored)."""
-        return str(cq.preemption.get("reclaimWithinCohort") or "Never") != "Never"
+        return cq.policy("reclaimWithinCohort") != "Never"
 
     def oracle(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int, priority: int) -> str:
         found = self.search(snapshot, cq.name, priority, float("-inf"), {fr: amount}, frozenset({fr}))
@@ -584,8 +584,8 @@ class FairSharingPreemption:
         memo = self._memo_for(snap)
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
-        within = str(cq.preemption.get("withinClusterQueue") or "Never")
-        reclaim = str(cq.preemption.get("reclaimWithinCohort") or "Never")
+        within = cq.policy("withinClusterQueue")
+        reclaim = cq.policy("reclaimWithinCohort")
         lists: dict[str, list[_Candidate]] = {}
         if node.parent is not None and reclaim != "Never":
             for name, lst in memo.reclaimable(node.root(), frs, reclaim, priority, timestamp).items():
@@ -608,10 +608,10 @@ class FairSharingPreemption:
         """Victims (with their Preempted reason) that let ``request`` fit; empty when none do."""
         # The flavor assigner's oracle and then the targets ask the same question of one
         # snapshot; the answer depends on the preemptor only through these.
-        pre = snap.cluster_queues[cq_name].preemption
+        cq = snap.cluster_queues[cq_name]
         key = (cq_name, frs, tuple(sorted(request.items())),
-               policy_args(str(pre.get("withinClusterQueue") or "Never"), priority, timestamp),
-               policy_args(str(pre.get("reclaimWithinCohort") or "Never"), priority, timestamp))
+               policy_args(cq.policy("withinClusterQueue"), priority, timestamp),
+               policy_args(cq.policy("reclaimWithinCohort"), priority, timestamp))
         memo = self._memo_for(snap)
         found = memo.found.get(key)
         if found is None:

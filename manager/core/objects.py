@@ -130,6 +130,11 @@ class ClusterQueueDef(QueueDef):
     stop_policy: str = "None"
     admission_mode: str = ""  # spec.admissionScope.admissionMode (admission fair sharing)
 
+    def policy(self, name: str) -> str:
+        """A ``spec.preemption`` policy (``withinClusterQueue``, ``reclaimWithinCohort``):
+        ``Never`` when unset."""
+        return str(self.preemption.get(name) or "Never")
+
 
 def _groups(kind: str, name: str, spec: dict[str, Any]) -> tuple[tuple[ResourceGroup, ...], dict[FR, Quota]]:
     groups: list[ResourceGroup] = []

@@ -311,7 +311,7 @@ class PendingQueue:
             self._no_fit.clear()
         moved = 0
         for shape, group in list(self._parked_group.items()):
-            head = self._group_head(group) if keep is not None or above is not None else None
+            head = self._group_head(group)
             if above is not None and (head is None or priority_of(head[0]) <= above):
                 continue
             if keep is not None and shape is not None and head is not None and keep(head[1]):

@@ -198,10 +198,6 @@ def victim_order(cluster_queue: str, rec: WorkloadRecord, own: str) -> VictimOrd
             -(rec.reserved_at or 0.0), -rec.reserved_seq, rec.wl.uid)
 
 
-def _policy(cq: ClusterQueueDef, name: str) -> str:
-    return str(cq.preemption.get(name) or "Never")
-
-
 class _Kept:
     """What searches keep across snapshots while the core's versions of the queues' holders
     (:attr:`Snapshot.holding_versions`) stay the same. Usage and victim order change only
@@ -323,7 +319,7 @@ def _levels(cq: ClusterQueueDef, node: QuotaNode, usage: Usage, request: Mapping
     """The cohorts to take other queues' candidates from: (with the preemptor's advantage,
     by priority); the latter left out with ``skip_priority`` (see ``candidates``)."""
     levels: tuple[list[_Level], list[_Level]] = ([], [])
-    if node.parent is None or _policy(cq, "reclaimWithinCohort") == "Never":
+    if node.parent is None or cq.policy("reclaimWithinCohort") == "Never":
         return levels
     # Walking up, the preemptor gains an "advantage" over everything outside the lowest
     # subtree whose quota can hold its request: those workloads use quota that subtree
@@ -394,7 +390,7 @@ class ClassicalPreemption:
         cq = snap.cluster_queues[cq_name]
         node = snap.nodes[cq_name]
         usage = snap.usage
-        within = _policy(cq, "withinClusterQueue")
+        within = cq.policy("withinClusterQueue")
         own: Iterator[Candidate] = iter(())
         if within != "Never" and _may_allow(within, memo.lowest_priority(cq_name, frs), priority):
             own = (Candidate(key, cq_name, rec, _WITHIN_CQ) for _, key, rec, _ in memo.ordered(cq_name, frs)
@@ -417,7 +413,7 @@ class ClassicalPreemption:
         skip_priority = _bwc_forbidden(cq) and _at_nominal(node, usage, frs)
         if any(_levels(cq, node, usage, {fr: amount}, skip_priority)):
             return True
-        within = _policy(cq, "withinClusterQueue")
+        within = cq.policy("withinClusterQueue")
         own = 0 if within == "Never" else sum(
             rec.usage.get(fr, 0) for rec in snapshot.holding.get(cq.name, {}).values()
             if policy_allows(within, rec, priority, float("-inf")))
@@ -427,7 +423,7 @@ class ClassicalPreemption:
     def _others(memo: _Memo, cq: ClusterQueueDef, node: QuotaNode, levels: list[_Level], priority: int,
                 timestamp: float, frs: frozenset[FR]) -> Iterator[Candidate]:
         """Candidates of other queues found from ``levels``, merged in victim order."""
-        reclaim = _policy(cq, "reclaimWithinCohort")
+        reclaim = cq.policy("reclaimWithinCohort")
         bwc = cq.preemption.get("borrowWithinCohort") or {}
         bwc_allowed = str(bwc.get("policy") or "Never") != "Never"
         threshold = bwc.get("maxPriorityThreshold")
@@ -460,8 +456,8 @@ class ClassicalPreemption:
         cq = snap.cluster_queues[cq_name]
         memo = self._memo_for(snap)
         key = (cq_name, tuple(sorted(request.items())), frs,
-               policy_args(_policy(cq, "withinClusterQueue"), priority, timestamp),
-               policy_args(_policy(cq, "reclaimWithinCohort"), priority, timestamp))
+               policy_args(cq.policy("withinClusterQueue"), priority, timestamp),
+               policy_args(cq.policy("reclaimWithinCohort"), priority, timestamp))
         got = memo.found.get(key)
         if got is None:
             got = memo.found[key] = self._search(snap, cq, priority, timestamp, request, frs)
