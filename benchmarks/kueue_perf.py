@@ -206,7 +206,9 @@ class Runner:
             return [{"op": "test", "path": "/metadata/resourceVersion",
                      "value": current["metadata"]["resourceVersion"]},
                     {"op": "add", "path": "/status/conditions/-", "value": condition}]
-        await self._write_status(key, change, "finish")
+        started = time.monotonic()
+        if await self._write_status(key, change, "finish"):
+            self.recorder.finish_writes_ms.append((time.monotonic() - started) * 1000.0)
 
     async def _finish_eviction(self, key: str) -> None:
         """What a job controller does after an eviction: drop the quota reservation."""
@@ -229,31 +231,33 @@ class Runner:
             self._evicting.discard(key)
 
     async def _write_status(self, key: str, change: Callable[[dict[str, Any]], list[dict[str, Any]] | None],
-                            what: str) -> None:
-        """Patch a Workload's status, guarded by its resourceVersion. The cached copy goes
-        first; after a lost race the object is read back from the API, because on a loaded
-        machine the watch can trail the writes of the manager by seconds, and a workload
-        the runner gives up on holds its quota for the rest of the run."""
+                            what: str) -> bool:
+        """Patch a Workload's status, guarded by its resourceVersion; returns whether the
+        patch was stored. The cached copy goes first; after a lost race the object is read
+        back from the API, because on a loaded machine the watch can trail the writes of the
+        manager by seconds, and a workload the runner gives up on holds its quota for the
+        rest of the run."""
         ns, name = key.split("/", 1)
         current = self.workloads.get(key)
         for attempt in range(WRITE_ATTEMPTS):
             patch = None if current is None else change(current)
             if patch is None:
-                return
+                return False
             try:
                 await self.client.patch(res.WORKLOADS.object_path(name, ns, "status"), patch, JSON_PATCH)
-                return
+                return True
             except ApiError as exc:
                 if exc.not_found:
-                    return  # a failed resourceVersion test is a 4xx too: read again below
+                    return False  # a failed resourceVersion test is a 4xx too: read again below
             await asyncio.sleep(min(0.05 * 2 ** attempt, 1.0))
             try:
                 current = await self.client.get(res.WORKLOADS.object_path(name, ns))
             except ApiError as exc:
                 if exc.not_found:
-                    return
+                    return False
                 current = self.workloads.get(key)
         self.errors.append(f"could not {what} {key} in {WRITE_ATTEMPTS} attempts")
+        return False
 
     def stuck(self) -> str:
         """What keeps a run from ending: admitted and pending workloads by class, with the

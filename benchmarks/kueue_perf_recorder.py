@@ -90,6 +90,9 @@ class Recorder:
     # already existed when the victim was admitted.
     admitted_past_higher: int = 0
     preemptions: list[tuple[float, bool | None]] = field(default_factory=list)
+    # How long each of the runner's finish writes took (its request and any retries), the
+    # part of a workload's time admitted past its runtime that the API's load adds.
+    finish_writes_ms: list[float] = field(default_factory=list)
     _pending: dict[str, dict[int, int]] = field(default_factory=dict)  # queue -> priority -> count
 
     def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
@@ -231,20 +234,23 @@ class Recorder:
     def preemption_trace(self) -> dict[str, Any]:
         """What the evictions were: admissions past a waiting higher-priority workload of the
         same queue, victims' time admitted before their eviction (median, 90th percentile),
-        other workloads' time admitted until finished, and how many preemptors were already
-        there when their victim was admitted."""
+        other workloads' time admitted until finished and how long the runner's finish writes
+        took (part of it), and how many preemptors were already there when their victim was
+        admitted."""
         held = sorted(h for h, _ in self.preemptions)
         waited = [w for _, w in self.preemptions]
         # How long a workload stays admitted until seen finished (its runtime plus the
         # runner's and the API's lag): the window in which a newcomer may preempt it.
         ran = sorted(w.finished_ms - w.admitted_ms for w in self.workloads.values()
                      if not w.causes and w.finished_ms is not None and w.admitted_ms is not None)
+        writes = sorted(self.finish_writes_ms)
 
         def pct(values: list[float], q: float) -> int | None:
             return int(values[min(len(values) - 1, int(q * len(values)))]) if values else None
         return {"admitted_past_higher": self.admitted_past_higher,
                 "victim_admitted_ms_p50": pct(held, 0.5), "victim_admitted_ms_p90": pct(held, 0.9),
                 "held_ms_p50": pct(ran, 0.5), "held_ms_p90": pct(ran, 0.9),
+                "finish_write_ms_p50": pct(writes, 0.5), "finish_write_ms_p90": pct(writes, 0.9),
                 "preemptor_there_before": waited.count(True), "preemptor_came_after": waited.count(False),
                 "preemptor_unknown": waited.count(None)}
 

@@ -167,6 +167,7 @@ def test_preemption_trace_tells_admissions_past_a_waiting_higher_priority_worklo
     held = (trace["victim_admitted_ms_p50"], trace["victim_admitted_ms_p90"])
     assert held == (500, 1000)  # of 10, 500, 1000
     assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (None, None)  # nothing finished
+    assert (trace["finish_write_ms_p50"], trace["finish_write_ms_p90"]) == (None, None)
 
 
 def test_preemption_trace_tells_how_long_workloads_never_evicted_stay_admitted() -> None:
@@ -180,8 +181,10 @@ def test_preemption_trace_tells_how_long_workloads_never_evicted_stay_admitted()
     r.workload_event(20, queued("victim", 50, "Admitted", "Evicted"))
     r.workload_event(30, queued("victim", 50, "Admitted"))
     r.workload_event(9000, queued("victim", 50, "Admitted", "Finished"))  # evicted once: left out
+    r.finish_writes_ms.extend([40.0, 5.0, 20.0])  # the runner's finish writes, as they end
     trace = r.preemption_trace()
     assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (500, 1000)  # of 50, 200, 500, 1000
+    assert (trace["finish_write_ms_p50"], trace["finish_write_ms_p90"]) == (20, 40)
 
 
 def test_preemption_trace_counts_a_preemptor_created_after_its_victim_was_admitted() -> None:
