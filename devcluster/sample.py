@@ -81,6 +81,8 @@ def phase(obj: dict[str, Any] | None) -> str:
         return "queued (suspended)"
     if status.get("active"):
         return "running"
+    if status.get("succeeded") or status.get("failed"):
+        return "finishing"  # its pods are done; the Job controller has not marked it yet
     return "admitted"
 
 
