@@ -424,9 +424,8 @@ class ClassicalPreemption:
                 timestamp: float, frs: frozenset[FR]) -> Iterator[Candidate]:
         """Candidates of other queues found from ``levels``, merged in victim order."""
         reclaim = cq.policy("reclaimWithinCohort")
-        bwc = cq.preemption.get("borrowWithinCohort") or {}
-        bwc_allowed = str(bwc.get("policy") or "Never") != "Never"
-        threshold = bwc.get("maxPriorityThreshold")
+        bwc_allowed = not _bwc_forbidden(cq)
+        threshold = (cq.preemption.get("borrowWithinCohort") or {}).get("maxPriorityThreshold")
 
         def variant(rec: WorkloadRecord, advantage: bool) -> int:
             if advantage:
