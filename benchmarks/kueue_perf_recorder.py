@@ -90,9 +90,15 @@ class Recorder:
     # already existed when the victim was admitted.
     admitted_past_higher: int = 0
     preemptions: list[tuple[float, bool | None]] = field(default_factory=list)
+    evicted_at_ms: list[float] = field(default_factory=list)  # when each eviction was seen
     # How long each of the runner's finish writes took (its request and any retries), the
     # part of a workload's time admitted past its runtime that the API's load adds.
     finish_writes_ms: list[float] = field(default_factory=list)
+    # The rest of that lag, on the runner's side: how late its finish timers fire (an event
+    # loop busy decoding watch events fires them late), and how long after a finish write
+    # returned the watch delivers it (the API's watch lag plus the loop's).
+    finish_late_ms: list[float] = field(default_factory=list)
+    finish_echo_ms: list[float] = field(default_factory=list)
     _pending: dict[str, dict[int, int]] = field(default_factory=dict)  # queue -> priority -> count
 
     def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
@@ -117,6 +123,7 @@ class Recorder:
                 self.admitted_past_higher += 1
         if evicted and not state.evicted:
             state.causes.append(_cause(obj))
+            self.evicted_at_ms.append(now_ms)
             since = state.held_since_ms
             if since is not None:
                 self.preemptions.append((now_ms - since, self._preemptor_waited(obj, since)))
@@ -234,25 +241,38 @@ class Recorder:
     def preemption_trace(self) -> dict[str, Any]:
         """What the evictions were: admissions past a waiting higher-priority workload of the
         same queue, victims' time admitted before their eviction (median, 90th percentile),
-        other workloads' time admitted until finished and how long the runner's finish writes
-        took (part of it), and how many preemptors were already there when their victim was
-        admitted."""
+        other workloads' time admitted until finished and the runner's parts of it (how late
+        its finish timers fired, how long its finish writes took, how long until the watch
+        delivered them), how many preemptors were already there when their victim was
+        admitted, and when the first admission and the evictions came."""
         held = sorted(h for h, _ in self.preemptions)
         waited = [w for _, w in self.preemptions]
         # How long a workload stays admitted until seen finished (its runtime plus the
         # runner's and the API's lag): the window in which a newcomer may preempt it.
         ran = sorted(w.finished_ms - w.admitted_ms for w in self.workloads.values()
                      if not w.causes and w.finished_ms is not None and w.admitted_ms is not None)
-        writes = sorted(self.finish_writes_ms)
+        writes, late = sorted(self.finish_writes_ms), sorted(self.finish_late_ms)
+        echo = sorted(self.finish_echo_ms)
 
         def pct(values: list[float], q: float) -> int | None:
             return int(values[min(len(values) - 1, int(q * len(values)))]) if values else None
+        # When, from the first creation, the first admission and the evictions were seen: a
+        # manager that admits from the first second fills its queues with the first (small,
+        # low-priority) arrivals, which the higher-priority ones created next then preempt.
+        start = min((w.first_ms for w in self.workloads.values()), default=0.0)
+        admitted = [w.admitted_ms for w in self.workloads.values() if w.admitted_ms is not None]
+        evicted_at = sorted((t - start) / 1000.0 for t in self.evicted_at_ms)
         return {"admitted_past_higher": self.admitted_past_higher,
                 "victim_admitted_ms_p50": pct(held, 0.5), "victim_admitted_ms_p90": pct(held, 0.9),
                 "held_ms_p50": pct(ran, 0.5), "held_ms_p90": pct(ran, 0.9),
                 "finish_write_ms_p50": pct(writes, 0.5), "finish_write_ms_p90": pct(writes, 0.9),
+                "finish_late_ms_p50": pct(late, 0.5), "finish_late_ms_p90": pct(late, 0.9),
+                "finish_echo_ms_p50": pct(echo, 0.5), "finish_echo_ms_p90": pct(echo, 0.9),
                 "preemptor_there_before": waited.count(True), "preemptor_came_after": waited.count(False),
-                "preemptor_unknown": waited.count(None)}
+                "preemptor_unknown": waited.count(None),
+                "first_admission_s": round((min(admitted) - start) / 1000.0, 2) if admitted else None,
+                "evicted_at_s_p10": pct(evicted_at, 0.1), "evicted_at_s_p50": pct(evicted_at, 0.5),
+                "evicted_at_s_p90": pct(evicted_at, 0.9)}
 
     def counts(self) -> tuple[int, int, int]:
         """(pending, admitted and running, finished) right now, for the timeline plot."""

@@ -43,6 +43,12 @@ def test_quick_run_admits_and_finishes_everything(dev_cluster: DevCluster, tmp_p
     assert 0 < m["admitted_usage_pct"] <= 100  # of all queues' quota together
     assert m["wall_s"] > 0 and m["manager_cpu_s"] > 0 and m["manager_peak_rss_mb"] > 0
     assert m["errors"] == []
+    # The runner's own part of the time a workload stays admitted, measured on every finish.
+    assert m["runner_cpu_s"] > 0
+    trace = m["preemption_trace"]
+    for part in ("finish_late_ms", "finish_write_ms", "finish_echo_ms"):
+        p50, p90 = trace[f"{part}_p50"], trace[f"{part}_p90"]
+        assert p50 is not None and 0 <= p50 <= p90, (part, trace)
     saved = json.loads(out.read_text())
     assert saved["metrics"]["workloads"] == QUICK_WORKLOADS
     assert saved["timelines"]["pykueue external"], "the admitted/pending timeline was recorded"

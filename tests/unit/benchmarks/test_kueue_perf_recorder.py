@@ -168,6 +168,7 @@ def test_preemption_trace_tells_admissions_past_a_waiting_higher_priority_worklo
     assert held == (500, 1000)  # of 10, 500, 1000
     assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (None, None)  # nothing finished
     assert (trace["finish_write_ms_p50"], trace["finish_write_ms_p90"]) == (None, None)
+    assert (trace["finish_late_ms_p50"], trace["finish_echo_ms_p90"]) == (None, None)
 
 
 def test_preemption_trace_tells_how_long_workloads_never_evicted_stay_admitted() -> None:
@@ -182,9 +183,13 @@ def test_preemption_trace_tells_how_long_workloads_never_evicted_stay_admitted()
     r.workload_event(30, queued("victim", 50, "Admitted"))
     r.workload_event(9000, queued("victim", 50, "Admitted", "Finished"))  # evicted once: left out
     r.finish_writes_ms.extend([40.0, 5.0, 20.0])  # the runner's finish writes, as they end
+    r.finish_late_ms.extend([3.0, 1.0, 2.0, 9.0])  # its timers, past their due time
+    r.finish_echo_ms.extend([300.0, 100.0])  # from a write's return to its watch event
     trace = r.preemption_trace()
     assert (trace["held_ms_p50"], trace["held_ms_p90"]) == (500, 1000)  # of 50, 200, 500, 1000
     assert (trace["finish_write_ms_p50"], trace["finish_write_ms_p90"]) == (20, 40)
+    assert (trace["finish_late_ms_p50"], trace["finish_late_ms_p90"]) == (3, 9)
+    assert (trace["finish_echo_ms_p50"], trace["finish_echo_ms_p90"]) == (300, 300)
 
 
 def test_preemption_trace_counts_a_preemptor_created_after_its_victim_was_admitted() -> None:
@@ -197,3 +202,19 @@ def test_preemption_trace_counts_a_preemptor_created_after_its_victim_was_admitt
     assert trace["admitted_past_higher"] == 0
     assert (trace["preemptor_there_before"], trace["preemptor_came_after"]) == (0, 1)
     assert trace["victim_admitted_ms_p50"] == 395
+    assert trace["first_admission_s"] < 0.1  # "small", 5 ms after its creation
+    assert (trace["evicted_at_s_p10"], trace["evicted_at_s_p90"]) == (0, 0)  # 0.4 s in: whole seconds
+
+
+def test_preemption_trace_tells_when_the_first_admission_and_the_evictions_came() -> None:
+    r = Recorder()
+    assert r.preemption_trace()["first_admission_s"] is None  # nothing admitted
+    r.workload_event(1000, queued("a", 50))
+    r.workload_event(3500, queued("a", 50, "Admitted"))
+    for i, at in enumerate((5000, 21000, 61000, 91000)):
+        r.workload_event(at - 10, queued(f"v{i}", 50, "Admitted"))
+        r.workload_event(at, queued(f"v{i}", 50, "Admitted", "Evicted"))
+    trace = r.preemption_trace()
+    assert trace["first_admission_s"] == 2.5  # from the first creation, not the recorder's start
+    at = (trace["evicted_at_s_p10"], trace["evicted_at_s_p50"], trace["evicted_at_s_p90"])
+    assert at == (4, 60, 90)  # of 4, 20, 60, 90 s
