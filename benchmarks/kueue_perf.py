@@ -587,6 +587,7 @@ class Bench:
     kueue_version: str
     binaries: dict[tuple[float, int], Path]
     kueue_limiter: str
+    kueue_log_level: int | None = None
     # A bearer token for pykueue's /metrics, minted when a run starts pykueue's manager.
     metrics_token: str | None = None
 
@@ -607,7 +608,8 @@ class Bench:
             return await resource_in_use(client, flavor)
 
         return KueueManager(self.binaries[(spec.qps, spec.burst)], self.kubeconfig, ready, self.workdir,
-                            enable_tas=self.config.topology is not None, tag=spec.tag)
+                            enable_tas=self.config.topology is not None, tag=spec.tag,
+                            log_level=self.kueue_log_level)
 
     async def measure(self, specs: list[RunSpec], record: dict[str, Any] | None
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
@@ -675,6 +677,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="minimalkueue's client budget: shared (default; one token bucket, as "
                              "Kueue's manager and pykueue have) or per-resource (Kueue's harness: "
                              "one per API kind)")
+    parser.add_argument("--kueue-log-level", type=int, default=None, metavar="N",
+                        help="minimalkueue's log verbosity (its scheduler logs each cycle and decision "
+                             "at 2-3; it logs errors only by default); implies --keep-logs")
     parser.add_argument("--kubeconfig", default=None, help="default: the dev cluster's")
     parser.add_argument("--prefix", default="", help="prefix for cohort (and so queue) names")
     parser.add_argument("--output", default=None, help="result JSON file (default benchmarks/results/...)")
@@ -694,7 +699,10 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         return "--rounds N (N >= 1) goes with --compare"
     if args.floor and args.manager == "external":
         return "--floor sets the client budget; it does not go with --manager external"
-    for flag, value in (("--kueue-version", args.kueue_version), ("--kueue-limiter", args.kueue_limiter)):
+    if args.kueue_log_level is not None and args.kueue_log_level < 1:
+        return "--kueue-log-level N takes N >= 1 (higher logs more)"
+    for flag, value in (("--kueue-version", args.kueue_version), ("--kueue-limiter", args.kueue_limiter),
+                        ("--kueue-log-level", args.kueue_log_level)):
         if value and not (args.compare or args.manager == "kueue"):
             return f"{flag} goes with --manager kueue or --compare"
     return None
@@ -775,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
     # The managers' logs; kept when a run fails (the error names them), removed otherwise.
     workdir = Path(tempfile.mkdtemp(prefix="kueue-perf-"))
     bench = Bench(kubeconfig, config, name, args.prefix, workdir, apiserver_pid, external_pid,
-                  kueue_version, binaries, limiter)
+                  kueue_version, binaries, limiter, args.kueue_log_level)
     try:
         entries, tops, timelines = asyncio.run(bench.measure(specs, record))
     except (ApiError, RuntimeError, TimeoutError, OSError) as exc:
@@ -785,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if external_pid is None and args.kubeconfig is None:
             restore_dev_cluster()
-    if args.keep_logs:
+    if args.keep_logs or args.kueue_log_level is not None:
         print(f"kueue_perf: manager logs kept in {workdir}", file=sys.stderr)
     else:
         shutil.rmtree(workdir, ignore_errors=True)

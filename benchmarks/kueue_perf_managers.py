@@ -314,8 +314,9 @@ class KueueManager:
     """Kueue's ``minimalkueue`` as a child process; ``ready`` says when its controllers work."""
 
     def __init__(self, binary: Path, kubeconfig: Path, ready: Callable[[], Awaitable[bool]], workdir: Path,
-                 *, enable_tas: bool = False, tag: str = "") -> None:
+                 *, enable_tas: bool = False, tag: str = "", log_level: int | None = None) -> None:
         self.binary, self.kubeconfig, self.ready, self.enable_tas = binary, kubeconfig, ready, enable_tas
+        self.log_level = log_level
         self.child = _ChildProcess("minimalkueue", workdir / f"minimalkueue{tag}.log")
         self.metrics_port = 0
 
@@ -325,6 +326,8 @@ class KueueManager:
                 "--metricsPort", str(self.metrics_port)]
         if self.enable_tas:
             argv.append("--enableTAS")
+        if self.log_level is not None:  # minimalkueue logs errors only unless told (zap's flag)
+            argv.append(f"--zap-log-level={self.log_level}")
         self.child.spawn(argv, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)})
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"
 

@@ -28,8 +28,9 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--kubeconfig")
 parser.add_argument("--metricsPort", type=int)
 parser.add_argument("--enableTAS", action="store_true")
+parser.add_argument("--zap-log-level", default="default")
 args = parser.parse_args()
-open(args.kubeconfig + ".seen", "w").write("tas" if args.enableTAS else "plain")
+open(args.kubeconfig + ".seen", "w").write(("tas" if args.enableTAS else "plain") + " " + args.zap_log_level)
 BODY = (b'rest_client_requests_total{code="200",host="h",method="GET"} 7\\n'
         b'rest_client_requests_total{code="200",host="h",method="PUT"} 5\\n')
 class Metrics(http.server.BaseHTTPRequestHandler):
@@ -68,10 +69,10 @@ async def test_started_waited_for_read_and_stopped(stand_in: Path, tmp_path: Pat
         polls += 1
         return seen.is_file()
 
-    manager = KueueManager(stand_in, kubeconfig, ready, tmp_path, enable_tas=True, tag="-t")
+    manager = KueueManager(stand_in, kubeconfig, ready, tmp_path, enable_tas=True, tag="-t", log_level=3)
     started = time.monotonic()
     await manager.start()
-    assert seen.read_text() == "tas" and polls >= 1
+    assert seen.read_text() == "tas 3" and polls >= 1
     stats = await manager.stop()
     assert stats.api_requests == 12 and stats.api_requests_by_verb == {"get": 7, "put": 5}
     assert stats.cpu_s >= 0.15 and stats.peak_rss_mb > 1

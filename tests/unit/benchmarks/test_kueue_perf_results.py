@@ -174,6 +174,8 @@ def test_compare_plans_alternating_runs_per_setting_and_round() -> None:
     (["--rounds", "2"], "goes with --compare"),
     (["--kueue-version", "v0.19.2"], "goes with --manager kueue"),
     (["--kueue-limiter", "per-resource"], "--kueue-limiter goes with --manager kueue"),
+    (["--kueue-log-level", "3"], "--kueue-log-level goes with --manager kueue"),
+    (["--manager", "kueue", "--kueue-log-level", "0"], "N >= 1"),
     (["--qps", "50"], "together"),
     (["--compare", "--qps", "0", "--burst", "100"], "positive"),
     (["--floor", "--manager", "external"], "does not go with --manager external"),
