@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.dev_lock import DevClusterBusy, holding_dev_cluster
 from benchmarks.kueue_perf_config import (
     CLASS_LABEL,
     CLEANUP_LABEL,
@@ -771,6 +772,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kueue_perf: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
 
+    with contextlib.ExitStack() as held:
+        if args.kubeconfig is None:
+            try:
+                held.enter_context(holding_dev_cluster("kueue_perf"))
+            except DevClusterBusy as exc:
+                print(f"kueue_perf: {exc} (or give --kubeconfig)", file=sys.stderr)
+                return 1
+        return _run(args, config, name, specs, (kueue_version, binaries, limiter))
+
+
+def _run(args: argparse.Namespace, config: GeneratorConfig, name: str, specs: list[RunSpec],
+         builds: tuple[str, dict[tuple[float, int], Path], str]) -> int:
+    """Measure ``specs`` on the cluster and write the result (the dev cluster held if ours)."""
+    kueue_version, binaries, limiter = builds
     kubeconfig, record, apiserver_pid = _dev_state() if args.kubeconfig is None \
         else (Path(args.kubeconfig), None, None)
     external_pid: int | None = None

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from api.wire import JSON
+from benchmarks.dev_lock import DevClusterBusy, holding_dev_cluster
 from benchmarks.kueue_perf_floor import admission_patch
 from benchmarks.kueue_perf_managers import process_cpu_s
 from benchmarks.webhook_latency import percentile
@@ -185,13 +186,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--writes and --rounds must be at least 1")
     from benchmarks.kueue_perf import dev_cluster, restore_dev_cluster
 
-    kubeconfig, processes = dev_cluster()  # outside the event loop: it runs its own
-    pids = {name.replace("-", "_"): int(processes[name]["pid"]) for name in ("kube-apiserver", "etcd")
-            if name in processes}
     try:
-        metrics = asyncio.run(_run(kubeconfig, processes.get("pykueue"), pids, n, rounds))
-    finally:
-        restore_dev_cluster()
+        with holding_dev_cluster("status_write_cost"):
+            kubeconfig, processes = dev_cluster()  # outside the event loop: it runs its own
+            pids = {name.replace("-", "_"): int(processes[name]["pid"])
+                    for name in ("kube-apiserver", "etcd") if name in processes}
+            try:
+                metrics = asyncio.run(_run(kubeconfig, processes.get("pykueue"), pids, n, rounds))
+            finally:
+                restore_dev_cluster()
+    except DevClusterBusy as exc:
+        print(f"status_write_cost: {exc}", file=sys.stderr)
+        return 1
     env = {"python": platform.python_version(), "machine": platform.machine(), "system": platform.system()}
     print(json.dumps({"benchmark": "status_write_cost", "metrics": metrics, "env": env}))
     return 0
