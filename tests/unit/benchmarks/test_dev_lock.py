@@ -18,10 +18,10 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_second_holder_is_refused_naming_the_first_and_gets_in_after_it(state: Path) -> None:
-    with holding_dev_cluster("kueue_perf"):
-        with pytest.raises(DevClusterBusy, match=r"in use by kueue_perf \(pid \d+, since"), \
-                holding_dev_cluster("status_write_cost"):
-            pass
+    with holding_dev_cluster("kueue_perf"), \
+            pytest.raises(DevClusterBusy, match=r"in use by kueue_perf \(pid \d+, since"), \
+            holding_dev_cluster("status_write_cost"):
+        pass
     with holding_dev_cluster("status_write_cost"):
         assert (state / LOCK_NAME).read_text().startswith("status_write_cost (pid ")
     assert (state / LOCK_NAME).read_text() == ""

@@ -1,0 +1,197 @@
+"""Where Kueue's scheduler spends a ``kueue_perf`` run, read from minimalkueue's own log.
+
+``python -m benchmarks.kueue_log LOG`` reads the log of a run made with
+``kueue_perf --manager kueue --kueue-log-level 3`` (zap's console lines: time, level,
+logger, caller, message, JSON fields) and prints one JSON object:
+
+* ``cycles``, ``span_s`` (first to last scheduler line) and ``phases_s``: the scheduler
+  loop's time split into waiting for heads, snapshot and nomination, the entries
+  (flavor assignment, preemption, admission), and re-queueing the heads it did not admit,
+  each with a pending-status write made one after another inside the cycle
+  (``requeue_and_pending_writes``); ``pending_writes`` counts those heads and
+  ``ms_per_pending_write`` is that phase's time over them;
+* ``longest_cycles_s``, the five longest cycles;
+* ``preempted``, victims by reason (Kueue's ``Preempted`` lines);
+* ``first_attempt_s``: per workload class and window of creation (seconds from the first
+  workload Kueue saw created), how long from Kueue seeing a workload created to its first
+  scheduling attempt, as ``{"n", "p50", "p90"}``.
+
+The generator names workloads ``<class>-<set>-<round>-<template>``, so the class is the
+name without its last three parts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+WINDOWS = ((0.0, 10.0, "0-10"), (10.0, 60.0, "10-60"), (60.0, float("inf"), "60-"))
+_DURATION = re.compile(r"^([\d.]+)(h|ms|µs|us|ns|m|s)$")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+
+
+@dataclass
+class Line:
+    t: float
+    logger: str
+    msg: str
+    fields: dict[str, Any]
+
+
+def parse(lines: Iterable[str]) -> Iterator[Line]:
+    """The structured lines of a zap console log; anything else (a panic trace, a cut
+    line) is skipped."""
+    for raw in lines:
+        parts = raw.rstrip("\n").split("\t")
+        if len(parts) < 5:
+            continue
+        fields: dict[str, Any] = {}
+        msg = parts[-1]
+        if msg.startswith("{") and len(parts) >= 6:
+            try:
+                fields = json.loads(msg)
+            except ValueError:
+                continue
+            msg = parts[-2]
+        try:
+            t = datetime.fromisoformat(parts[0].replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        yield Line(t, parts[2], msg, fields)
+
+
+def seconds(duration: str) -> float:
+    """A Go duration as the scheduler logs it (``1.5s``, ``12.3ms``, ``80µs``)."""
+    match = _DURATION.match(duration)
+    if match is None:
+        raise ValueError(f"not a duration: {duration!r}")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def workload_class(name: str) -> str:
+    parts = name.split("-")
+    return "-".join(parts[:-3]) if len(parts) > 3 else name
+
+
+def _key(fields: dict[str, Any], name: str = "workload") -> tuple[str, str] | None:
+    ref = fields.get(name)
+    if isinstance(ref, dict) and "name" in ref:
+        return str(ref.get("namespace", "")), str(ref["name"])
+    return None
+
+
+@dataclass
+class _Cycle:
+    start: float | None = None
+    heads_at: float | None = None
+    nominated: float | None = None
+    first_requeue: float | None = None
+    done: float | None = None
+    requeued: int = 0
+
+
+@dataclass
+class _Reading:
+    cycles: dict[int, _Cycle] = field(default_factory=lambda: defaultdict(_Cycle))
+    seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    tried: dict[tuple[str, str], float] = field(default_factory=dict)
+    preempted: Counter[str] = field(default_factory=Counter)
+    first: float | None = None
+    last: float | None = None
+
+    def add(self, line: Line) -> None:
+        key = _key(line.fields)
+        if line.msg == "Workload create event" and key is not None:
+            self.seen.setdefault(key, line.t)
+        cycle_no = line.fields.get("schedulingCycle")
+        if not isinstance(cycle_no, int):
+            return
+        self.first = line.t if self.first is None else self.first
+        self.last = line.t
+        c = self.cycles[cycle_no]
+        if line.msg == "Scheduling cycle starts":
+            c.start = line.t
+        elif line.msg == "Obtained heads":
+            c.heads_at = line.t
+        elif line.msg == "Nomination done":
+            c.nominated = line.t
+        elif line.msg == "Attempting to schedule workload" and key is not None:
+            self.tried.setdefault(key, line.t)
+        elif line.msg == "Workload re-queued":
+            c.first_requeue = line.t if c.first_requeue is None else c.first_requeue
+            c.requeued += 1
+        elif line.msg == "Preempted":
+            self.preempted[str(line.fields.get("reason", "unknown"))] += 1
+        elif line.msg == "Workload processing done":
+            c.done = line.t
+
+
+def _span(a: float | None, b: float | None) -> float:
+    return b - a if a is not None and b is not None else 0.0
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    values = sorted(values)
+    at = lambda q: values[min(len(values) - 1, int(q * len(values)))]  # noqa: E731
+    return {"n": len(values), "p50": round(at(0.5), 2), "p90": round(at(0.9), 2)}
+
+
+def summarize(lines: Iterable[str]) -> dict[str, Any]:
+    reading = _Reading()
+    for line in parse(lines):
+        reading.add(line)
+    cycles = list(reading.cycles.values())
+    writes_s = sum(_span(c.first_requeue, c.done) for c in cycles)
+    writes = sum(c.requeued for c in cycles if c.done is not None)
+    entries_s = sum(_span(c.nominated, c.first_requeue if c.first_requeue is not None else c.done)
+                    for c in cycles)
+    longest = sorted((_span(c.start, c.done) for c in cycles), reverse=True)[:5]
+    lags: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    t0 = min(reading.seen.values(), default=0.0)
+    for key, seen in reading.seen.items():
+        tried = reading.tried.get(key)
+        if tried is None:
+            continue
+        window = next(label for lo, hi, label in WINDOWS if lo <= seen - t0 < hi)
+        lags[workload_class(key[1])][window].append(max(0.0, tried - seen))
+    return {
+        "cycles": len(cycles),
+        "span_s": round(_span(reading.first, reading.last), 1),
+        "phases_s": {
+            "waiting_for_heads": round(sum(_span(c.start, c.heads_at) for c in cycles), 1),
+            "snapshot_and_nomination": round(sum(_span(c.heads_at, c.nominated) for c in cycles), 1),
+            "entries": round(entries_s, 1),
+            "requeue_and_pending_writes": round(writes_s, 1),
+        },
+        "pending_writes": writes,
+        "ms_per_pending_write": round(1000 * writes_s / writes, 1) if writes else None,
+        "longest_cycles_s": [round(s, 2) for s in longest],
+        "preempted": dict(sorted(reading.preempted.items())),
+        "first_attempt_s": {cls: {w: _quantiles(v) for w, v in sorted(by.items())}
+                            for cls, by in sorted(lags.items())},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m benchmarks.kueue_log MINIMALKUEUE_LOG", file=sys.stderr)
+        return 2
+    try:
+        with Path(args[0]).open(errors="replace") as log:
+            print(json.dumps(summarize(log)))
+    except OSError as exc:
+        print(f"kueue_log: {exc.strerror or exc}: {args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
