@@ -6,12 +6,17 @@ logger, caller, message, JSON fields) and prints one JSON object:
 
 * ``cycles``, ``span_s`` (first to last scheduler line) and ``phases_s``: the scheduler
   loop's time split into waiting for heads, snapshot and nomination, the entries
-  (flavor assignment, preemption, admission), and re-queueing the heads it did not admit,
-  each with a pending-status write made one after another inside the cycle
-  (``requeue_and_pending_writes``); ``pending_writes`` counts those heads and
-  ``ms_per_pending_write`` is that phase's time over them;
-* ``longest_cycles_s``, the five longest cycles;
+  (flavor assignment, preemption, admission), and re-queueing the heads it did not admit
+  (``requeue_and_pending_writes``): for each such head Kueue patches the workload's
+  pending status inside the cycle, one after another, when the condition changed.
+  ``pending_requeues`` counts those heads (re-queued not nominated, skipped or
+  preemption-gated: the ones that may write) and ``ms_per_pending_requeue`` is that
+  phase's time over them, also for the cycles that started in the first 30 s
+  (``ms_per_pending_requeue_first_30s``);
+* ``cycle_s_p50`` and ``longest_cycles_s``, the median cycle and the five longest;
 * ``preempted``, victims by reason (Kueue's ``Preempted`` lines);
+* ``assumed_by_class``: quota reservations (``Workload assumed in the cache``) per class
+  in the first 1 and 5 s from the first workload Kueue saw created;
 * ``first_attempt_s``: per workload class and window of creation (seconds from the first
   workload Kueue saw created), how long from Kueue seeing a workload created to its first
   scheduling attempt, as ``{"n", "p50", "p90"}``.
@@ -23,7 +28,6 @@ name without its last three parts.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
@@ -32,9 +36,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.webhook_latency import percentile
+
 WINDOWS = ((0.0, 10.0, "0-10"), (10.0, 60.0, "10-60"), (60.0, float("inf"), "60-"))
-_DURATION = re.compile(r"^([\d.]+)(h|ms|µs|us|ns|m|s)$")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+# Heads re-queued with these statuses get a pending-status patch (if their condition changed).
+PENDING_STATUSES = ("", "skipped", "preemptionGated")
+ASSUMED_WITHIN_S = (1.0, 5.0)
 
 
 @dataclass
@@ -67,14 +74,6 @@ def parse(lines: Iterable[str]) -> Iterator[Line]:
         yield Line(t, parts[2], msg, fields)
 
 
-def seconds(duration: str) -> float:
-    """A Go duration as the scheduler logs it (``1.5s``, ``12.3ms``, ``80µs``)."""
-    match = _DURATION.match(duration)
-    if match is None:
-        raise ValueError(f"not a duration: {duration!r}")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
-
 def workload_class(name: str) -> str:
     parts = name.split("-")
     return "-".join(parts[:-3]) if len(parts) > 3 else name
@@ -103,6 +102,7 @@ class _Reading:
     seen: dict[tuple[str, str], float] = field(default_factory=dict)
     tried: dict[tuple[str, str], float] = field(default_factory=dict)
     preempted: Counter[str] = field(default_factory=Counter)
+    assumed: list[tuple[float, str]] = field(default_factory=list)
     first: float | None = None
     last: float | None = None
 
@@ -126,7 +126,9 @@ class _Reading:
             self.tried.setdefault(key, line.t)
         elif line.msg == "Workload re-queued":
             c.first_requeue = line.t if c.first_requeue is None else c.first_requeue
-            c.requeued += 1
+            c.requeued += line.fields.get("status") in PENDING_STATUSES
+        elif line.msg == "Workload assumed in the cache" and key is not None:
+            self.assumed.append((line.t, workload_class(key[1])))
         elif line.msg == "Preempted":
             self.preempted[str(line.fields.get("reason", "unknown"))] += 1
         elif line.msg == "Workload processing done":
@@ -138,9 +140,14 @@ def _span(a: float | None, b: float | None) -> float:
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    at = lambda q: values[min(len(values) - 1, int(q * len(values)))]  # noqa: E731
-    return {"n": len(values), "p50": round(at(0.5), 2), "p90": round(at(0.9), 2)}
+    return {"n": len(values), "p50": round(percentile(values, 0.5), 2),
+            "p90": round(percentile(values, 0.9), 2)}
+
+
+def _ms_per_requeue(cycles: list[_Cycle]) -> float | None:
+    done = [c for c in cycles if c.done is not None]
+    n = sum(c.requeued for c in done)
+    return round(1000 * sum(_span(c.first_requeue, c.done) for c in done) / n, 1) if n else None
 
 
 def summarize(lines: Iterable[str]) -> dict[str, Any]:
@@ -149,12 +156,18 @@ def summarize(lines: Iterable[str]) -> dict[str, Any]:
         reading.add(line)
     cycles = list(reading.cycles.values())
     writes_s = sum(_span(c.first_requeue, c.done) for c in cycles)
-    writes = sum(c.requeued for c in cycles if c.done is not None)
     entries_s = sum(_span(c.nominated, c.first_requeue if c.first_requeue is not None else c.done)
                     for c in cycles)
-    longest = sorted((_span(c.start, c.done) for c in cycles), reverse=True)[:5]
+    durations = [c.done - c.start for c in cycles if c.start is not None and c.done is not None]
     lags: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     t0 = min(reading.seen.values(), default=0.0)
+    start = reading.first if reading.first is not None else 0.0
+    early = [c for c in cycles if c.start is not None and c.start - start < 30.0]
+    assumed: dict[str, Counter[str]] = {f"{s:g}": Counter() for s in ASSUMED_WITHIN_S}
+    for t, cls in reading.assumed:
+        for within in ASSUMED_WITHIN_S:
+            if t - t0 < within:
+                assumed[f"{within:g}"][cls] += 1
     for key, seen in reading.seen.items():
         tried = reading.tried.get(key)
         if tried is None:
@@ -170,10 +183,13 @@ def summarize(lines: Iterable[str]) -> dict[str, Any]:
             "entries": round(entries_s, 1),
             "requeue_and_pending_writes": round(writes_s, 1),
         },
-        "pending_writes": writes,
-        "ms_per_pending_write": round(1000 * writes_s / writes, 1) if writes else None,
-        "longest_cycles_s": [round(s, 2) for s in longest],
+        "pending_requeues": sum(c.requeued for c in cycles if c.done is not None),
+        "ms_per_pending_requeue": _ms_per_requeue(cycles),
+        "ms_per_pending_requeue_first_30s": _ms_per_requeue(early),
+        "cycle_s_p50": round(percentile(durations, 0.5), 3),
+        "longest_cycles_s": [round(d, 2) for d in sorted(durations, reverse=True)[:5]],
         "preempted": dict(sorted(reading.preempted.items())),
+        "assumed_by_class": {w: dict(sorted(c.items())) for w, c in assumed.items()},
         "first_attempt_s": {cls: {w: _quantiles(v) for w, v in sorted(by.items())}
                             for cls, by in sorted(lags.items())},
     }

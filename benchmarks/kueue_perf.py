@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.dev_lock import DevClusterBusy, holding_dev_cluster
+from benchmarks.dev_lock import DevClusterUnavailable, holding_dev_cluster
 from benchmarks.kueue_perf_config import (
     CLASS_LABEL,
     CLEANUP_LABEL,
@@ -639,6 +639,8 @@ class Bench:
             m = result["metrics"]
             # pykueue's client (the floor's too) has one token bucket for all its requests.
             m["client_limiter"] = self.kueue_limiter if spec.manager == KUEUE else SHARED
+            if spec.manager == KUEUE and self.kueue_log_level is not None:
+                m["kueue_log_level"] = self.kueue_log_level  # its logging costs it CPU
             version = self.kueue_version if spec.manager == KUEUE else pykueue.__version__
             entries.append(run_entry(spec.manager, version, m, spec.label))
             if spec.manager != FLOOR:
@@ -716,6 +718,8 @@ def _output_path(args: argparse.Namespace, name: str) -> Path:
         kind = "compare" if args.compare else "kueue"
         if args.kueue_limiter == PER_RESOURCE:
             kind += f"-{PER_RESOURCE}"
+        if args.kueue_log_level is not None:
+            kind += f"-log{args.kueue_log_level}"
         limits = "" if args.qps is None else f"-{args.qps:g}-{args.burst}"
         return RESULTS / f"kueue_perf-{name}-{kind}{limits}.json"
     return RESULTS / f"kueue_perf-{name}.json"
@@ -776,7 +780,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kubeconfig is None:
             try:
                 held.enter_context(holding_dev_cluster("kueue_perf"))
-            except DevClusterBusy as exc:
+            except DevClusterUnavailable as exc:
                 print(f"kueue_perf: {exc} (or give --kubeconfig)", file=sys.stderr)
                 return 1
         return _run(args, config, name, specs, (kueue_version, binaries, limiter))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from api.wire import JSON
-from benchmarks.dev_lock import DevClusterBusy, holding_dev_cluster
+from benchmarks.dev_lock import DevClusterUnavailable, holding_dev_cluster
 from benchmarks.kueue_perf_floor import admission_patch
 from benchmarks.kueue_perf_managers import process_cpu_s
 from benchmarks.webhook_latency import percentile
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 metrics = asyncio.run(_run(kubeconfig, processes.get("pykueue"), pids, n, rounds))
             finally:
                 restore_dev_cluster()
-    except DevClusterBusy as exc:
+    except DevClusterUnavailable as exc:
         print(f"status_write_cost: {exc}", file=sys.stderr)
         return 1
     env = {"python": platform.python_version(), "machine": platform.machine(), "system": platform.system()}

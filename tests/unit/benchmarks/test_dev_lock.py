@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import kueue_perf, status_write_cost
-from benchmarks.dev_lock import LOCK_NAME, DevClusterBusy, holding_dev_cluster
+from benchmarks.dev_lock import DevClusterUnavailable, holding_dev_cluster, lock_path
 
 
 @pytest.fixture
@@ -19,19 +19,43 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_second_holder_is_refused_naming_the_first_and_gets_in_after_it(state: Path) -> None:
     with holding_dev_cluster("kueue_perf"), \
-            pytest.raises(DevClusterBusy, match=r"in use by kueue_perf \(pid \d+, since"), \
+            pytest.raises(DevClusterUnavailable, match=r"in use by kueue_perf \(pid \d+, since"), \
             holding_dev_cluster("status_write_cost"):
         pass
     with holding_dev_cluster("status_write_cost"):
-        assert (state / LOCK_NAME).read_text().startswith("status_write_cost (pid ")
-    assert (state / LOCK_NAME).read_text() == ""
+        assert lock_path().read_text().startswith("status_write_cost (pid ")
+    assert lock_path().read_text() == ""
+
+
+def test_the_lock_lives_beside_the_state_directory_and_outlasts_its_removal(state: Path) -> None:
+    assert lock_path().parent == state.parent
+    with holding_dev_cluster("kueue_perf"):
+        state.mkdir(parents=True)
+        state.rmdir()  # what dev down does to the state directory
+        with pytest.raises(DevClusterUnavailable, match="in use by kueue_perf"), holding_dev_cluster("other"):
+            pass
+
+
+def test_a_failing_holder_releases_the_lock(state: Path) -> None:
+    with pytest.raises(RuntimeError, match="run failed"), holding_dev_cluster("kueue_perf"):
+        raise RuntimeError("run failed")
+    with holding_dev_cluster("status_write_cost"):
+        pass
+
+
+def test_a_lock_file_that_cannot_be_opened_is_a_clear_error(state: Path) -> None:
+    lock_path().parent.mkdir(parents=True, exist_ok=True)
+    lock_path().mkdir()  # a directory where the file should be
+    with pytest.raises(DevClusterUnavailable, match=r"cannot open the dev cluster's lock .*: Is a dir"), \
+            holding_dev_cluster("kueue_perf"):
+        pass
 
 
 def test_a_note_left_by_a_holder_that_died_does_not_lock(state: Path) -> None:
-    state.mkdir(parents=True)
-    (state / LOCK_NAME).write_text("kueue_perf (pid 1, since 00:00:00)\n")  # no flock held on it
+    lock_path().parent.mkdir(parents=True, exist_ok=True)
+    lock_path().write_text("kueue_perf (pid 1, since 00:00:00)\n")  # no flock held on it
     with holding_dev_cluster("kueue_perf"):
-        assert "pid 1," not in (state / LOCK_NAME).read_text()
+        assert "pid 1," not in lock_path().read_text()
 
 
 @pytest.mark.parametrize(("main", "argv", "hint"), [
@@ -45,4 +69,4 @@ def test_benchmarks_on_the_dev_cluster_stop_at_once_while_another_holds_it(
         assert main(argv) == 1
     err = capsys.readouterr().err
     assert "the dev cluster is in use by another run (pid" in err and hint in err and err.count("\n") == 1
-    assert sorted(p.name for p in state.iterdir()) == [LOCK_NAME]  # no cluster was brought up
+    assert not state.exists()  # no cluster was brought up

@@ -207,6 +207,8 @@ def test_result_files_are_named_by_kind_and_limits() -> None:
         kueue_perf.RESULTS / "kueue_perf-tas-kueue.json"
     assert kueue_perf._output_path(parse(["--compare", "--kueue-limiter", "per-resource"]), "baseline") == \
         kueue_perf.RESULTS / "kueue_perf-baseline-compare-per-resource.json"
+    assert kueue_perf._output_path(parse(["--manager", "kueue", "--kueue-log-level", "3"]), "tas") == \
+        kueue_perf.RESULTS / "kueue_perf-tas-kueue-log3.json"
     assert kueue_perf._output_path(parse(["--output", "x.json"]), "quick") == Path("x.json")
 
 
