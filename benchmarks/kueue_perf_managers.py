@@ -45,6 +45,9 @@ from kube.workqueue import URGENT_SUFFIX
 HERE = Path(__file__).resolve().parent
 READY_DEADLINE_S = 60.0
 STOP_DEADLINE_S = 30.0
+# The last metrics page of a run: at large scale pykueue renders 1,000 queues' series (about
+# 22 MB) on a busy machine, and a read with the probes' 5 s timeout failed there.
+SCRAPE_TIMEOUT_S = 120.0
 REQUESTS_LINE = re.compile(r"shutting down: (\d+) API requests (\{.*?\}), ([\d.]+)s throttled")
 _CLIENT_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\}\s+(\S+)", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -80,11 +83,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_get(url: str, token: str | None = None) -> str | None:
+def http_get(url: str, token: str | None = None, timeout_s: float = 5.0) -> str | None:
     """The body of a 200 answer (with ``Authorization: Bearer token`` when given), else None."""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(request, timeout=5) as resp:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
             return resp.read().decode(errors="replace") if resp.status == 200 else None
     except OSError:
         return None
@@ -207,7 +210,8 @@ class _ChildProcess:
         own the run did not need."""
         assert self.proc is not None
         hwm = peak_rss_mb(self.proc.pid)
-        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics", token)
+        text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics", token,
+                                       SCRAPE_TIMEOUT_S)
         return await self.reap(sig, hwm), text
 
     async def reap(self, sig: int, hwm: float | None = None) -> ManagerStats:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from benchmarks.kueue_perf_managers import KueueManager, http_get, peak_rss_mb
+from benchmarks.kueue_perf_managers import SCRAPE_TIMEOUT_S, KueueManager, http_get, peak_rss_mb
 from kube.endpoints import build_app, start_site
 from manager.runtime.metrics import KueueMetrics
 
@@ -113,3 +113,19 @@ async def test_pykueue_metrics_are_read_with_the_bearer_token() -> None:
     finally:
         await runner.cleanup()
     assert text is not None and "kueue_pending_workloads" in text
+
+
+async def test_a_slow_metrics_page_is_waited_for_up_to_the_timeout_given() -> None:
+    async def slow(_: web.Request) -> web.Response:
+        await asyncio.sleep(0.5)  # a page that takes long to render
+        return web.Response(text="kueue_pending_workloads 1\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", slow)
+    runner, port = await start_site(app, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        assert await asyncio.to_thread(http_get, url, None, 0.1) is None
+        assert await asyncio.to_thread(http_get, url, None, SCRAPE_TIMEOUT_S) == "kueue_pending_workloads 1\n"
+    finally:
+        await runner.cleanup()
