@@ -206,17 +206,20 @@ class _ChildProcess:
     async def scrape_and_reap(self, metrics_port: int, sig: int,
                               token: str | None = None) -> tuple[ManagerStats, str | None]:
         """Its metrics page (read with ``token`` when given), then :meth:`reap`. The peak RSS
-        is read before the scrape: rendering a page of thousands of series is a peak of its
-        own the run did not need."""
+        is read before the scrape and the wall leaves the scrape out: rendering a page of
+        thousands of series is a peak and a wait of its own that the run did not need (Kueue's
+        harness reads no page)."""
         assert self.proc is not None
         hwm = peak_rss_mb(self.proc.pid)
+        began = time.monotonic()
         text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{metrics_port}/metrics", token,
                                        SCRAPE_TIMEOUT_S)
-        return await self.reap(sig, hwm), text
+        return await self.reap(sig, hwm, time.monotonic() - began), text
 
-    async def reap(self, sig: int, hwm: float | None = None) -> ManagerStats:
+    async def reap(self, sig: int, hwm: float | None = None, left_out_s: float = 0.0) -> ManagerStats:
         """Signal the process and wait for its exit (killing it after a deadline); ``hwm``:
-        its peak RSS as read before (else read now)."""
+        its peak RSS as read before (else read now); ``left_out_s``: time not to count in
+        its wall."""
         assert self.proc is not None
         pid = self.proc.pid
         # Peak RSS from the process' own memory map, read before it exits: rusage's ru_maxrss
@@ -237,7 +240,8 @@ class _ChildProcess:
         self.proc.returncode = 0  # reaped here: Popen must not wait for it again
         now = time.monotonic()
         rss = hwm if hwm is not None else usage.ru_maxrss / 1024.0
-        return ManagerStats(now - self.started, usage.ru_utime + usage.ru_stime, rss, stop_s=now - signalled)
+        return ManagerStats(now - self.started - left_out_s, usage.ru_utime + usage.ru_stime, rss,
+                            stop_s=now - signalled)
 
 
 class OwnManager:
