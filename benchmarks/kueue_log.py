@@ -47,7 +47,6 @@ ASSUMED_WITHIN_S = (1.0, 5.0)
 @dataclass
 class Line:
     t: float
-    logger: str
     msg: str
     fields: dict[str, Any]
 
@@ -71,7 +70,7 @@ def parse(lines: Iterable[str]) -> Iterator[Line]:
             t = datetime.fromisoformat(parts[0].replace("Z", "+00:00")).timestamp()
         except ValueError:
             continue
-        yield Line(t, parts[2], msg, fields)
+        yield Line(t, msg, fields)
 
 
 def workload_class(name: str) -> str:
@@ -79,8 +78,8 @@ def workload_class(name: str) -> str:
     return "-".join(parts[:-3]) if len(parts) > 3 else name
 
 
-def _key(fields: dict[str, Any], name: str = "workload") -> tuple[str, str] | None:
-    ref = fields.get(name)
+def _key(fields: dict[str, Any]) -> tuple[str, str] | None:
+    ref = fields.get("workload")
     if isinstance(ref, dict) and "name" in ref:
         return str(ref.get("namespace", "")), str(ref["name"])
     return None
@@ -144,10 +143,11 @@ def _quantiles(values: list[float]) -> dict[str, float]:
             "p90": round(percentile(values, 0.9), 2)}
 
 
-def _ms_per_requeue(cycles: list[_Cycle]) -> float | None:
+def _requeues(cycles: list[_Cycle]) -> tuple[int, float | None]:
+    """The pending re-queues of the cycles that finished, and the ms their phase took per one."""
     done = [c for c in cycles if c.done is not None]
     n = sum(c.requeued for c in done)
-    return round(1000 * sum(_span(c.first_requeue, c.done) for c in done) / n, 1) if n else None
+    return n, round(1000 * sum(_span(c.first_requeue, c.done) for c in done) / n, 1) if n else None
 
 
 def summarize(lines: Iterable[str]) -> dict[str, Any]:
@@ -168,6 +168,7 @@ def summarize(lines: Iterable[str]) -> dict[str, Any]:
         for within in ASSUMED_WITHIN_S:
             if t - t0 < within:
                 assumed[f"{within:g}"][cls] += 1
+    requeues, ms_per_requeue = _requeues(cycles)
     for key, seen in reading.seen.items():
         tried = reading.tried.get(key)
         if tried is None:
@@ -183,9 +184,9 @@ def summarize(lines: Iterable[str]) -> dict[str, Any]:
             "entries": round(entries_s, 1),
             "requeue_and_pending_writes": round(writes_s, 1),
         },
-        "pending_requeues": sum(c.requeued for c in cycles if c.done is not None),
-        "ms_per_pending_requeue": _ms_per_requeue(cycles),
-        "ms_per_pending_requeue_first_30s": _ms_per_requeue(early),
+        "pending_requeues": requeues,
+        "ms_per_pending_requeue": ms_per_requeue,
+        "ms_per_pending_requeue_first_30s": _requeues(early)[1],
         "cycle_s_p50": round(percentile(durations, 0.5), 3),
         "longest_cycles_s": [round(d, 2) for d in sorted(durations, reverse=True)[:5]],
         "preempted": dict(sorted(reading.preempted.items())),
