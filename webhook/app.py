@@ -38,6 +38,7 @@ from manager.jobs.admission import (
     ClusterFacts,
     JobWebhook,
 )
+from manager.jobs.ownership import may_be_managed
 from manager.jobs.registry import GVK, webhook_path, webhooks
 from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
 from webhook import crd_rules
@@ -140,7 +141,13 @@ def _mutator(deps: WebhookDeps, hook: JobWebhook, gvk: GVK) -> Decide:
                     review.namespace, str(kueue_pod_queue(obj)))
             if routes_pods and review.operation == "CREATE":
                 warnings = route(obj, deps.policy.tas_scheduler, tas_only)
-        except (AdmissionDenied, LookupFailed) as exc:
+        except LookupFailed as exc:
+            if _not_ours(deps, original):
+                log.warning("admitting %s unchanged: it is not Kueue's, and a lookup failed: %s",
+                            _what(review, original), exc)
+                return admission_response(review.uid)
+            return _denied(review.uid, str(exc))
+        except AdmissionDenied as exc:
             return _denied(review.uid, str(exc))
         return admission_response(review.uid, patch=json_patch(original, obj), warnings=warnings)
 
@@ -158,11 +165,30 @@ def _validator(deps: WebhookDeps, hook: JobWebhook) -> Decide:
                 review.old_object if review.operation == "UPDATE" else None,
                 _context(deps, review, facts),
             )
-        except (AdmissionDenied, LookupFailed) as exc:
+        except LookupFailed as exc:
+            if _not_ours(deps, obj) and (review.old_object is None or _not_ours(deps, review.old_object)):
+                log.warning("admitting %s: it is not Kueue's, and a lookup failed: %s",
+                            _what(review, obj), exc)
+                return admission_response(review.uid)
+            return _denied(review.uid, str(exc))
+        except AdmissionDenied as exc:
             return _denied(review.uid, str(exc))
         return _denied(review.uid, errors) if errors else admission_response(review.uid)
 
     return decide
+
+
+def _not_ours(deps: WebhookDeps, obj: JSON) -> bool:
+    """Certainly not Kueue's, whatever the lookup would have said (a ``default`` LocalQueue
+    that could not be looked up is taken as absent): such objects are never blocked by our
+    own failure to read the cluster."""
+    return not may_be_managed(obj, deps.policy, default_local_queue=False)
+
+
+def _what(review: AdmissionRequest, obj: JSON) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = (meta or {}).get("name") or (meta or {}).get("generateName") or ""
+    return f"{review.kind} {review.namespace}/{name}"
 
 
 def _crd_mutator(deps: WebhookDeps, kind: str) -> Decide:

@@ -25,7 +25,7 @@ from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name
 from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
 from manager.jobs.integrations import MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
-from manager.jobs.ownership import find_managed_ancestor
+from manager.jobs.ownership import find_managed_ancestor, may_be_managed
 from manager.jobs.registry import integration_for
 from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
 
@@ -219,6 +219,8 @@ async def _resolve(obj: JSON, namespace: str, policy: AdmissionPolicy, lookup: C
     )
     tas_only = needs_queue_lookup(obj) and await lookup.queue_tas_only(namespace, str(kueue_pod_queue(obj)))
     owners: dict[OwnerKey, JSON | None] = {}
+    if not may_be_managed(obj, policy, default_lq):
+        return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, tas_only)
     for _ in range(MAX_OWNER_HOPS + 2):
         facts = ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, tas_only)
         try:

@@ -34,6 +34,10 @@ KNOWN_ELSEWHERE: tuple[Integration, ...] = (
     Integration("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
     Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"),
     Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"),
+    Integration("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices"),
+    Integration("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"),
+    Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
+                "SparkApplication", "sparkapplications"),
     Integration("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
     Integration(
         "workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"

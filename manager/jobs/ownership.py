@@ -42,6 +42,15 @@ def is_managed(obj: Mapping[str, Any], policy: AdmissionPolicy, namespace_labels
     return bool(queue_name(obj)) or policy.manage_jobs_without_queue_name
 
 
+def may_be_managed(obj: Mapping[str, Any], policy: AdmissionPolicy, default_local_queue: bool) -> bool:
+    """Can any cluster fact make this object Kueue's? Without a queue name (its own, or the
+    namespace's ``default`` LocalQueue), manageJobsWithoutQueueName or a suspending parent it is
+    left alone whatever its owners are, so its owners are not read and a failed lookup never
+    blocks it (every Deployment's pods pass the pod webhook)."""
+    return (bool(queue_name(obj)) or default_local_queue or policy.manage_jobs_without_queue_name
+            or keys.POD_SUSPENDING_PARENT in (meta(obj).get("annotations") or {}))
+
+
 def find_managed_ancestor(obj: Mapping[str, Any], ctx: AdmissionContext) -> Mapping[str, Any] | None:
     """The topmost controller-owner ancestor that Kueue manages, or None.
 
@@ -85,6 +94,8 @@ def workload_should_be_suspended(obj: Mapping[str, Any], ctx: AdmissionContext) 
     """Kueue's WorkloadShouldBeSuspended as the webhook sees it (tolerating deletion)."""
     if deleting(obj) and ctx.gate("SkipAncestorCheckForDeletedWorkloads"):
         return False
+    if not (queue_name(obj) or ctx.policy.manage_jobs_without_queue_name):
+        return False  # nothing to suspend whoever owns it: no owner is read
     if find_managed_ancestor(obj, ctx) is not None:
         return False
     if queue_name(obj):

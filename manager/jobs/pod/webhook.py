@@ -22,7 +22,7 @@ from manager.jobs.admission import AdmissionContext
 from manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
 from manager.jobs.job_fields import annotations_of, get_path, labels, set_annotation, set_label
 from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
-from manager.jobs.ownership import find_managed_ancestor, namespace_selected
+from manager.jobs.ownership import find_managed_ancestor, may_be_managed, namespace_selected
 from manager.jobs.pod_shape import role_hash
 from manager.jobs.tas_annotations import tas_podset_errors
 from manager.jobs.validation import validate_job_on_create, validate_job_on_update
@@ -79,6 +79,8 @@ class PodWebhook:
                 ctx.policy, ctx.facts.namespace_labels
             ):
                 return obj
+            if not may_be_managed(obj, ctx.policy, ctx.facts.default_local_queue):
+                return obj  # not Kueue's whoever owns it: its owners are never read
             if find_managed_ancestor(obj, ctx) is not None:
                 return obj
             apply_default_local_queue(obj, ctx)

@@ -29,6 +29,7 @@ from api.wire import JSON
 from kube import resources as res
 from kube.client import KubeClient
 from kube.informer import EventType, Informer
+from kube.resources import ResourceRef
 from manager.core.engine import QueueingCore
 from manager.core.tas.nodes import is_ready
 from manager.core.tas_hook import TasPlacer
@@ -53,14 +54,19 @@ def not_ready_for(node: JSON, now: float) -> float:
     return 0.0
 
 
+# What the feed watches (the install's RBAC must let it list and watch these).
+WATCHED: tuple[ResourceRef, ResourceRef, ResourceRef] = (res.TOPOLOGIES, res.NODES, res.PODS)
+
+
 class TopologyFeed:
     """Topologies, Nodes and bound Pods into the TAS placer."""
 
     def __init__(self, client: KubeClient, tas: TasPlacer, core: QueueingCore,
                  changed: Callable[[], None]) -> None:
         self.tas, self.core, self._changed = tas, core, changed
-        self.informers = (Informer(client, res.TOPOLOGIES), Informer(client, res.NODES),
-                          Informer(client, res.PODS, field_selector=BOUND_PODS))
+        topologies, nodes, pods = WATCHED
+        self.informers = (Informer(client, topologies), Informer(client, nodes),
+                          Informer(client, pods, field_selector=BOUND_PODS))
         self._nodes = self.informers[1]
         self._lost: set[str] = set()  # nodes already handed to the placer as failed
         self._rechecks: dict[str, asyncio.TimerHandle] = {}

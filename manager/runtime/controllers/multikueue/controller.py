@@ -54,6 +54,8 @@ PASS_INTERVAL_S = 1.0
 DEFAULT_ORIGIN = "multikueue"
 DEFAULT_WORKER_LOST_TIMEOUT_S = 15 * 60.0
 _BACKGROUND = {"propagationPolicy": "Background"}
+# Listed on every pass (the install's RBAC must let it list these): clusters, then configs.
+LISTED: tuple[ResourceRef, ResourceRef] = (res.MULTIKUEUE_CLUSTERS, res.MULTIKUEUE_CONFIGS)
 
 
 def multikueue_settings(config: Mapping[str, Any]) -> tuple[str, float]:
@@ -125,8 +127,8 @@ class MultiKueueController:
                   if (ac.get("spec") or {}).get("controllerName") == keys.MULTIKUEUE_CONTROLLER}
         if not checks and not self.connections.workers:
             return PASS_INTERVAL_S
-        clusters = await self._list(res.MULTIKUEUE_CLUSTERS)
-        configs = {str(meta(c).get("name")): c for c in await self._list(res.MULTIKUEUE_CONFIGS)}
+        clusters, config_list = [await self._list(ref) for ref in LISTED]
+        configs = {str(meta(c).get("name")): c for c in config_list}
         workers = await self.connections.sync(clusters)
         for check in checks.values():
             await self._write_check_active(check, check_active(check, configs, workers))
