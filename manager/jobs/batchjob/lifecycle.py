@@ -4,6 +4,12 @@ Start merges the admission into the Workload's copy of the pod template (the job
 as it was when the Workload was made) and unsuspends; stop suspends; restore, once the job
 is suspended, puts that original template back. Two separate writes because the Job API
 only lets the template's scheduling directives change while the job is suspended.
+
+A Job that accepts partial admission (``job-min-parallelism``) runs with the admitted
+count as its parallelism, else it would start more pods than its quota covers; restore puts
+back the Workload's count (what the Job asked for). ``job-completions-equal-parallelism``
+keeps completions in step with it. Other Jobs keep their parallelism: the admission covers
+all of it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,33 @@ def pods_count(job: Mapping[str, Any]) -> int:
     return parallelism if completions is None else min(parallelism, int(completions))
 
 
+def _accepts_partial_admission(job: Mapping[str, Any]) -> bool:
+    """The min-parallelism annotation parses (Kueue ignores a value that does not)."""
+    try:
+        int(str((meta(job).get("annotations") or {})[keys.JOB_MIN_PARALLELISM]))
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+def _completions_follow_parallelism(job: Mapping[str, Any]) -> bool:
+    value = (meta(job).get("annotations") or {}).get(keys.JOB_COMPLETIONS_EQUAL_PARALLELISM)
+    return value in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _set_parallelism(spec: JSON, job: Mapping[str, Any], count: int) -> None:
+    spec["parallelism"] = count
+    if _completions_follow_parallelism(job):
+        spec["completions"] = count
+
+
+def _workload_count(workload: Mapping[str, Any]) -> int | None:
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        if ps.get("name") == PODSET:
+            return int(ps.get("count", 1))
+    return None
+
+
 def _own_generated_labels(template: JSON, job: Mapping[str, Any]) -> JSON:
     """The Workload's template may carry another Job's generated labels (a MultiKueue copy of
     the manager's Workload): this Job's own ones are the only ones its API server accepts."""
@@ -95,6 +128,8 @@ class BatchJobLifecycle(TopLevelOwner):
         base = workload_template(workload, PODSET) or spec.get("template") or {}
         spec["template"] = _own_generated_labels(merge_into_template(base, info), job)
         spec["suspend"] = False
+        if _accepts_partial_admission(job):
+            _set_parallelism(spec, job, info.count)  # no more pods than were admitted
         return [Replace(out)]
 
     def stop(self, job: Mapping[str, Any]) -> list[Action]:
@@ -107,10 +142,15 @@ class BatchJobLifecycle(TopLevelOwner):
         if original is None or not self.is_suspended(job):
             return []
         template = restored_template(_spec(job).get("template") or {}, original)
-        if template is None:
+        count = _workload_count(workload) if _accepts_partial_admission(job) else None
+        recount = count is not None and _spec(job).get("parallelism", 1) != count
+        if template is None and not recount:
             return []
         out = copy.deepcopy(dict(job))
-        out["spec"]["template"] = _own_generated_labels(template, job)
+        if template is not None:
+            out["spec"]["template"] = _own_generated_labels(template, job)
+        if recount and count is not None:
+            _set_parallelism(out["spec"], job, count)  # what the Job asked for before it started
         return [Replace(out)]
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:

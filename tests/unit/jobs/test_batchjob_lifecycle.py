@@ -134,3 +134,57 @@ def test_a_podset_started_with_a_topology_assignment_is_marked_for_the_tas_sched
     [stop] = JOB.stop(action.obj)
     [restore] = JOB.restore(stop.obj, JOB.workloads(job)[0])
     assert keys.TAS_LABEL not in (restore.obj["spec"]["template"]["metadata"].get("labels") or {})
+
+
+def _partial_job(**annotations: str) -> dict[str, Any]:
+    job = _job(parallelism=20, completions=20)
+    job["metadata"]["annotations"] = {keys.JOB_MIN_PARALLELISM: "5", **annotations}
+    return job
+
+
+def _admit_count(wl: dict[str, Any], count: int) -> dict[str, Any]:
+    wl = admitted(wl, ["main"])
+    wl["status"]["admission"]["podSetAssignments"][0]["count"] = count
+    return wl
+
+
+def test_a_partially_admitted_job_runs_with_the_admitted_count_as_parallelism() -> None:
+    job = _partial_job()
+    [wl] = JOB.workloads(job)
+    assert wl["spec"]["podSets"][0]["count"] == 20 and wl["spec"]["podSets"][0]["minCount"] == 5
+    wl = _admit_count(wl, 9)
+    [action] = JOB.start(job, wl, podset_infos(wl, FLAVORS))
+    assert action.obj["spec"]["parallelism"] == 9, "no more pods run than the quota admitted"
+    assert action.obj["spec"]["completions"] == 20, "completions stay as the user set them"
+    assert action.obj["spec"]["suspend"] is False
+
+
+def test_completions_follow_the_admitted_count_when_the_job_asks_for_it() -> None:
+    job = _partial_job(**{keys.JOB_COMPLETIONS_EQUAL_PARALLELISM: "true"})
+    [wl] = JOB.workloads(job)
+    wl = _admit_count(wl, 7)
+    [action] = JOB.start(job, wl, podset_infos(wl, FLAVORS))
+    assert (action.obj["spec"]["parallelism"], action.obj["spec"]["completions"]) == (7, 7)
+
+
+def test_restore_puts_the_requested_parallelism_back_after_a_partial_admission() -> None:
+    job = _partial_job()
+    [wl] = JOB.workloads(job)
+    [start] = JOB.start(job, _admit_count(wl, 9), podset_infos(_admit_count(wl, 9), FLAVORS))
+    [stop] = JOB.stop(start.obj)
+    assert stop.obj["spec"]["parallelism"] == 9, "stopping only suspends"
+    [restore] = JOB.restore(stop.obj, wl)
+    assert restore.obj["spec"]["parallelism"] == 20
+    assert restore.obj["spec"]["template"] == TEMPLATE
+    assert JOB.restore(restore.obj, wl) == [], "nothing left to restore"
+
+
+def test_a_job_without_partial_admission_keeps_its_parallelism() -> None:
+    job = _job(parallelism=4)
+    [wl] = JOB.workloads(job)
+    wl = _admit_count(wl, 3)  # an admission never counts fewer, but the job must not follow one
+    [action] = JOB.start(job, wl, podset_infos(wl, FLAVORS))
+    assert action.obj["spec"]["parallelism"] == 4
+    stopped = {**action.obj, "spec": {**action.obj["spec"], "suspend": True, "parallelism": 5}}
+    [restore] = JOB.restore(stopped, wl)
+    assert restore.obj["spec"]["parallelism"] == 5, "restore leaves a plain Job's parallelism alone"
