@@ -162,12 +162,17 @@ class Reason:
     # Finished
     SUCCEEDED: Final = "Succeeded"
     FAILED: Final = "Failed"
+    WORKLOAD_SLICE_REPLACED: Final = "WorkloadSliceReplaced"  # an elastic job's slice, superseded
+    OUT_OF_SYNC: Final = "OutOfSync"  # a slice its job no longer matches
     # ClusterQueue / LocalQueue Active
     READY: Final = "Ready"
     STOPPED: Final = "Stopped"
     FLAVOR_NOT_FOUND: Final = "FlavorNotFound"
     ADMISSION_CHECK_NOT_FOUND: Final = "AdmissionCheckNotFound"
     ADMISSION_CHECK_INACTIVE: Final = "AdmissionCheckInactive"
+    MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS: Final = "MultipleMultiKueueAdmissionChecks"
+    MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR: Final = "MultiKueueAdmissionCheckAppliedPerFlavor"
+    MULTIKUEUE_WITH_PROVISIONING_REQUEST: Final = "MultiKueueWithProvisioningRequest"
     TOPOLOGY_NOT_FOUND: Final = "TopologyNotFound"
     CLUSTER_QUEUE_DOES_NOT_EXIST: Final = "ClusterQueueDoesNotExist"
     CLUSTER_QUEUE_IS_INACTIVE: Final = "ClusterQueueIsInactive"

@@ -111,7 +111,8 @@ REFERENCE: dict[str, dict[str, Any]] = {
 }
 TIMEOUT_S = {"large-scale": 1800.0, "tas": 1200.0, "quick": 150.0}
 DEFAULT_TIMEOUT_S = 1800.0  # Kueue on one shared 50/100 budget took 1,119 s on the baseline
-VISIBILITY_API_SERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.visibility.kueue.x-k8s.io"
+VISIBILITY_API_SERVICES = tuple(f"/apis/apiregistration.k8s.io/v1/apiservices/{v}.visibility.kueue.x-k8s.io"
+                                for v in ("v1beta2", "v1beta1"))
 WEBHOOK_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Kueue's controllers put it on queues and flavors
 
@@ -453,8 +454,9 @@ async def take_over(client: KubeClient, record: dict[str, Any] | None) -> None:
                 await client.delete(f"{path}/{name}")
     # Nor an aggregated visibility API: with nobody serving it, discovery stays incomplete and
     # namespace deletion (the namespace controller needs full discovery) would hang.
-    with contextlib.suppress(ApiError):
-        await client.delete(VISIBILITY_API_SERVICE)
+    for api_service in VISIBILITY_API_SERVICES:
+        with contextlib.suppress(ApiError):
+            await client.delete(api_service)
 
 
 def restore_dev_cluster() -> None:

@@ -255,25 +255,29 @@ def register_webhooks(client: BlockingClient, base_url: str) -> None:
 
 VISIBILITY_SERVICE = "pykueue-visibility-server"
 VISIBILITY_VERSION = "v1beta2"
+# Every version pykueue serves (Kueue's two), one APIService each.
+VISIBILITY_VERSIONS = (VISIBILITY_VERSION, "v1beta1")
 # The dev cluster's ExternalName Service lives beside the install manifests' Service (same
 # namespace), so it takes its own name; the serving certificate is issued for it.
 DEV_VISIBILITY_SERVICE = f"{VISIBILITY_SERVICE}-dev"
 
 
 def register_visibility(client: BlockingClient, port: int) -> None:
-    """(Re)create the visibility APIService for a pykueue about to listen on ``port``.
+    """(Re)create the visibility APIServices (one per version) for a pykueue about to listen
+    on ``port``.
 
     Deleted first: the previous process's caBundle must go (an APIService may not carry a
     caBundle and skip verification at once), and the new process injects its own.
     """
     group = "visibility.kueue.x-k8s.io"
-    service, api_service = host_api_service_manifests(group, VISIBILITY_VERSION, PYKUEUE_NAMESPACE,
-                                                      DEV_VISIBILITY_SERVICE, port)[1:]
-    client.apply(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/services/{DEV_VISIBILITY_SERVICE}", service)
-    path = f"/apis/apiregistration.k8s.io/v1/apiservices/{api_service['metadata']['name']}"
-    if client.get_or_none(path) is not None:
-        client.request("DELETE", path)
-    client.apply(path, api_service)
+    for version in VISIBILITY_VERSIONS:
+        service, api_service = host_api_service_manifests(group, version, PYKUEUE_NAMESPACE,
+                                                          DEV_VISIBILITY_SERVICE, port)[1:]
+        client.apply(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/services/{DEV_VISIBILITY_SERVICE}", service)
+        path = f"/apis/apiregistration.k8s.io/v1/apiservices/{api_service['metadata']['name']}"
+        if client.get_or_none(path) is not None:
+            client.request("DELETE", path)
+        client.apply(path, api_service)
 
 
 def _conversion_stanza(crd: dict[str, Any] | None) -> dict[str, Any]:

@@ -113,7 +113,11 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
     """The aggregated visibility API, serving the manager's queues on every replica; the
     CA of its Secret-kept certificate goes into the APIService's caBundle when that exists."""
     from manager.runtime.controllers.pending_view import CorePendingWorkloads
-    from manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
+    from manager.runtime.visibility.assembly import (
+        API_SERVICE_NAMES,
+        build_visibility_server,
+        inject_ca_bundle,
+    )
     from manager.runtime.visibility.server import start as start_visibility
     from manager.runtime.visibility.tls import ServingCertificate, service_dns_names
 
@@ -131,10 +135,11 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
         host, port = manager_cli.split_address(args.visibility_bind_address)
         runner, bound = await start_visibility(server.app, server.ssl_context(), host, port)
         log.info("visibility API on %s:%d", host, bound)
-        try:
-            await inject_ca_bundle(api, server.serving, ca_pem=bundle.ca_crt)
-        except Exception as exc:  # no APIService registered (yet), or no right to patch it
-            log.warning("visibility caBundle not injected: %s", exc)
+        for name in API_SERVICE_NAMES:  # one per served version
+            try:
+                await inject_ca_bundle(api, server.serving, name=name, ca_pem=bundle.ca_crt)
+            except Exception as exc:  # no APIService registered (yet), or no right to patch it
+                log.warning("visibility caBundle not injected into %s: %s", name, exc)
 
         async def stop() -> None:
             await runner.cleanup()

@@ -68,6 +68,9 @@ class Entry:
     # Set during nomination when the assignment needs topology-aware preemption: whether the
     # TAS pod sets fit once the given admitted workloads are gone.
     fits_topology: Callable[[frozenset[str]], bool] | None = field(default=None, repr=False, compare=False)
+    # An elastic job's scaled-up slice: the admitted slice whose quota it takes over (cleared
+    # in nomination when that one holds none in the entry's queue: then it asks for all).
+    replaces: str | None = None
 
 
 class Outcome:
@@ -91,6 +94,8 @@ class Decision:
     reason: str = "Pending"
     # Target key -> reason of its Preempted condition (InClusterQueue, InCohortReclamation, ...).
     target_reasons: dict[str, str] = field(default_factory=dict, compare=False)
+    # The slice this admission replaces (finished as it is applied).
+    replaces: str | None = None
 
 
 @dataclass

@@ -16,6 +16,7 @@ from .admission_fair_sharing import AfsConfig, config_from_dict
 from .resources import Transformation
 
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
+WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
 
 
 class ConfigError(ValueError):
@@ -94,6 +95,14 @@ class CoreConfig:
     # Kueue's AdmissionGatedBy gate (beta, on by default): the admission-gated-by annotation
     # keeps a workload out of its queue.
     admission_gated_by: bool = True
+    # Kueue's ElasticJobsViaWorkloadSlices gate (beta, on by default since v0.18): a slice
+    # annotated as the replacement of an admitted one counts that one's quota as its own.
+    workload_slices: bool = True
+    # An AdmissionCheck with no Active condition is taken as Active: scenario files leave
+    # the condition out for a controller assumed to run. The manager runtime and the live
+    # what-if read checks as Kueue does (inactive until their controller says Active), so
+    # a check nothing serves keeps its ClusterQueue inactive.
+    unreported_checks_active: bool = True
 
 
 def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
@@ -138,11 +147,12 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         gates = {}
     tiered = gates.get(TIERED_REASONS_GATE, True) is not False
     gated_by = gates.get("AdmissionGatedBy", True) is not False
+    slices = gates.get(WORKLOAD_SLICES_GATE, True) is not False
     wfpr = obj.get("waitForPodsReady")
     if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
         return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
                           admission_fair_sharing=afs, tiered_reasons=tiered,
-                          admission_gated_by=gated_by)
+                          admission_gated_by=gated_by, workload_slices=slices)
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -166,4 +176,5 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         admission_fair_sharing=afs,
         tiered_reasons=tiered,
         admission_gated_by=gated_by,
+        workload_slices=slices,
     )

@@ -11,12 +11,18 @@
    cannot both take the last free capacity. An entry that must wait for preemption
    holds the capacity it needs, so lower-ordered entries cannot take it.
 
+An elastic job's scaled-up slice (``Entry.replaces``) is judged as if the admitted slice it
+replaces had given its quota back (Kueue asks for the increase only) and keeps its flavors;
+that slice is never a preemption target of its replacement. Admitted, the replacement takes
+the slice's place in the cycle's view, and nothing later may preempt the slice.
+
 Nothing outside the returned :class:`CycleResult` changes; the caller applies it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome
 from .flavor_assigner import FlavorAssigner
@@ -35,6 +41,25 @@ PENDING_PREEMPTION = "PendingPreemption"
 
 def _fits(node: QuotaNode, usage: Usage, amounts: dict[FR, int]) -> bool:
     return all(available(node, usage, fr) >= v for fr, v in amounts.items() if v)
+
+
+def _without(snap: Snapshot, old: WorkloadRecord) -> Snapshot:
+    """The snapshot as if ``old`` held nothing: its quota free, and it no one's victim. Its
+    queue's holding version is left out, so nothing preemption keeps across snapshots is
+    derived from this one."""
+    cq = old.cluster_queue or ""
+    usage = snap.usage.overlay()
+    node = snap.nodes.get(cq)
+    if node is not None:
+        usage.add_all(node, old.usage, sign=-1)
+    holding = {**snap.holding, cq: {k: r for k, r in (snap.holding.get(cq) or {}).items() if k != old.key}}
+    versions = {k: v for k, v in snap.holding_versions.items() if k != cq}
+    return replace(snap, usage=usage, holding=holding, holding_versions=versions)
+
+
+def _flavors_of(old: WorkloadRecord) -> dict[str, dict[str, str]]:
+    """podset -> resource -> flavor of an admitted slice."""
+    return {ps.name: dict(ps.flavors) for ps in (old.assignment.podsets if old.assignment else ())}
 
 
 def _preemption_hold(node: QuotaNode, usage: Usage, amounts: dict[FR, int], borrowing: bool) -> dict[FR, int]:
@@ -67,13 +92,15 @@ class Scheduler:
 
     # -- nomination ----------------------------------------------------------------------
 
-    def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot) -> Assignment:
+    def _assign(self, assigner: FlavorAssigner, entry: Entry, snap: Snapshot,
+                pinned: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
         """Kueue's getAssignments: the full counts if they fit or can preempt, else the
-        largest partial counts that do; the entry's targets are set to match."""
+        largest partial counts that do; the entry's targets are set to match. ``pinned``
+        (a replacement slice's flavors) rules out partial counts: Kueue never combines them."""
         cq = snap.cluster_queues[entry.cluster_queue]
         wl = entry.workload
-        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority))
-        if self._usable(snap, entry, full) or not self.partial_admission:
+        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, pinned=pinned))
+        if self._usable(snap, entry, full) or not self.partial_admission or pinned is not None:
             return full
         deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.podsets]
         total = sum(deltas)
@@ -205,7 +232,25 @@ class Scheduler:
         if invalid:
             entry.inadmissible = PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
             return
-        entry.assignment = self._assign(assigner, entry, snap)
+        replaced = self._replaced_slice(snap, entry)
+        if replaced is None:
+            entry.replaces = None  # nothing (left) to take over: it asks for all it needs
+            entry.assignment = self._assign(assigner, entry, snap)
+            return
+        view = _without(snap, replaced)
+        entry.assignment = self._assign(FlavorAssigner(view, self.preemption), entry, view,
+                                        pinned=_flavors_of(replaced))
+
+    @staticmethod
+    def _replaced_slice(snap: Snapshot, entry: Entry) -> WorkloadRecord | None:
+        """The admitted slice the entry replaces, if it holds quota in the entry's queue and
+        is not being evicted (then its quota is on the way out, not to be taken over)."""
+        if entry.replaces is None:
+            return None
+        old = (snap.holding.get(entry.cluster_queue) or {}).get(entry.replaces)
+        if old is None or old.stopping is not None or old.wl.namespace != entry.workload.namespace:
+            return None
+        return old
 
     # -- the cycle -----------------------------------------------------------------------
 
@@ -281,23 +326,31 @@ class Scheduler:
                                           PendingReason(Pending.OVERLAPPING_TARGETS),
                                           assignment=a, immediate=True))
                 continue
+            # The slice it replaces gives its quota to it; gone already if an entry before
+            # this one preempts it.
+            taken_over = (e.replaces,) if e.replaces is not None else ()
             view = freed
-            if e.targets:
+            if e.targets or taken_over:
                 view = freed.overlay()
-                self._give_back(snap, view, e.targets)
-            if not _fits(node, view, a.usage):
+                self._give_back(snap, view, e.targets + taken_over)
+            if victims.intersection(taken_over) or not _fits(node, view, a.usage):
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PENDING,
                                           PendingReason(Pending.NO_LONGER_FITS),
                                           assignment=a, immediate=True))
                 continue
             usage.add_all(node, a.usage)
             freed.add_all(node, a.usage)
+            self._give_back(snap, usage, taken_over)
+            self._give_back(snap, freed, taken_over)
             if e.targets:
                 victims.update(e.targets)
                 self._give_back(snap, freed, e.targets)
                 decisions.append(Decision(key, e.cluster_queue, Outcome.PREEMPT,
                                           PendingReason(Pending.PREEMPTING), assignment=a,
-                                          targets=e.targets, immediate=True, target_reasons=e.target_reasons))
+                                          targets=e.targets, immediate=True, target_reasons=e.target_reasons,
+                                          replaces=e.replaces))
             else:
-                decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a))
+                victims.update(taken_over)  # finished as this is applied: no one's victim
+                decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a,
+                                          replaces=e.replaces))
         return CycleResult(decisions)

@@ -40,6 +40,7 @@ from .objects import (
     LocalQueueDef,
     ObjectError,
     QueueDef,
+    WorkloadDef,
     admission_check_from,
     amount,
     cluster_queue_from,
@@ -50,6 +51,7 @@ from .objects import (
     workload_from,
 )
 from .preemption import ClassicalPreemption
+from .queue_activity import ACTIVE, ActiveCondition, Inactivity, cluster_queue_inactivity
 from .queues import PendingQueue, SortKey, scheduling_shape, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
 from .reasons import ROUTING, Pending, PendingReason, Preemption
@@ -99,6 +101,8 @@ class QueueingCore:
         self.nodes: dict[str, QuotaNode] = {}
         self.cohort_nodes: dict[str, QuotaNode] = {}
         self.inactive: dict[str, PendingReason] = {}
+        # Why each inactive ClusterQueue is so, every cause (the Active condition lists them).
+        self.inactivity: dict[str, Inactivity] = {}
         self.terminating: set[str] = set()  # ClusterQueues being deleted: they admit nothing new
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
@@ -119,6 +123,9 @@ class QueueingCore:
         self.withdrawals: dict[str, int] = {}
         # Workloads that started stopping (evicted, quota held) since the last take_stopping.
         self.stopping: set[str] = set()
+        # Slices finished as replaced by a scaled-up slice, per ClusterQueue, since the last
+        # take_replaced_slices.
+        self.replaced_slices: dict[str, int] = {}
         self._timers: list[tuple[float, int, str, str, int]] = []
         self._seq = itertools.count()
         self._reservations = itertools.count(1)  # WorkloadRecord.reserved_seq
@@ -171,7 +178,7 @@ class QueueingCore:
                 raise ObjectError("WorkloadPriorityClass without metadata.name")
             table, name, value = self.priority_classes, pc_name, int(obj.get("value") or 0)
         elif kind == "AdmissionCheck":
-            ac = admission_check_from(obj)
+            ac = admission_check_from(obj, self.config.unreported_checks_active)
             table, name, value = self.checks, ac.name, ac
         elif kind == "Namespace":
             meta = obj.get("metadata") or {}
@@ -243,6 +250,8 @@ class QueueingCore:
                 self._holders_changed(old.cluster_queue)
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
+            if old.holds_quota:
+                self._follow_counts(old)
             if old.stopping is not None:
                 self._follow_active_while_stopping(old, wl.active)
                 return old
@@ -283,8 +292,31 @@ class QueueingCore:
             self._take_admitted(rec, admission, status, admitted=true("Admitted"),
                                 pods_ready=true("PodsReady"), evicted=evicted)
             return rec
+        # Read back after a restart: a verdict that wrote them was given already.
+        rec.requests_reported = bool(status.get("resourceRequests"))
         self._route(rec)
         return rec
+
+    def _follow_counts(self, rec: WorkloadRecord) -> None:
+        """A holder whose pod sets shrank below their admitted counts (an elastic job scaled
+        down, pods reclaimed) holds only what its pods need now; the rest is free at once."""
+        if rec.assignment is None:
+            return
+        counts = {ps.name: ps.count for ps in rec.wl.podsets}
+        if all(counts.get(psa.name, psa.count) >= psa.count for psa in rec.assignment.podsets):
+            return  # nothing shrank (most updates are status echoes)
+        held = held_usage(rec.assignment, rec.wl)
+        if held == rec.usage:
+            return
+        node = self.nodes.get(rec.cluster_queue or "")
+        if node is not None:
+            self.usage.add_all(node, rec.usage, sign=-1)
+            self.usage.add_all(node, held)
+        freed = any(held.get(fr, 0) < v for fr, v in rec.usage.items())
+        rec.usage = held
+        self._holders_changed(rec.cluster_queue)
+        if freed and node is not None:
+            self._requeue_tree(node)
 
     def _take_admitted(self, rec: WorkloadRecord, admission: dict[str, Any], status: dict[str, Any],
                        admitted: bool, pods_ready: bool, evicted: str | None = None) -> None:
@@ -311,7 +343,7 @@ class QueueingCore:
                                             topology_assignment=psa.get("topologyAssignment")))
         rec.assignment = Assignment(podsets, Mode.FIT, 0, total)
         rec.cluster_queue = cq_name
-        rec.usage = total
+        rec.usage = held_usage(rec.assignment, rec.wl)
         # Kueue orders preemption candidates by their QuotaReserved transition (most recent
         # first), so a workload read as admitted keeps the time its condition says.
         times = {c.get("type"): parse_time(c.get("lastTransitionTime"))
@@ -338,7 +370,7 @@ class QueueingCore:
         self._holders_changed(cq_name)
         node = self.nodes.get(cq_name)
         if node is not None:
-            self.usage.add_all(node, total)
+            self.usage.add_all(node, rec.usage)
         if self.tas is not None:
             self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
         if evicted is not None:
@@ -393,11 +425,12 @@ class QueueingCore:
                 compute_subtree(node)
         self.nodes, self.cohort_nodes = nodes, cohorts
         self._tree_queues = {}
-        self.inactive = {}
+        self.inactive, self.inactivity = {}, {}
         for name, cq in self.cq_defs.items():
-            why = self._inactive_reason(cq, cyclic)
-            if why:
-                self.inactive[name] = PendingReason(Pending.CLUSTER_QUEUE_INACTIVE, name, why)
+            why = self._inactivity(cq, cyclic)
+            if why.blocks_admission:
+                self.inactivity[name] = why
+                self.inactive[name] = PendingReason(Pending.CLUSTER_QUEUE_INACTIVE, name, why.detail())
         usage = Usage()
         for rec in self.workloads.values():
             holder = nodes.get(rec.cluster_queue or "") if rec.holds_quota else None
@@ -423,23 +456,17 @@ class QueueingCore:
             (self.terminating.add if terminating else self.terminating.discard)(name)
             self._dirty = True
 
-    def _inactive_reason(self, cq: ClusterQueueDef, cyclic: set[str]) -> str:
-        if cq.name in self.terminating:
-            return "Terminating"
-        if cq.stop_policy != "None":
-            return "Stopped"
-        missing = [f for g in cq.groups for f in g.flavors if f not in self.flavors]
-        if missing:
-            return f"FlavorNotFound ({', '.join(missing)})"
-        for rule in cq.checks:
-            ac = self.checks.get(rule.name)
-            if ac is None:
-                return f"AdmissionCheckNotFound ({rule.name})"
-            if not ac.active:
-                return f"AdmissionCheckInactive ({rule.name})"
-        if cq.parent and any(n in cyclic for n in self._ancestors(cq.parent)):
-            return "cohort cycle"
-        return ""
+    def _inactivity(self, cq: ClusterQueueDef, cyclic: set[str]) -> Inactivity:
+        in_cycle = bool(cq.parent) and any(n in cyclic for n in self._ancestors(cq.parent or ""))
+        return cluster_queue_inactivity(cq, self.flavors, self.checks,
+                                        terminating=cq.name in self.terminating, cohort_cycle=in_cycle)
+
+    def cluster_queue_condition(self, name: str) -> ActiveCondition | None:
+        """The ClusterQueue's ``Active`` condition as Kueue words it; None if it is unknown."""
+        self._ensure()
+        if name not in self.cq_defs:
+            return None
+        return self.inactivity.get(name, ACTIVE).condition()
 
     def _ancestors(self, cohort: str) -> list[str]:
         out: list[str] = []
@@ -539,7 +566,13 @@ class QueueingCore:
         cq = self.cq_defs.get(cq_name)
         if not self.config.equivalence_hashing or cq is None or cq.queueing_strategy == "StrictFIFO":
             return None
+        if self._replacement(rec):
+            return None  # it asks for less than its shape says: no verdict of others is its own
         return rec.shape
+
+    def _replacement(self, rec: WorkloadRecord) -> bool:
+        """An elastic job's scaled-up slice, judged with the quota of the slice it replaces."""
+        return self.config.workload_slices and rec.wl.replaces is not None
 
     # ---------------------------------------------------------------- workload events
 
@@ -580,6 +613,7 @@ class QueueingCore:
             self._requeue_tree(node)
         rec.usage = {}
         rec.assignment = None
+        rec.took_over = None
         rec.status = PENDING
         rec.admitted_at = rec.reserved_at = None
         rec.pods_ready = False
@@ -638,7 +672,7 @@ class QueueingCore:
 
         def still(key: str) -> bool:
             rec = self.workloads.get(key)
-            if rec is None or rec.preempting or rec.cluster_queue in self.inactive:
+            if rec is None or rec.preempting or rec.cluster_queue in self.inactive or self._replacement(rec):
                 return False
             cq = self.cq_defs.get(rec.cluster_queue or "")
             return cq is not None and assigner.cannot_fit(rec.wl, cq, rec.priority)
@@ -914,7 +948,8 @@ class QueueingCore:
             if key is None:
                 continue
             rec = self.workloads[key]
-            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting))
+            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting,
+                               replaces=rec.wl.replaces if self.config.workload_slices else None))
         return heads
 
     def _hold_for_pods_ready(self) -> None:
@@ -1030,6 +1065,8 @@ class QueueingCore:
                     rec.key, rec.wl, self.cq_defs[d.cluster_queue], self.flavors, d.assignment)
                 if not why:
                     self._reserve(rec, d)
+                    if d.replaces is not None:
+                        self._replace_slice(d.replaces, rec)
                     progress = True
                     continue
                 d = replace(d, outcome=Outcome.PENDING, immediate=True,
@@ -1049,7 +1086,8 @@ class QueueingCore:
                     victim = self.workloads.get(target)
                     # A victim already stopping counts as preempted, as Kueue's does: the
                     # preemptor waits for its quota and nothing is evicted twice.
-                    if victim is not None and victim.holds_quota and victim.unpublished:
+                    if victim is not None and victim.holds_quota and victim.unpublished and \
+                            victim.took_over is None:
                         self._withdraw(victim)
                         progress = True
                     elif victim is not None and victim.holds_quota and victim.stopping is None:
@@ -1071,10 +1109,29 @@ class QueueingCore:
             if rec.pending != pending:
                 rec.pending = pending
                 self.changed.add(rec.key)
+            if d.outcome == Outcome.PENDING and not rec.requests_reported:
+                # A preemptor waiting for its victims is not told (Kueue writes no status then).
+                rec.requests_reported = True
+                self.changed.add(rec.key)
             progress |= self._requeue(rec, d)
         if holder is not None:
             holder.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
+
+    def _replace_slice(self, old_key: str, new: WorkloadRecord) -> None:
+        """The scaled-up slice ``new`` was admitted: the slice it replaces is finished and its
+        quota, counted as ``new``'s own, goes with it (Kueue's replaceWorkloadSlice)."""
+        old = self.workloads.get(old_key)
+        if old is None or old.status == FINISHED:
+            return
+        job_uid = ((new.wl.source.get("metadata") or {}).get("labels") or {}).get(keys.JOB_UID) or ""
+        cq = old.cluster_queue or ""
+        old.finished_as = (keys.Reason.WORKLOAD_SLICE_REPLACED,
+                           f"Replaced to accommodate a workload (UID: {new.wl.uid}, JobUID: {job_uid}) "
+                           "due to workload slice aggregation")
+        self.finish(old_key)
+        new.took_over = old_key
+        self.replaced_slices[cq] = self.replaced_slices.get(cq, 0) + 1
 
     def _requeue(self, rec: WorkloadRecord, d: Decision) -> bool:
         q = self.queues.get(d.cluster_queue)
@@ -1166,6 +1223,7 @@ class QueueingCore:
             self._reserved_in[d.cluster_queue] = min(rec.priority, low)
         rec.unpublished = self.config.withdraw_unpublished
         rec.pending = None
+        rec.requests_reported = False  # the admission's resourceUsage supersedes them
         self.holding.setdefault(d.cluster_queue, {})[rec.key] = rec
         self._holders_changed(d.cluster_queue)
         self.usage.add_all(self.nodes[d.cluster_queue], rec.usage)
@@ -1199,6 +1257,11 @@ class QueueingCore:
         released, self.released = self.released or set(), set()
         withdrawn, self.withdrawn = self.withdrawn, set()
         return {k for k in released if k in self.workloads}, {k for k in withdrawn if k in self.workloads}
+
+    def take_replaced_slices(self) -> dict[str, int]:
+        """Slices replaced by scaled-up ones since the last call, per ClusterQueue."""
+        taken, self.replaced_slices = self.replaced_slices, {}
+        return taken
 
     def take_withdrawals(self) -> dict[str, int]:
         """Reservations taken back unpublished since the last call, per ClusterQueue."""
@@ -1257,3 +1320,18 @@ class QueueingCore:
 
 def creation_time(obj: dict[str, Any]) -> float | None:
     return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+
+
+def held_usage(assignment: Assignment, wl: WorkloadDef) -> dict[FR, int]:
+    """The quota an admission holds for the workload's pod sets as they are now: Kueue
+    counts a pod set that shrank below its admitted count (an elastic job scaled down,
+    pods reclaimed) at its current count, each pod at its admitted share."""
+    counts = {ps.name: ps.count for ps in wl.podsets}
+    total: dict[FR, int] = {}
+    for psa in assignment.podsets:
+        now = min(psa.count, counts.get(psa.name, psa.count))
+        for r, f in psa.flavors.items():
+            if r in psa.usage:
+                v = psa.usage[r] if now == psa.count else psa.usage[r] * now // psa.count
+                total[(f, r)] = total.get((f, r), 0) + v
+    return total

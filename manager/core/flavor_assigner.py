@@ -9,6 +9,9 @@ Preempt`` stops at one that fits by preempting; otherwise the best flavor seen w
 earlier flavors winning ties).
 
 Usage assigned to earlier podsets of the same workload counts against later ones.
+
+An elastic job's scaled-up slice keeps the flavors of the slice it replaces (``pinned``):
+its running pods stay where they are, and the new ones join them.
 """
 
 from __future__ import annotations
@@ -136,7 +139,9 @@ class FlavorAssigner:
         return False
 
     def assign(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int,
-               counts: list[int] | None = None) -> Assignment:
+               counts: list[int] | None = None,
+               pinned: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
+        """``pinned``: podset -> resource -> the only flavor it may get."""
         node = self.snap.nodes[cq.name]
         podsets: list[PodSetAssignment] = []
         total: dict[FR, int] = {}
@@ -158,7 +163,7 @@ class FlavorAssigner:
                     if not wanted:
                         continue
                     chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority,
-                                          psa, gi)
+                                          psa, gi, (pinned or {}).get(ps.name))
                     if chosen is None:
                         psa.mode = Mode.NO_FIT
                         break
@@ -178,7 +183,8 @@ class FlavorAssigner:
 
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
-                psa: PodSetAssignment, group: int = 0) -> tuple[str, Mode, int, list[FR]] | None:
+                psa: PodSetAssignment, group: int = 0,
+                pin: Mapping[str, str] | None = None) -> tuple[str, Mode, int, list[FR]] | None:
         keys = _group_label_keys(self.snap, flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
         reasons: list[FlavorVerdict] = []
@@ -186,6 +192,10 @@ class FlavorAssigner:
             flavor = self.snap.flavors.get(fname)
             if flavor is None:
                 reasons.append(FlavorVerdict(Miss.FLAVOR_NOT_FOUND, fname))
+                continue
+            held = next((pin[r] for r in wanted if pin and pin.get(r, fname) != fname), None)
+            if held is not None:
+                reasons.append(FlavorVerdict(Miss.SLICE_FLAVOR, fname, detail=held))
                 continue
             if ps.topology_request and not flavor.topology_name:
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from api import keys
 from api.quantity import QuantityError, parse_quantity, resource_value
 
 from .resources import pod_requests, requests_over_limits
@@ -222,15 +223,20 @@ def local_queue_from(obj: dict[str, Any]) -> LocalQueueDef:
 class AdmissionCheckDef:
     name: str
     active: bool
+    controller: str = ""  # spec.controllerName
 
 
-def admission_check_from(obj: dict[str, Any]) -> AdmissionCheckDef:
+def admission_check_from(obj: dict[str, Any], unreported_active: bool = True) -> AdmissionCheckDef:
+    """``unreported_active``: what a check without an ``Active`` condition is. Kueue counts it
+    inactive until its controller says otherwise; scenario files leave the condition out and
+    mean a running controller."""
     meta = named_meta(obj)
-    active = True
+    active = unreported_active
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "Active":
             active = cond.get("status") == "True"
-    return AdmissionCheckDef(meta["name"], active)
+    controller = str((obj.get("spec") or {}).get("controllerName") or "")
+    return AdmissionCheckDef(meta["name"], active, controller)
 
 
 # -- Workload --------------------------------------------------------------------------------
@@ -265,6 +271,8 @@ class WorkloadDef:
     # The object this was read from (not copied): for hooks that need more than the
     # compact form, such as a topology placer reading pod-template annotations.
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # An elastic job's scaled-up slice: key of the slice it replaces once admitted.
+    replaces: str | None = None
 
     @property
     def key(self) -> str:
@@ -353,4 +361,13 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         uid=str(meta.get("uid") or f"{ns}/{meta['name']}"),
         invalid_resources=invalid_resources,
         source=obj,
+        replaces=_replaced_slice(meta, ns),
     )
+
+
+def _replaced_slice(meta: dict[str, Any], ns: str) -> str | None:
+    """The ``workload-slice-replacement-for`` key ("ns/name") of an elastic job's Workload
+    (a slice in another namespace is never replaced)."""
+    annotations = meta.get("annotations") or {}
+    key = str(annotations.get(keys.WORKLOAD_SLICE_REPLACEMENT_FOR) or "")
+    return key if key.startswith(f"{ns}/") else None

@@ -31,6 +31,7 @@ class Miss(Enum):
     OVER_CAPACITY = "ExceedsMaxQuota"  # more than the queue could ever get, borrowing included
     INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"  # more than is free now
     TOPOLOGY = "TopologyPlacementFailed"
+    SLICE_FLAVOR = "SliceFlavorMismatch"  # a scaled-up slice keeps the replaced slice's flavor
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ class FlavorVerdict:
                 return f"insufficient unused quota for {r} in flavor {f}, {_q(r, self.shortfall)} more needed"
             case Miss.TOPOLOGY:
                 return self.detail or "topology placement failed"
+            case Miss.SLICE_FLAVOR:
+                return f"could not assign {f} flavor since the original workload is assigned: {self.detail}"
 
 
     @property

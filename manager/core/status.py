@@ -155,7 +155,8 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         status["schedulingStats"] = {"evictions": [{"reason": r, "underlyingCause": "", "count": n}
                                                    for r, n in counts.items()]}
     if rec.status == FINISHED:
-        conditions.append(_condition(WorkloadCondition.FINISHED, True, Reason.SUCCEEDED, "Job finished", now))
+        reason, message = rec.finished_as or (Reason.SUCCEEDED, "Job finished")
+        conditions.append(_condition(WorkloadCondition.FINISHED, True, reason, message, now))
     if rec.checks:
         status["admissionChecks"] = [{"name": n, "state": s, "lastTransitionTime": format_time(now),
                                       "message": ""} for n, s in sorted(rec.checks.items())]
@@ -164,5 +165,20 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
                                   **({"requeueAt": format_time(rec.requeue_at)} if rec.requeue_at else {})}
     if unhealthy_nodes and rec.holds_quota:
         status["unhealthyNodes"] = [{"name": n} for n in unhealthy_nodes]
+    if rec.status == PENDING and rec.requests_reported:
+        status["resourceRequests"] = resource_requests(rec)
     status["conditions"] = conditions
     return status
+
+
+def resource_requests(rec: WorkloadRecord) -> list[dict[str, Any]]:
+    """Kueue's ``status.resourceRequests``: each pod set's requests times its pod count, after
+    the configured transformations and exclusions, as the scheduler saw them."""
+    out: list[dict[str, Any]] = []
+    for ps in rec.wl.podsets:
+        entry: dict[str, Any] = {"name": ps.name}
+        if ps.requests:
+            entry["resources"] = {r: str(resource_quantity(r, max(0, v) * ps.count))
+                                  for r, v in sorted(ps.requests.items())}
+        out.append(entry)
+    return out

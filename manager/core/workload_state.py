@@ -63,6 +63,14 @@ class WorkloadRecord:
     stopping: Stopping | None = None
     # Holds quota that no write has carried out of the core yet (see CoreConfig.withdraw_unpublished).
     unpublished: bool = False
+    # A scheduling cycle evaluated it and left it pending: Kueue's scheduler writes the pod
+    # sets' total requests (status.resourceRequests) then, and they stay until a reservation.
+    requests_reported: bool = False
+    # The elastic job's slice this reservation took over (finished when it was made): its
+    # pods run on, so the reservation is never taken back unseen, only evicted.
+    took_over: str | None = None
+    # (reason, message) of a Finished condition the core decided itself (a replaced slice).
+    finished_as: tuple[str, str] | None = None
 
     @property
     def reason(self) -> str:

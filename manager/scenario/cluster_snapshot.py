@@ -166,11 +166,31 @@ class _Index:
         return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners)
 
 
-def _stamp(obj: JSON, uid: str, created: str) -> JSON:
+# The API server completes a generateName with five characters from this alphabet (no
+# vowels, no look-alikes) and keeps at most this much of the prefix.
+_GENERATED_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATED_SUFFIX = 5
+_GENERATED_PREFIX_MAX = 63 - _GENERATED_SUFFIX
+
+
+def generated_name(prefix: str, serial: int) -> str:
+    """The name a submission with ``metadata.generateName`` is predicted under: the prefix
+    plus a suffix made from its place among the submissions, where the API server would pick
+    a random one (so the same files give the same prediction)."""
+    suffix = ""
+    for _ in range(_GENERATED_SUFFIX):
+        serial, digit = divmod(serial, len(_GENERATED_ALPHABET))
+        suffix = _GENERATED_ALPHABET[digit] + suffix
+    return prefix[:_GENERATED_PREFIX_MAX] + suffix
+
+
+def _stamp(obj: JSON, uid: str, created: str, serial: int = 0) -> JSON:
     meta = dict(_meta(obj))
     meta.setdefault("namespace", "default")
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = generated_name(str(meta["generateName"]), serial)
     if not meta.get("name"):
-        raise SubmissionError(f"a submitted {obj.get('kind')} has no metadata.name")
+        raise SubmissionError(f"a submitted {obj.get('kind')} has no metadata.name nor metadata.generateName")
     meta["uid"] = uid
     meta["creationTimestamp"] = created
     return {**obj, "metadata": meta}
@@ -191,7 +211,7 @@ def submission_workloads(obj: JSON, listing: ClusterListing, policy: AdmissionPo
     uid = f"{WHAT_IF_UID_PREFIX}{serial}"
     # Submitted one after the other, in the order given: that is their queue order among equals.
     created = _iso(listing.now + serial * SUBMISSION_GAP_S)
-    obj = _stamp(copy.deepcopy(obj), uid, created)
+    obj = _stamp(copy.deepcopy(obj), uid, created, serial)
     meta = _meta(obj)
     namespace, name, kind_name = str(meta["namespace"]), str(meta["name"]), str(obj.get("kind"))
     ref = f"{kind_name} {namespace}/{name}"

@@ -165,7 +165,7 @@ def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
     """The explanation of each workload (``ns/name``); raises KeyError for one not found."""
     with paused_collection():
         scenario = snapshot_scenario(listing)
-        sim = Simulation(scenario, start=listing.now, evaluate_each=True)
+        sim = Simulation(scenario, start=listing.now, evaluate_each=True, live=True)
         apply_snapshot(sim, scenario.objects)
         missing = [k for k in keys if k not in sim.core.workloads]
         if missing:

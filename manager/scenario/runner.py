@@ -35,16 +35,21 @@ _RECORDED_KINDS = ("Topology", "Node", "Pod", "ProvisioningRequestConfig", "Prio
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, start: float = START, evaluate_each: bool = False) -> None:
+    def __init__(self, scenario: Scenario, start: float = START, evaluate_each: bool = False,
+                 live: bool = False) -> None:
         """``start``: the simulated clock's origin (a live snapshot starts at the time it was read).
         ``evaluate_each``: no equivalence hashing, so every pending workload gets a verdict of its
-        own (admissions are the same; a live snapshot's workloads were each evaluated already)."""
+        own (admissions are the same; a live snapshot's workloads were each evaluated already).
+        ``live``: the objects were read from a cluster and mean what they mean to Kueue (an
+        AdmissionCheck without an Active condition is inactive, not assumed served)."""
         try:
             config = config_from(scenario.config)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ScenarioError(f"invalid config: {exc}") from exc
         if evaluate_each:
             config = replace(config, equivalence_hashing=False)
+        if live:
+            config = replace(config, unreported_checks_active=False)
         self.scenario = scenario
         self.tas = TasPlacer()
         self.core = QueueingCore(config, now=start, topology=self.tas)

@@ -100,7 +100,7 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
              until_admitted: bool, assume_runtime_s: float) -> dict[str, Any]:
     scenario, submitted = what_if_scenario(listing, submissions, policy)
     _carry_job_deadlines(submissions, scenario.objects, submitted)
-    sim = Simulation(scenario, start=listing.now, evaluate_each=True)
+    sim = Simulation(scenario, start=listing.now, evaluate_each=True, live=True)
     ignored = apply_snapshot(sim, scenario.objects, submitted)
     core = sim.core
     ours = {key for sub in submitted for key in sub.workloads}

@@ -2,7 +2,8 @@
 controller says Ready, then starts; Rejected deactivates the Workload and frees the quota.
 
 There is no check controller in the dev cluster, so the test plays that external component:
-it writes the check's state into the Workload status with ``kubectl patch``, as such a
+it marks the AdmissionCheck Active (until then its ClusterQueue admits nothing, as in Kueue)
+and writes the check's state into the Workload status with ``kubectl patch``, as such a
 controller does. Everything else (reservation, admission, starting the Job) is pykueue's.
 """
 
@@ -32,6 +33,7 @@ def checked_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
     check, cq = f"approval-{uuid.uuid4().hex[:6]}", f"cq-{namespace}"
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "AdmissionCheck", "metadata": {"name": check},
                        "spec": {"controllerName": CONTROLLER}})
+    mark_check_active(dev_cluster, check)
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ResourceFlavor",
                        "metadata": {"name": FLAVOR}})
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": cq},
@@ -50,6 +52,15 @@ def checked_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
                             check=False)
         for kind, name in (("clusterqueues.kueue.x-k8s.io", cq), ("admissionchecks.kueue.x-k8s.io", check)):
             dev_cluster.kubectl("delete", kind, name, "--wait=false", check=False)
+
+
+def mark_check_active(dev_cluster: DevCluster, check: str) -> None:
+    """What the check's controller reports once it serves the check."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    active = {"type": "Active", "status": "True", "reason": "Active",
+              "message": "served by the e2e controller", "lastTransitionTime": now}
+    dev_cluster.kubectl("patch", "admissionchecks.kueue.x-k8s.io", check, "--subresource=status",
+                        "--type=merge", "-p", json.dumps({"status": {"conditions": [active]}}))
 
 
 def _job(name: str) -> dict[str, Any]:

@@ -145,7 +145,8 @@ class QueueManager:
         self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
                                          requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S,
                                          requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S,
-                                         hold_quota_until_stopped=True, withdraw_unpublished=True),
+                                         hold_quota_until_stopped=True, withdraw_unpublished=True,
+                                         unreported_checks_active=False),
                                  now=time.time(), topology=self.tas)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})

@@ -15,6 +15,7 @@ from typing import Any
 from api.quantity import resource_quantity
 from api.wire import JSON
 from manager.core.engine import QueueingCore
+from manager.core.queue_activity import CLUSTER_QUEUE_READY, ActiveCondition, local_queue_active
 from manager.core.workload_state import ADMITTED, PENDING
 
 
@@ -70,21 +71,20 @@ def cluster_queue_status(core: QueueingCore, name: str, index: QueueIndex | None
     if cq is not None:
         for fr in _quota_keys(cq):
             usage.setdefault(fr, 0)
-    why = core.inactive.get(name)
-    inactive = why.message() if why is not None else ""
-    reason = "Terminating" if name in core.terminating else "Inactive" if inactive else "Ready"
-    if name in core.terminating:
-        inactive = "Can't admit new workloads; clusterQueue is terminating"
+    active = core.cluster_queue_condition(name) or CLUSTER_QUEUE_READY
     return {
         "pendingWorkloads": index.pending_by_cq.get(name, 0),
         "reservingWorkloads": len(holding),
         "admittedWorkloads": sum(1 for r in holding if r.status == ADMITTED),
         "flavorsReservation": _flavors_usage(usage),
         "flavorsUsage": _flavors_usage(usage),
-        "conditions": [{"type": "Active", "status": "False" if inactive else "True",
-                        "reason": reason,
-                        "message": inactive or "Can admit new workloads"}],
+        "conditions": [_condition(active)],
     }
+
+
+def _condition(active: ActiveCondition) -> JSON:
+    return {"type": "Active", "status": "True" if active.active else "False",
+            "reason": active.reason, "message": active.message}
 
 
 def _quota_keys(cq: Any) -> list[tuple[str, str]]:
@@ -99,11 +99,16 @@ def local_queue_status(core: QueueingCore, namespace: str, name: str,
                        index: QueueIndex | None = None) -> JSON:
     index = index if index is not None else QueueIndex.build(core)
     lq = index.local_queues.get((namespace, name)) or LocalQueueCounts()
-    return {"pendingWorkloads": lq.pending, "reservingWorkloads": lq.reserving,
+    spec = core.local_queues.get(f"{namespace}/{name}")
+    stop_policy = spec.stop_policy if spec is not None else "None"
+    active = local_queue_active(stop_policy, core.cluster_queue_condition(spec.cluster_queue)
+                                if spec is not None else None)
+    # Kueue counts nothing pending in a stopped LocalQueue.
+    pending = 0 if stop_policy != "None" else lq.pending
+    return {"pendingWorkloads": pending, "reservingWorkloads": lq.reserving,
             "admittedWorkloads": lq.admitted,
             "flavorsReservation": _flavors_usage(lq.usage), "flavorsUsage": _flavors_usage(lq.usage),
-            "conditions": [{"type": "Active", "status": "True", "reason": "Ready",
-                            "message": "Can submit new workloads to localQueue"}]}
+            "conditions": [_condition(active)]}
 
 
 def same_status(old: JSON, new: JSON) -> bool:

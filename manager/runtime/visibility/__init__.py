@@ -1,4 +1,5 @@
-"""The visibility API (``visibility.kueue.x-k8s.io/v1beta2``) as an aggregated API server.
+"""The visibility API (``visibility.kueue.x-k8s.io/v1beta2``, and ``v1beta1`` with the same
+data, as Kueue serves both) as an aggregated API server.
 
 Kueue answers "which workloads are pending, and where are they in line?" on demand from the
 in-memory queues instead of writing it into LocalQueue status. pykueue does the same: an

@@ -22,7 +22,7 @@ from manager.runtime.visibility.auth import (
     SubjectAccessReviewAuthorizer,
     load_request_header_config,
 )
-from manager.runtime.visibility.discovery import VERSION
+from manager.runtime.visibility.discovery import VERSION, VERSIONS
 from manager.runtime.visibility.provider import PendingWorkloadsProvider
 from manager.runtime.visibility.server import make_app
 from manager.runtime.visibility.tls import (
@@ -33,6 +33,8 @@ from manager.runtime.visibility.tls import (
 )
 
 API_SERVICE_NAME = f"{VERSION}.{VISIBILITY_GROUP}"
+# One APIService per served version, all pointing at this server.
+API_SERVICE_NAMES = tuple(f"{v}.{VISIBILITY_GROUP}" for v in VERSIONS)
 
 
 @dataclass(frozen=True)

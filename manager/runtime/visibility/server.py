@@ -30,7 +30,8 @@ PROVIDER: web.AppKey[PendingWorkloadsProvider] = web.AppKey("provider", PendingW
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
 
 GROUP_PREFIX = f"/apis/{VISIBILITY_GROUP}"
-VERSION_PREFIX = f"{GROUP_PREFIX}/{discovery.VERSION}"
+# Every served version, as a route segment: the handlers are the same for each.
+ANY_VERSION_PREFIX = GROUP_PREFIX + "/{version:" + "|".join(discovery.VERSIONS) + "}"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -38,15 +39,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 def _attributes(request: web.Request) -> RequestAttributes:
     verb = "get" if request.method in ("GET", "HEAD") else request.method.lower()
     info = request.match_info
+    version = info.get("version", discovery.VERSION)
     if "cluster_queue" in info:
         return RequestAttributes(verb=verb, path=request.path, resource="clusterqueues",
                                  subresource="pendingworkloads", name=info["cluster_queue"],
-                                 group=VISIBILITY_GROUP, version=discovery.VERSION)
+                                 group=VISIBILITY_GROUP, version=version)
     if "local_queue" in info:
         return RequestAttributes(verb=verb, path=request.path, resource="localqueues",
                                  subresource="pendingworkloads", name=info["local_queue"],
                                  namespace=info["namespace"], group=VISIBILITY_GROUP,
-                                 version=discovery.VERSION)
+                                 version=version)
     return RequestAttributes(verb=verb, path=request.path)
 
 
@@ -107,8 +109,10 @@ def _item(positioned: PositionedWorkload) -> dict[str, Any]:
     return item
 
 
-def _summary(items: list[PositionedWorkload]) -> web.Response:
-    return web.json_response({"kind": "PendingWorkloadsSummary", "apiVersion": discovery.GROUP_VERSION,
+def _summary(request: web.Request, items: list[PositionedWorkload]) -> web.Response:
+    version = request.match_info.get("version", discovery.VERSION)
+    return web.json_response({"kind": "PendingWorkloadsSummary",
+                              "apiVersion": discovery.group_version(version),
                               "metadata": {}, "items": [_item(i) for i in items]})
 
 
@@ -125,7 +129,7 @@ async def _cluster_queue_pending(request: web.Request) -> web.StreamResponse:
     snapshot = request.app[PROVIDER].cluster_queue_snapshot(name)
     if snapshot is None:
         return not_found("clusterqueue", name)
-    return _summary(pagination.cluster_queue_page(snapshot, page))
+    return _summary(request, pagination.cluster_queue_page(snapshot, page))
 
 
 async def _local_queue_pending(request: web.Request) -> web.StreamResponse:
@@ -140,7 +144,7 @@ async def _local_queue_pending(request: web.Request) -> web.StreamResponse:
         return not_found("localqueue", name)
     # A LocalQueue pointing at a ClusterQueue that does not exist (yet) has nothing pending.
     snapshot = provider.cluster_queue_snapshot(cluster_queue) or ()
-    return _summary(pagination.local_queue_page(snapshot, namespace, name, page))
+    return _summary(request, pagination.local_queue_page(snapshot, namespace, name, page))
 
 
 def _document(build: Callable[[], dict[str, Any]]) -> Handler:
@@ -148,6 +152,10 @@ def _document(build: Callable[[], dict[str, Any]]) -> Handler:
         return web.json_response(build())
 
     return handler
+
+
+async def _resource_list(request: web.Request) -> web.StreamResponse:
+    return web.json_response(discovery.api_resource_list(request.match_info["version"]))
 
 
 async def _ok(_: web.Request) -> web.StreamResponse:
@@ -168,12 +176,13 @@ def make_app(provider: PendingWorkloadsProvider, authenticator: RequestHeaderAut
         get("/healthz", _ok), get("/readyz", _ok), get("/livez", _ok),
         get("/apis", _document(discovery.api_group_list)),
         get(GROUP_PREFIX, _document(discovery.api_group)),
-        get(VERSION_PREFIX, _document(discovery.api_resource_list)),
+        get(ANY_VERSION_PREFIX, _resource_list),
         get("/openapi/v2", _document(discovery.openapi_v2)),
         get("/openapi/v3", _document(discovery.openapi_v3_index)),
-        get(f"/openapi/v3/{discovery.OPENAPI_V3_GROUP_PATH}", _document(discovery.openapi_v3_group)),
-        get(VERSION_PREFIX + "/clusterqueues/{cluster_queue}/pendingworkloads", _cluster_queue_pending),
-        get(VERSION_PREFIX + "/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads",
+        *(get(f"/openapi/v3/{discovery.openapi_v3_group_path(v)}", _document(discovery.openapi_v3_group))
+          for v in discovery.VERSIONS),
+        get(ANY_VERSION_PREFIX + "/clusterqueues/{cluster_queue}/pendingworkloads", _cluster_queue_pending),
+        get(ANY_VERSION_PREFIX + "/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads",
             _local_queue_pending),
     ])
     # Anything else (other verbs included) still answers in Status JSON.

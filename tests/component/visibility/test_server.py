@@ -37,9 +37,30 @@ async def test_openapi_documents_are_served(server: Server, identities: Identiti
     v2 = await get_ok(server, identities, "/openapi/v2")
     assert v2["swagger"] == "2.0"
     index = await get_ok(server, identities, "/openapi/v3")
-    (entry,) = index["paths"].values()
-    v3 = await get_ok(server, identities, entry["serverRelativeURL"])
-    assert v3["openapi"].startswith("3.")
+    assert sorted(index["paths"]) == ["apis/visibility.kueue.x-k8s.io/v1beta1",
+                                      "apis/visibility.kueue.x-k8s.io/v1beta2"]
+    for entry in index["paths"].values():
+        v3 = await get_ok(server, identities, entry["serverRelativeURL"])
+        assert v3["openapi"].startswith("3.")
+
+
+async def test_v1beta1_serves_the_same_data(server: Server, identities: Identities) -> None:
+    """Kueue serves both versions; clients of Kueue v0.12 ask for v1beta1."""
+    group = await get_ok(server, identities, "/apis/visibility.kueue.x-k8s.io")
+    assert [v["version"] for v in group["versions"]] == ["v1beta2", "v1beta1"]
+    old_gv = "/apis/visibility.kueue.x-k8s.io/v1beta1"
+    resources = await get_ok(server, identities, old_gv)
+    assert resources["groupVersion"] == "visibility.kueue.x-k8s.io/v1beta1"
+    assert resources["resources"] == (await get_ok(server, identities, GV))["resources"]
+    fill(server)
+    for path in ("clusterqueues/cq/pendingworkloads", "namespaces/team-a/localqueues/lq-a/pendingworkloads"):
+        old = await get_ok(server, identities, f"{old_gv}/{path}", limit="2", offset="1")
+        new = await get_ok(server, identities, f"{GV}/{path}", limit="2", offset="1")
+        assert old["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1"
+        assert old["items"] == new["items"] and old["items"]
+    status, _ = await server.get("/apis/visibility.kueue.x-k8s.io/v1alpha1/clusterqueues/cq/pendingworkloads",
+                                 identities.front_proxy_client, VIEWER_HEADERS, {})
+    assert status == 404
 
 
 def fill(server: Server) -> None:

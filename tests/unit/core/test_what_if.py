@@ -270,3 +270,37 @@ def test_until_admitted_gives_up_at_once_on_a_workload_time_cannot_help() -> Non
     assert view["workloads"][lost]["tier"] == "Misconfigured"
     assert view["workloads"][lost]["predictedAdmission"] is None
     assert view["workloads"][nxt]["predictedAdmission"]["inSeconds"] == 60.0
+
+
+def test_a_job_with_generate_name_is_predicted_under_a_made_up_name() -> None:
+    # Kueue's documented examples name their Jobs with metadata.generateName only.
+    def generated(serial: int) -> dict[str, Any]:
+        job = _job("team", "unused", "1")
+        del job["metadata"]["name"]
+        job["metadata"]["generateName"] = "sample-job-"
+        return job
+
+    listing = _listing(extra_cqs=(_cq("cq-empty", "2"),))
+    first = predict(listing, [generated(0), generated(1)], POLICY)
+    refs = [s["object"] for s in first["submitted"]]
+    assert len(set(refs)) == 2 and all(r.startswith("Job team/sample-job-") for r in refs)
+    assert all(len(r.removeprefix("Job team/sample-job-")) == 5 for r in refs)
+    assert [s["object"] for s in predict(listing, [generated(0), generated(1)], POLICY)["submitted"]] == refs
+    assert all(first["workloads"][k]["status"] == "Admitted"
+               for s in first["submitted"] for k in s["workloads"])
+    nameless = generated(0)
+    del nameless["metadata"]["generateName"]
+    with pytest.raises(SubmissionError, match=r"no metadata\.name"):
+        predict(listing, [nameless], POLICY)
+
+
+def test_a_check_nothing_serves_keeps_the_live_queue_inactive() -> None:
+    # Read from a cluster, an AdmissionCheck no controller marked Active is inactive, as in Kueue.
+    listing = _listing()
+    cq = listing.items["ClusterQueue"][0]
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    checks = [{"metadata": {"name": "prov"}, "spec": {"controllerName": "ProvisioningRequestController"}}]
+    view = predict(ClusterListing({**listing.items, "AdmissionCheck": checks}, listing.config, listing.now),
+                   [_job("team", "j", "1")], POLICY)
+    (waiting,) = [w for w in view["workloads"].values() if w.get("submitted")]
+    assert waiting["status"] == "Pending" and "AdmissionCheckInactive (prov)" in waiting["reason"]

@@ -164,9 +164,14 @@ def test_webhooks_fail_closed_and_skip_system_namespaces() -> None:
 def test_pdb_and_apiservice_point_at_pykueue() -> None:
     (pdb,) = _of_kind("PodDisruptionBudget")
     assert pdb["spec"]["selector"]["matchLabels"] == _deployment()["spec"]["selector"]["matchLabels"]
-    (api_service,) = _of_kind("APIService")
-    assert api_service["spec"]["group"] == "visibility.kueue.x-k8s.io"
-    assert api_service["spec"]["service"]["name"] == "pykueue-visibility-server"
+    api_services = list(_of_kind("APIService"))
+    # Kueue's two versions of the visibility API, both served by pykueue.
+    assert sorted(a["spec"]["version"] for a in api_services) == ["v1beta1", "v1beta2"]
+    for api_service in api_services:
+        version = api_service["spec"]["version"]
+        assert api_service["metadata"]["name"] == f"{version}.visibility.kueue.x-k8s.io"
+        assert api_service["spec"]["group"] == "visibility.kueue.x-k8s.io"
+        assert api_service["spec"]["service"]["name"] == "pykueue-visibility-server"
 
 
 # -- Dockerfile -------------------------------------------------------------------------------

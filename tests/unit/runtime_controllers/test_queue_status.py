@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.runtime.controllers.queue_status import cluster_queue_status, local_queue_status, same_status
 
@@ -52,3 +53,36 @@ def test_same_status_ignores_condition_times() -> None:
     b = {"pendingWorkloads": 1, "conditions": [{"type": "Active", "lastTransitionTime": "t2"}]}
     assert same_status(a, b)
     assert not same_status(a, {**b, "pendingWorkloads": 2})
+
+
+def test_queues_of_an_unserved_check_are_inactive_with_kueue_s_words() -> None:
+    core = QueueingCore(CoreConfig(unreported_checks_active=False))
+    objs = _objects()
+    objs[1]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov-test"}]}
+    objs.insert(0, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                    "metadata": {"name": "prov-test"},
+                    "spec": {"controllerName": "ProvisioningRequestController"}})
+    for obj in objs:
+        core.apply(obj)
+    core.run_until_idle()
+    cq, lq = cluster_queue_status(core, "cq"), local_queue_status(core, "ns", "lq")
+    assert cq["conditions"] == [{"type": "Active", "status": "False", "reason": "AdmissionCheckInactive",
+                                 "message": "Can't admit new workloads: references inactive "
+                                            "AdmissionCheck(s): prov-test."}]
+    assert (cq["pendingWorkloads"], cq["reservingWorkloads"]) == (3, 0)
+    assert lq["conditions"] == [{"type": "Active", "status": "False", "reason": "ClusterQueueIsInactive",
+                                 "message": "Can't submit new workloads to clusterQueue"}]
+
+
+def test_a_stopped_local_queue_counts_nothing_pending() -> None:
+    core = QueueingCore()
+    objs = _objects()
+    objs[2]["spec"]["stopPolicy"] = "Hold"
+    for obj in objs:
+        core.apply(obj)
+    core.run_until_idle()
+    lq = local_queue_status(core, "ns", "lq")
+    assert lq["pendingWorkloads"] == 0
+    assert lq["conditions"] == [{"type": "Active", "status": "False", "reason": "Stopped",
+                                 "message": "LocalQueue is stopped"}]
+    assert cluster_queue_status(core, "cq")["conditions"][0]["reason"] == "Ready"
