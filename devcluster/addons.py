@@ -209,13 +209,14 @@ def start_tas_scheduler(client: BlockingClient, layout: Layout, extender_url: st
 
 
 WEBHOOK_SECRET = "pykueue-webhook-server-cert"
-# pykueue's Configuration in the dev cluster: every integration the dev CRDs provide.
+# pykueue's Configuration in the dev cluster: every integration the dev CRDs provide, and
+# plain pods, which Kueue's default Configuration enables too.
 DEV_CONFIG: dict[str, Any] = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "namespace": PYKUEUE_NAMESPACE,
     "internalCertManagement": {"enable": True, "webhookServiceName": "pykueue-webhook-service",
                                "webhookSecretName": WEBHOOK_SECRET},
     "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob",
-                                    "leaderworkerset.x-k8s.io/leaderworkerset"]},
+                                    "leaderworkerset.x-k8s.io/leaderworkerset", "pod"]},
     # The optional per-flavor quota/usage gauges too, so tests can compare them with the API.
     "metrics": {"enableClusterQueueResources": True},
 }

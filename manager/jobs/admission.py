@@ -39,6 +39,10 @@ class AdmissionPolicy:
         # LeaderWorkerSet gates its pods through the pod integration, which it enables implicitly.
         return name == "pod" and "leaderworkerset.x-k8s.io/leaderworkerset" in self.frameworks
 
+    def explicitly_enabled(self, name: str) -> bool:
+        """Named in the frameworks, not only implied by another (plain pods need ``pod``)."""
+        return name in self.frameworks
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AdmissionPolicy:
         """From a Configuration dict (already defaulted or not: Kueue's defaults apply)."""

@@ -133,12 +133,13 @@ class JobLifecycle(WorkloadOwner, Protocol):
 class GroupedObjects(Protocol):
     """A lifecycle whose unit is a group of API objects (pods of one group), not one object.
 
-    The runtime watches the integration's objects with ``label_selector``, keys each by
+    The runtime watches the integration's objects with one informer per selector of
+    ``label_selectors`` (disjoint: an object matches at most one), keys each by
     ``group_name`` and hands the lifecycle the group built by ``assemble``.
     """
 
     @property
-    def label_selector(self) -> str: ...
+    def label_selectors(self) -> tuple[str, ...]: ...
 
     def group_name(self, obj: Mapping[str, Any]) -> str | None: ...
 
@@ -155,6 +156,15 @@ class AdoptsPods(Protocol):
 
     def adopt(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> JSON | None:
         """The pod with its group labels/annotations, or None when there is nothing to do."""
+        ...
+
+
+@runtime_checkable
+class RemovesFinalizers(Protocol):
+    """A kind whose objects carry Kueue's finalizer until their end is recorded (plain pods)."""
+
+    def finalize(self, job: Mapping[str, Any], workload_finished: bool) -> list[Action]:
+        """The objects to write back without the finalizer; [] when none may lose it yet."""
         ...
 
 

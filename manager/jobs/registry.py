@@ -61,8 +61,6 @@ class JobKind:
     # whose objects run under another kind's Workloads (the pods of an LWS group).
     to_workloads: Callable[[JSON], list[JSON]] | None = None
     rbac: tuple[RbacRule, ...] = ()
-    # Run only while that integration is enabled (LWS enables the pod integration for its pods).
-    enabled_by: str = ""
 
     @property
     def name(self) -> str:
@@ -74,7 +72,7 @@ class JobKind:
         return i.group, i.version, i.kind
 
     def enabled(self, policy: AdmissionPolicy) -> bool:
-        return policy.integration_enabled(self.enabled_by or self.name)
+        return policy.integration_enabled(self.name)
 
 
 _KINDS: dict[str, JobKind] = {}

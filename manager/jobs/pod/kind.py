@@ -1,6 +1,6 @@
-"""Pods of a LeaderWorkerSet group: gated until their group's Workload is
-admitted. They run under the group's Workload (no Workloads of their own), and only while
-the LeaderWorkerSet integration is enabled, as in Kueue."""
+"""Kueue's pod integration: plain pods and pod groups (enabled by ``pod``) and the pods of
+LeaderWorkerSet groups (implied by the LWS integration), gated until their Workload is
+admitted."""
 
 from __future__ import annotations
 
@@ -12,5 +12,4 @@ KIND = JobKind(
     LIFECYCLE.integration, LIFECYCLE, WEBHOOK, None,
     (RbacRule("", ("pods",), ("get", "list", "watch", "update", "patch", "delete")),
      RbacRule("", ("pods/status",), ("get", "patch", "update")),
-     RbacRule("", ("pods/finalizers",), ("update",))),
-    enabled_by="leaderworkerset.x-k8s.io/leaderworkerset")
+     RbacRule("", ("pods/finalizers",), ("update",))))

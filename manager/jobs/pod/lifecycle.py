@@ -1,16 +1,25 @@
-"""A pod group (the pods of one LeaderWorkerSet group) run by the group's Workload.
+"""Pods run by Kueue's pod integration: plain pods, plain pod groups and LWS groups.
 
-The unit is the group, not a pod: the runtime collects the pods carrying the same
-``kueue.x-k8s.io/pod-group-name`` and hands them over as one value (:func:`assemble`).
+The unit is a group, not a pod: the runtime collects the pods carrying the same
+``kueue.x-k8s.io/pod-group-name`` and hands them over as one value (:func:`assemble`); a
+plain pod without a group name is a group of one, keyed by its Workload's name (Kueue's
+``pod-<name>-<hash>``), so a Workload's name leads back to its pods for every shape.
 Pods are created gated (scheduling gate ``kueue.x-k8s.io/admission``); start merges each
-pod's podset info (picked by its ``role-hash``: leader, worker or main) into the pod itself
-and removes the gate; stop deletes the pods that run (their StatefulSet recreates them,
-gated again), which is also why there is nothing to restore. Serving groups (every LWS
-group) never finish; a batch group finishes when all its pods ended.
+pod's podset info (picked by its ``role-hash``; ``main`` for a single pod) into the pod
+itself and removes the gate; stop deletes the pods that run (an LWS's StatefulSet
+recreates them, gated again), which is also why there is nothing to restore.
 
-Only adopted pods (``kueue.x-k8s.io/managed: "true"``, set by the LWS lifecycle) form
-groups: their Workload is the owner's prebuilt group Workload, never one made here, so a
-gated pod can never start on a Workload of its own.
+Three shapes, as in Kueue:
+
+* an LWS group (pods adopted by the LWS lifecycle, ``pod-suspending-parent``): runs under
+  the owner's prebuilt Workload, never one made here, and never finishes (serving);
+* a plain pod group (``pod-group-name`` + ``pod-group-total-count``): one Workload named
+  after the group, a pod set per role hash, made once all its pods exist; it finishes
+  when as many pods succeeded as the total count (or all ended in an unretriable group);
+* a single plain pod: one Workload of one pod set ``main``; it finishes with the pod.
+
+Plain pods carry the ``kueue.x-k8s.io/managed`` finalizer (set by the webhook) so their
+end is seen; :meth:`PodGroupLifecycle.finalize` says whose finalizer may go.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from typing import Any
 
 from api import keys
 from api.wire import JSON, meta
+from manager.core.jobs_to_workloads import owned_workload, workload_name
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.integrations import Integration
 from manager.jobs.lifecycle import (
@@ -60,17 +70,64 @@ def _live(group: Mapping[str, Any]) -> list[JSON]:
     return [p for p in pods(group) if not terminated(p) and not meta(p).get("deletionTimestamp")]
 
 
+def _plain_group(pod: Mapping[str, Any]) -> str:
+    """A plain pod's group name (label, or the annotation Kueue also reads); "" for none."""
+    return _value(pod, keys.POD_GROUP_NAME)
+
+
+def single_pod_workload_name(pod: Mapping[str, Any]) -> str:
+    m = meta(pod)
+    return workload_name("Pod", "", str(m.get("name") or ""), str(m.get("uid") or ""))
+
+
+def _lws_held(pod: Mapping[str, Any]) -> bool:
+    return keys.POD_SUSPENDING_PARENT in (meta(pod).get("annotations") or {})
+
+
+def _runnable(pod: Mapping[str, Any]) -> bool:
+    """Kueue's isPodRunnableOrSucceeded: not failed, and not deleted before it was placed."""
+    if meta(pod).get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    return (pod.get("status") or {}).get("phase") != "Failed"
+
+
+def _total_count(pod: Mapping[str, Any]) -> int | None:
+    try:
+        total = int(_value(pod, keys.POD_GROUP_TOTAL_COUNT))
+    except ValueError:
+        return None
+    return total if total >= 1 else None
+
+
+def _podset(pod: Mapping[str, Any], name: str, count: int) -> JSON:
+    """A pod set of the pod's spec (Kueue keeps only the spec; the TAS annotations ride
+    along in the template's metadata, where the topology request is read from)."""
+    template: JSON = {"spec": copy.deepcopy(pod.get("spec") or {})}
+    template["spec"].pop("schedulingGates", None)
+    template["spec"].pop("nodeName", None)
+    wanted = (*keys.TOPOLOGY_ANNOTATIONS, keys.PODSET_SLICE_SIZE, keys.PODSET_GROUP_NAME)
+    tas = {k: v for k, v in (meta(pod).get("annotations") or {}).items() if k in wanted}
+    if tas:
+        template["metadata"] = {"annotations": tas}
+    return {"name": name, "count": count, "template": template}
+
+
 class PodGroupLifecycle:
     integration: Integration = Integration("pod", "", "v1", "Pod", "pods")
-    # Only LWS pods form groups here; selecting them keeps other pods out of memory.
-    label_selector: str = keys.LWS_NAME
+    # LWS pods (adopted or not yet) and plain managed pods; selecting them keeps every
+    # other pod of the cluster (a Job's, a Deployment's) out of memory.
+    label_selectors: tuple[str, ...] = (keys.LWS_NAME, f"{keys.MANAGED}=true,!{keys.LWS_NAME}")
 
     # -- GroupedObjects ----------------------------------------------------------------------
 
     def group_name(self, obj: Mapping[str, Any]) -> str | None:
         if (meta(obj).get("labels") or {}).get(keys.MANAGED) != "true":
             return None
-        return _value(obj, keys.POD_GROUP_NAME) or None
+        if group := _value(obj, keys.POD_GROUP_NAME):
+            return group
+        if _lws_held(obj):
+            return None  # not adopted yet: its group comes from its LWS
+        return single_pod_workload_name(obj)
 
     def assemble(self, namespace: str, name: str, members: list[JSON]) -> JSON:
         return {"apiVersion": "v1", "kind": GROUP_KIND, "metadata": {"name": name, "namespace": namespace},
@@ -80,8 +137,25 @@ class PodGroupLifecycle:
 
     def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
                    namespace_labels: Mapping[str, str]) -> bool:
-        # The owner decided when it adopted the pods (namespace, queue name, mJWQN).
-        return any(self.group_name(p) for p in pods(job))
+        # The webhook (plain pods) or the owner (LWS groups) decided when it marked the pods
+        # managed (namespace, queue name, mJWQN). Plain pods only while the pod integration
+        # itself is enabled, not merely implied by LWS (Kueue's Skip).
+        members = pods(job)
+        if not any(self.group_name(p) for p in members):
+            return False
+        return self._lws(job) or policy.explicitly_enabled(self.integration.name)
+
+    @staticmethod
+    def _lws(job: Mapping[str, Any]) -> bool:
+        return any(_lws_held(p) for p in pods(job))
+
+    @staticmethod
+    def _single(job: Mapping[str, Any]) -> JSON | None:
+        """The pod of a single-pod group (a plain pod without a group name)."""
+        members = pods(job)
+        if len(members) == 1 and not _plain_group(members[0]) and not _lws_held(members[0]):
+            return members[0]
+        return None
 
     def queue_name(self, job: Mapping[str, Any]) -> str:
         for pod in pods(job):
@@ -90,7 +164,38 @@ class PodGroupLifecycle:
         return ""
 
     def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return []  # prebuilt by the owner (one per LWS group)
+        if self._lws(job) or any(_value(p, keys.PREBUILT_WORKLOAD_NAME) for p in pods(job)):
+            return []  # prebuilt by the owner (one per LWS group) or by MultiKueue
+        single = self._single(job)
+        if single is not None:
+            return [owned_workload(dict(single), self.workload_name(job), [_podset(single, "main", 1)],
+                                   controller=True)]
+        return self._group_workloads(job)
+
+    def _group_workloads(self, job: Mapping[str, Any]) -> list[JSON]:
+        """Kueue's ConstructComposableWorkload: once as many runnable pods as the total
+        count exist, one pod set per role hash (sorted by name), counted; owned by every
+        pod, none of them its controller."""
+        runnable = [p for p in pods(job) if _runnable(p)]
+        total = _total_count(pods(job)[0])
+        if total is None or len(runnable) < total:
+            return []  # the rest of the group has not been created yet
+        runnable = sorted(runnable, key=lambda p: (gated(p), str(meta(p).get("creationTimestamp") or ""),
+                                                   str(meta(p).get("name"))))[:total]
+        counts: dict[str, int] = {}
+        first: dict[str, JSON] = {}
+        for pod in runnable:
+            role = _value(pod, keys.ROLE_HASH)
+            counts[role] = counts.get(role, 0) + 1
+            first.setdefault(role, pod)
+        podsets = [_podset(first[role], role, counts[role]) for role in sorted(counts)]
+        wl = owned_workload(dict(runnable[0]), str(meta(job).get("name")), podsets, controller=False,
+                            extra_annotations={keys.IS_GROUP_WORKLOAD: "true"})
+        wl["metadata"]["labels"].pop(keys.JOB_UID, None)  # a group has no single owner
+        wl["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": meta(p).get("name"), "uid": meta(p).get("uid", "")}
+            for p in sorted(runnable, key=lambda p: str(meta(p).get("name")))]
+        return [wl]
 
     # -- JobLifecycle ----------------------------------------------------------------------------
 
@@ -98,7 +203,8 @@ class PodGroupLifecycle:
         for pod in pods(job):
             if name := _value(pod, keys.PREBUILT_WORKLOAD_NAME):
                 return name
-        return str(meta(job).get("name"))
+        single = self._single(job)
+        return single_pod_workload_name(single) if single is not None else str(meta(job).get("name"))
 
     def is_suspended(self, job: Mapping[str, Any]) -> bool:
         return any(gated(p) for p in _live(job))
@@ -113,11 +219,12 @@ class PodGroupLifecycle:
     def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
               infos: list[PodSetInfo]) -> list[Action]:
         by_name = {i.name: i for i in infos}
+        single = self._single(job) is not None
         out: list[Action] = []
         for pod in _live(job):
             if not gated(pod):
                 continue
-            role = _value(pod, keys.ROLE_HASH)
+            role = "main" if single else _value(pod, keys.ROLE_HASH)
             info = by_name.get(role)
             if info is None:
                 raise StartConflict(f"pod {meta(pod).get('name')}: role {role!r} is not a podset "
@@ -144,22 +251,55 @@ class PodGroupLifecycle:
         return []  # stopped pods are deleted; their replacements arrive gated and unchanged
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:
+        """Kueue's Pod.Finished: a single pod with its phase (and message); a group once as
+        many pods succeeded as its total count, or when none is left running in a group
+        some pod of which may not be retried (``retriable-in-group: "false"``)."""
         members = pods(job)
         if not members or any(_value(p, keys.POD_GROUP_SERVING) == "true" for p in members):
             return None
-        total = max(int(_value(members[0], keys.POD_GROUP_TOTAL_COUNT) or len(members)), 1)
-        if len(members) < total or not all(terminated(p) for p in members):
-            return None
-        if all((p.get("status") or {}).get("phase") == "Succeeded" for p in members):
-            return Finished(keys.Reason.SUCCEEDED, "Pods succeeded")
-        return Finished(keys.Reason.FAILED, "Pods failed")
+        single = self._single(job)
+        if single is not None:
+            if not terminated(single):
+                return None
+            status = single.get("status") or {}
+            reason = keys.Reason.SUCCEEDED if status.get("phase") == "Succeeded" else keys.Reason.FAILED
+            return Finished(reason, str(status.get("message") or ""))
+        total = _total_count(members[0]) or len(members)
+        succeeded = sum(1 for p in members if (p.get("status") or {}).get("phase") == "Succeeded")
+        unretriable = any(_value(p, keys.RETRIABLE_IN_GROUP) == "false" for p in members)
+        if succeeded == total or (unretriable and all(terminated(p) for p in members)):
+            return Finished(keys.Reason.SUCCEEDED, f"Pods succeeded: {succeeded}/{total}.")
+        return None
 
     def pods_ready(self, job: Mapping[str, Any]) -> bool:
         members = _live(job)
         if not members:
             return False
-        total = int(_value(members[0], keys.POD_GROUP_TOTAL_COUNT) or len(members))
+        total = _total_count(members[0]) or len(members)
         return sum(1 for p in members if condition_true(p, "Ready")) >= total
+
+    # -- RemovesFinalizers -------------------------------------------------------------------------
+
+    def finalize(self, job: Mapping[str, Any], workload_finished: bool) -> list[Action]:
+        """The pods whose ``kueue.x-k8s.io/managed`` finalizer may go, written without it:
+        every pod once the Workload finished; a pod being deleted (Kueue finalizes a
+        deleted single pod at once; a deleted group member no longer counts, and no
+        kubelet here reports its end); a failed member of a group (it is replaced, or
+        the group finishes without it)."""
+        single = self._single(job) is not None
+        out: list[Action] = []
+        for pod in pods(job):
+            finalizers = meta(pod).get("finalizers") or []
+            if keys.MANAGED_POD_FINALIZER not in finalizers:
+                continue
+            deleting = bool(meta(pod).get("deletionTimestamp"))
+            failed_member = not single and (pod.get("status") or {}).get("phase") == "Failed"
+            if workload_finished or deleting or failed_member:
+                released = copy.deepcopy(dict(pod))
+                released["metadata"]["finalizers"] = [
+                    f for f in finalizers if f != keys.MANAGED_POD_FINALIZER]
+                out.append(Replace(released))
+        return out
 
 
 LIFECYCLE = PodGroupLifecycle()

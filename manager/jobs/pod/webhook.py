@@ -74,6 +74,10 @@ class PodWebhook:
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
         held_by_parent = keys.POD_SUSPENDING_PARENT in annotations_of(obj)
         if not held_by_parent:
+            if not ctx.policy.explicitly_enabled("pod"):
+                # Only implied by LWS: plain pods are not Kueue's (Kueue gates them and then
+                # never admits them; leaving them alone is what its reconciler's Skip means).
+                return obj
             # Pod-based kinds treat the namespace selector as a hard filter, even with a queue name.
             if ctx.policy.managed_jobs_namespace_selector is not None and not namespace_selected(
                 ctx.policy, ctx.facts.namespace_labels

@@ -46,6 +46,7 @@ from manager.jobs.lifecycle import (
     Finished,
     GroupedObjects,
     JobLifecycle,
+    RemovesFinalizers,
     Replace,
     StartConflict,
     WorkloadOwner,
@@ -94,6 +95,8 @@ class JobReconciler:
         # prebuilt Workload key "ns/name" -> the job keys that run under it (MultiKueue workers).
         self._prebuilt: dict[str, set[str]] = {}
         self._prebuilt_of: dict[str, str] = {}
+        # kind -> the informers of its objects (several for a grouped kind with several selectors).
+        self._sources: dict[str, list[Informer]] = {}
 
     # -------------------------------------------------------------- setup
 
@@ -106,10 +109,15 @@ class JobReconciler:
                             lc.integration.name, ref.kind, ref.api_version)
                 continue
             self.active.append(lc)
-            selector = lc.label_selector if isinstance(lc, GroupedObjects) else None
-            informer = Informer(self.client, ref, label_selector=selector)
-            informer.add_handler(self._object_handler(lc))
-            self.informers[ref.kind] = informer
+            selectors: tuple[str | None, ...] = (None,)
+            if isinstance(lc, GroupedObjects):
+                selectors = lc.label_selectors
+            for i, selector in enumerate(selectors):
+                informer = Informer(self.client, ref, label_selector=selector)
+                informer.add_handler(self._object_handler(lc))
+                # The first under the kind's name; further selectors beside it.
+                self.informers[ref.kind if i == 0 else f"{ref.kind}#{i}"] = informer
+                self._sources.setdefault(ref.kind, []).append(informer)
         log.info("job integrations: %s", ", ".join(lc.integration.name for lc in self.active) or "none")
 
     async def _served(self, ref: ResourceRef) -> bool:
@@ -235,7 +243,11 @@ class JobReconciler:
         if namespace is None:
             return NAMESPACE_RETRY_S  # the Namespace informer has not caught up yet
         if (namespace.get("status") or {}).get("phase") == "Terminating":
-            return None  # nothing can be created there any more; its objects are going away
+            # Nothing can be created there any more; its objects are going away, and our
+            # finalizers must not hold them (nor so the namespace).
+            if isinstance(lc, RemovesFinalizers):
+                await self._apply(lc.finalize(job, False))
+            return None
         if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
             return None
         prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
@@ -252,16 +264,21 @@ class JobReconciler:
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
             await self._run(lc, job, ns, finished, prebuilt)
+            if isinstance(lc, RemovesFinalizers):
+                workload = self.informers["Workload"].get(f"{ns}/{prebuilt or lc.workload_name(job)}")
+                done = workload is not None and condition_true(workload, keys.WorkloadCondition.FINISHED)
+                await self._apply(lc.finalize(job, done))
         return None
 
     def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
-        informer = self.informers.get(lc.integration.kind)
-        if informer is None:
+        sources = self._sources.get(lc.integration.kind)
+        if not sources:
             return None
         if isinstance(lc, GroupedObjects):
-            members = [m for k in sorted(self._groups.get(key, ())) if (m := informer.get(k)) is not None]
+            members = [m for k in sorted(self._groups.get(key, ()))
+                       if (m := next((o for i in sources if (o := i.get(k)) is not None), None)) is not None]
             return lc.assemble(ns, name, members) if members else None
-        return informer.get(f"{ns}/{name}")
+        return sources[0].get(f"{ns}/{name}")
 
     async def _run(self, lc: JobLifecycle, job: JSON, ns: str, finished: Finished | None,
                    prebuilt: str | None = None) -> None:

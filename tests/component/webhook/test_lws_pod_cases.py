@@ -201,6 +201,14 @@ def test_40_standalone_pod(webhook: WebhookServer) -> None:
     assert labels_of(out)[keys.POD_GROUP_POD_INDEX] == "test-value"
 
 
+def test_a_labelled_pod_is_left_alone_while_only_lws_implies_the_pod_integration(
+        webhook: WebhookServer) -> None:
+    # Kueue gates it and its reconciler then skips it for good; here it runs unmanaged.
+    webhook.reset(LWS_ON)
+    response = webhook.admit(POD_M, pod(labels={keys.QUEUE_NAME: "test-queue"}))
+    assert response["allowed"] and "patch" not in response
+
+
 def test_41_pod_owned_by_queued_job(webhook: WebhookServer) -> None:
     lookup = webhook.reset(AdmissionPolicy(frameworks=frozenset({"pod", "batch/job"})))
     lookup.objects[("batch/v1", "Job", "default", "parent")] = job("parent", queue="q")

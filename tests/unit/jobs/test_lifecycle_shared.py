@@ -119,7 +119,7 @@ def test_every_builtin_satisfies_its_protocols() -> None:
     assert isinstance(kinds["Pod"], GroupedObjects) and isinstance(kinds["Pod"], JobLifecycle)
 
 
-def test_registry_holds_only_enabled_integrations_and_lws_brings_pods() -> None:
+def test_registry_holds_only_enabled_integrations_and_lws_or_pod_brings_pods() -> None:
     assert enabled_registry(AdmissionPolicy.from_config({})).kinds() == ["Job"]
     registry = enabled_registry(
         AdmissionPolicy.from_config(
@@ -135,6 +135,5 @@ def test_registry_holds_only_enabled_integrations_and_lws_brings_pods() -> None:
         )
     )
     assert registry.kinds() == ["Job", "PyTorchJob", "LeaderWorkerSet", "Pod"]
-    assert (
-        enabled_registry(AdmissionPolicy.from_config({"integrations": {"frameworks": ["pod"]}})).kinds() == []
-    )
+    pods_only = AdmissionPolicy.from_config({"integrations": {"frameworks": ["pod"]}})
+    assert enabled_registry(pods_only).kinds() == ["Pod"]

@@ -167,7 +167,7 @@ def test_stop_deletes_running_pods_and_leaves_gated_ones() -> None:
     assert POD.restore(group, {}) == []
 
 
-def test_serving_groups_never_finish_batch_groups_finish_when_all_pods_ended() -> None:
+def test_serving_groups_never_finish_batch_groups_finish_as_kueue_counts_them() -> None:
     done = _group(_pod(0, 0, gated=False), _pod(0, 1, gated=False))
     for pod in done["pods"]:
         pod["status"]["phase"] = "Succeeded"
@@ -175,11 +175,14 @@ def test_serving_groups_never_finish_batch_groups_finish_when_all_pods_ended() -
     for pod in done["pods"]:
         del pod["metadata"]["annotations"][keys.POD_GROUP_SERVING]
     verdict = POD.finished(done)
-    assert verdict is not None and verdict.reason == "Succeeded"
+    assert verdict is not None and (verdict.reason, verdict.message) == ("Succeeded", "Pods succeeded: 2/2.")
     done["pods"][1]["status"]["phase"] = "Failed"
+    assert POD.finished(done) is None, "a failed pod of a retriable group waits for its replacement"
+    done["pods"][0]["metadata"]["annotations"][keys.RETRIABLE_IN_GROUP] = "false"
     verdict = POD.finished(done)
-    assert verdict is not None and verdict.reason == "Failed"
+    assert verdict is not None and (verdict.reason, verdict.message) == ("Succeeded", "Pods succeeded: 1/2.")
     done["pods"] = done["pods"][:1]
+    done["pods"][0]["metadata"]["annotations"].pop(keys.RETRIABLE_IN_GROUP)
     assert POD.finished(done) is None, "one of two pods is not a finished group"
 
 
