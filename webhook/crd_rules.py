@@ -481,7 +481,7 @@ def _workload_update_errors(obj: JSON, old: JSON, reserved: bool) -> list[FieldE
                     "spec.queueName", spec.get("queueName"), "field is immutable while the quota is reserved"
                 )
             )
-    if old_reserved and spec.get("podSets") != old_spec.get("podSets"):
+    if old_reserved and not _only_scaled_down(_l(spec.get("podSets")), _l(old_spec.get("podSets"))):
         errors.append(invalid("spec.podSets", "...", "field is immutable while the quota is reserved"))
     old_admission = _d(old.get("status")).get("admission")
     new_admission = _d(obj.get("status")).get("admission")
@@ -489,6 +489,24 @@ def _workload_update_errors(obj: JSON, old: JSON, reserved: bool) -> list[FieldE
             admission_changed(old_admission, new_admission):
         errors.append(invalid("status.admission", "...", "field is immutable"))
     return errors
+
+
+def _only_scaled_down(new: list[Any], old: list[Any]) -> bool:
+    """Pod sets equal but for counts that went down: an elastic job scaled down keeps its
+    quota reservation (Kueue's ElasticJobsViaWorkloadSlices, on by default, allows it)."""
+    if len(new) != len(old):
+        return False
+    for n, o in zip(new, old, strict=True):
+        if not (isinstance(n, dict) and isinstance(o, dict)):
+            if n != o:
+                return False
+            continue
+        count, old_count = n.get("count", 1), o.get("count", 1)
+        if not (isinstance(count, int) and isinstance(old_count, int) and count <= old_count):
+            return False
+        if {**n, "count": old_count} != {**o, "count": old_count}:
+            return False
+    return True
 
 
 # -- defaulting -----------------------------------------------------------------------------

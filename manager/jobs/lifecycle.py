@@ -160,6 +160,22 @@ class AdoptsPods(Protocol):
 
 
 @runtime_checkable
+class ScalesBySlices(Protocol):
+    """A kind that may run elastic (``manager.jobs.workload_slices``): resized while it runs,
+    its pods gated until a slice admits them."""
+
+    def elastic(self, job: Mapping[str, Any]) -> bool: ...
+
+    def pods_selector(self, job: Mapping[str, Any]) -> str:
+        """A label selector of the job's pods (same namespace)."""
+        ...
+
+    def ungate(self, workload: Mapping[str, Any], pods: list[JSON]) -> list[Action]:
+        """The pods the admitted slice lets start, written without their gate."""
+        ...
+
+
+@runtime_checkable
 class RemovesFinalizers(Protocol):
     """A kind whose objects carry Kueue's finalizer until their end is recorded (plain pods)."""
 
@@ -313,6 +329,8 @@ def podset_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str,
     cq = str(admission.get("clusterQueue") or "")
     lq = str((workload.get("spec") or {}).get("queueName") or "")
     wl_name = str((workload.get("metadata") or {}).get("name") or "")
+    wl_annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    slice_name = str(wl_annotations.get(keys.WORKLOAD_SLICE_NAME) or "")
     updates: dict[str, list[Mapping[str, Any]]] = {}
     for check in status.get("admissionChecks") or ():
         for upd in check.get("podSetUpdates") or ():
@@ -338,6 +356,8 @@ def podset_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str,
             labels[keys.CLUSTER_QUEUE_NAME] = cq
         # Which Workload the pods run under: the extender reads its assignment from there.
         annotations: dict[str, str] = {keys.WORKLOAD_ANNOTATION: wl_name} if wl_name else {}
+        if slice_name:  # an elastic job's slice chain, which every slice of it shares
+            annotations[keys.WORKLOAD_SLICE_NAME] = slice_name
         for upd in updates.get(name, ()):
             for target, source in ((labels, "labels"), (annotations, "annotations"),
                                    (node_selector, "nodeSelector")):

@@ -11,6 +11,7 @@ from manager.core.objects import named_meta
 from manager.jobs.batchjob.lifecycle import LIFECYCLE, pods_count
 from manager.jobs.batchjob.webhook import WEBHOOK
 from manager.jobs.registry import JobKind, job_rbac
+from manager.jobs.workload_slices import is_elastic, slice_annotations
 
 
 def workloads(job: JSON) -> list[JSON]:
@@ -20,6 +21,12 @@ def workloads(job: JSON) -> list[JSON]:
     if min_par is not None:
         with contextlib.suppress(ValueError):  # Kueue ignores an unparsable value
             podset["minCount"] = int(min_par)
+    if is_elastic(job):
+        # A slice per generation: a scale-up makes a new one beside the running one.
+        name = workload_name("Job", "batch", meta["name"], str(meta.get("uid", "")),
+                             str(meta.get("generation") or 0))
+        return [owned_workload(job, name, [podset], controller=True,
+                               extra_annotations=slice_annotations(name))]
     name = workload_name("Job", "batch", meta["name"], str(meta.get("uid", "")))
     return [owned_workload(job, name, [podset], controller=True)]
 

@@ -36,6 +36,7 @@ from manager.jobs.lifecycle import (
     workload_template,
 )
 from manager.jobs.multikueue.adapter import SpecCopyAdapter
+from manager.jobs.workload_slices import is_elastic, pods_to_ungate
 
 PODSET = "main"
 # Labels the Job controller adds to a Job's selector and template: generated again by the
@@ -164,6 +165,18 @@ class BatchJobLifecycle(TopLevelOwner):
     def pods_ready(self, job: Mapping[str, Any]) -> bool:
         status = job.get("status") or {}
         return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= pods_count(job)
+
+    # -- ScalesBySlices ------------------------------------------------------------------------
+
+    def elastic(self, job: Mapping[str, Any]) -> bool:
+        return is_elastic(job)
+
+    def pods_selector(self, job: Mapping[str, Any]) -> str:
+        return f"batch.kubernetes.io/controller-uid={meta(job).get('uid')}"
+
+    def ungate(self, workload: Mapping[str, Any], pods: list[JSON]) -> list[Action]:
+        granted = _workload_count(workload) or 0
+        return [Replace(p) for p in pods_to_ungate(pods, granted)]
 
 
 LIFECYCLE = BatchJobLifecycle()

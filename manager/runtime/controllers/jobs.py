@@ -48,6 +48,7 @@ from manager.jobs.lifecycle import (
     JobLifecycle,
     RemovesFinalizers,
     Replace,
+    ScalesBySlices,
     StartConflict,
     WorkloadOwner,
     condition_true,
@@ -57,11 +58,13 @@ from manager.jobs.lifecycle import (
     prebuilt_workload_name,
 )
 from manager.jobs.registry import Registry
+from manager.jobs.workload_slices import REPLACED_MESSAGE, plan_slices
 
 log = logging.getLogger(__name__)
 
 FAILED_TO_START = "FailedToStart"
 NAMESPACE_RETRY_S = 1.0
+UNGATE_RETRY_S = 1.0
 
 
 def resource_of(lc: WorkloadOwner) -> ResourceRef:
@@ -259,15 +262,24 @@ class JobReconciler:
             return None
         finished = lc.finished(job) if isinstance(lc, JobLifecycle) else None
         deleting = bool(meta(job).get("deletionTimestamp"))
-        await self._sync_workloads(job, desired, create=finished is None and not deleting)
+        create = finished is None and not deleting
+        # An elastic job runs under one of its slices, which the slices' plan names.
+        sliced = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1
+        running_under = prebuilt
+        if sliced:
+            running_under = await self._sync_slices(job, desired[0], create)
+        else:
+            await self._sync_workloads(job, desired, create=create)
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
-            await self._run(lc, job, ns, finished, prebuilt)
+            await self._run(lc, job, ns, finished, running_under)
             if isinstance(lc, RemovesFinalizers):
-                workload = self.informers["Workload"].get(f"{ns}/{prebuilt or lc.workload_name(job)}")
+                workload = self.informers["Workload"].get(f"{ns}/{running_under or lc.workload_name(job)}")
                 done = workload is not None and condition_true(workload, keys.WorkloadCondition.FINISHED)
                 await self._apply(lc.finalize(job, done))
+            if sliced and isinstance(lc, ScalesBySlices) and running_under is not None:
+                return await self._ungate(lc, job, ns, running_under)
         return None
 
     def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
@@ -281,8 +293,10 @@ class JobReconciler:
         return sources[0].get(f"{ns}/{name}")
 
     async def _run(self, lc: JobLifecycle, job: JSON, ns: str, finished: Finished | None,
-                   prebuilt: str | None = None) -> None:
-        wl_key = f"{ns}/{prebuilt or lc.workload_name(job)}"
+                   workload_name: str | None = None) -> None:
+        """``workload_name``: the Workload it runs under when not the lifecycle's own name
+        (a prebuilt one, an elastic job's current slice)."""
+        wl_key = f"{ns}/{workload_name or lc.workload_name(job)}"
         # MultiKueue runs it in a worker: here it stays suspended, its status is the worker's.
         elsewhere = managed_by_multikueue(lc, job)
         workload = self.informers["Workload"].get(wl_key)
@@ -361,6 +375,38 @@ class JobReconciler:
             if surplus is not None:
                 log.info("deleting surplus Workload %s of %s %s", key, job.get("kind"), object_key(job))
                 await self._apply([Delete(surplus)])
+
+    async def _sync_slices(self, job: JSON, desired: JSON, create: bool) -> str:
+        """An elastic job's slices (``manager.jobs.workload_slices``): create, resize or
+        finish them as the plan says; returns the name of the slice the job runs under."""
+        informer = self.informers["Workload"]
+        uid = str(meta(job).get("uid") or "")
+        slices = [w for k in sorted(self._by_job_uid.get(uid, ())) if (w := informer.get(k)) is not None]
+        existing = [w for w in slices if not condition_true(w, keys.WorkloadCondition.FINISHED)]
+        plan = plan_slices(desired, existing)
+        if plan.create is not None and create:
+            await self._create_workload(job, plan.create)
+        for wl in plan.update:
+            m = wl["metadata"]
+            await self.client.replace(res.WORKLOADS.object_path(m["name"], m["namespace"]), wl)
+        for left in plan.finish:
+            self._finish(object_key(dict(left)), dict(left),
+                         Finished(keys.Reason.WORKLOAD_SLICE_REPLACED, REPLACED_MESSAGE))
+        return plan.current
+
+    async def _ungate(self, lc: ScalesBySlices, job: JSON, ns: str, name: str) -> float | None:
+        """Let the elastic job's pods start up to its admitted slice's count (Kueue's
+        ElasticJobUngater). Read from the API: the job's pods are not watched here."""
+        workload = self.informers["Workload"].get(f"{ns}/{name}")
+        if workload is None or not is_admitted(workload) or bool((job.get("spec") or {}).get("suspend")):
+            return None
+        reply = await self.client.get(res.PODS.collection_path(ns), {"labelSelector": lc.pods_selector(job)})
+        pods = [p for p in reply.get("items") or () if isinstance(p, dict)]
+        await self._apply(lc.ungate(workload, pods))
+        # Pods the job counts but the list did not show yet (it may lag a moment): look again.
+        live = sum(1 for p in pods if not meta(p).get("deletionTimestamp")
+                   and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
 
     async def _create_workload(self, job: JSON, wl: JSON) -> None:
         wl["metadata"].pop("creationTimestamp", None)
