@@ -248,6 +248,7 @@ class QueueingCore:
             held = old.key in self.holding.get(old.cluster_queue or "", ())
             if held and (prio, wl.uid) != (old.priority, old.wl.uid):
                 self._holders_changed(old.cluster_queue)
+            resized = old.wl.podsets != wl.podsets
             old.wl, old.priority = wl, prio
             old.shape = scheduling_shape(prio, wl.podsets)
             if old.holds_quota:
@@ -261,7 +262,8 @@ class QueueingCore:
             if flipped and old.status != FINISHED and not old.deactivation_unwritten:
                 self._set_active(old, wl.active)
             elif old.status == PENDING and not old.deactivated:
-                self._route(old)
+                # Kueue's PushOrUpdate: a changed spec may fit now, so it leaves the parked.
+                self._route(old, unpark=resized)
             return old
         # Rebuild a changed structure before the record exists: the rebuild routes every
         # pending record, and one about to be read as admitted must not be queued as well
@@ -503,8 +505,9 @@ class QueueingCore:
                 self._evict(rec, reason, requeue_now=True)
                 return
 
-    def _route(self, rec: WorkloadRecord) -> None:
-        """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not."""
+    def _route(self, rec: WorkloadRecord, unpark: bool = False) -> None:
+        """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not
+        (``unpark``: even if it waits among the inadmissible)."""
         self.changed.add(rec.key)
         wl = rec.wl
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -537,7 +540,7 @@ class QueueingCore:
         if target is not None:
             q = self._queue(target)
             skey = self._sort_key(rec)
-            if q.is_parked(rec.key):
+            if q.is_parked(rec.key) and not unpark:
                 q.park(rec.key, skey, self._shape(rec, target))
             else:
                 q.offer(rec.key, skey, self._shape(rec, target))

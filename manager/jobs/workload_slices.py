@@ -36,6 +36,10 @@ def is_elastic(obj: Mapping[str, Any]) -> bool:
     return (meta(obj).get("annotations") or {}).get(keys.ELASTIC_JOB) == "true"
 
 
+def is_replacement_slice(wl: Mapping[str, Any]) -> bool:
+    return bool((meta(wl).get("annotations") or {}).get(keys.WORKLOAD_SLICE_REPLACEMENT_FOR))
+
+
 def slice_annotations(name: str) -> dict[str, str]:
     """The annotations of a job's first slice (it names its own chain)."""
     return {keys.ELASTIC_JOB: "true", keys.WORKLOAD_SLICE_NAME: name}
@@ -107,7 +111,10 @@ def plan_slices(desired: JSON, existing: Iterable[Mapping[str, Any]]) -> SlicePl
     if set(want) == set(have) and all(want[n] <= have[n] for n in want):
         plan.update.append(_with_counts(head, want))  # scaled down: the quota shrinks in place
         return plan
+    # The head's pod sets at the new counts: the job's template now carries what starting
+    # it merged in, the head's copy is the template as submitted (what a restart restores).
     replacement = copy.deepcopy(desired)
+    replacement["spec"]["podSets"] = _with_counts(head, want)["spec"]["podSets"]
     annotations = replacement["metadata"].setdefault("annotations", {})
     origin = (meta(head).get("annotations") or {}).get(keys.WORKLOAD_SLICE_NAME) or meta(head).get("name")
     annotations.update({keys.ELASTIC_JOB: "true", keys.WORKLOAD_SLICE_NAME: str(origin),

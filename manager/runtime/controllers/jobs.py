@@ -58,7 +58,7 @@ from manager.jobs.lifecycle import (
     prebuilt_workload_name,
 )
 from manager.jobs.registry import Registry
-from manager.jobs.workload_slices import REPLACED_MESSAGE, plan_slices
+from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +335,10 @@ class JobReconciler:
                 self._kick()
             return
         if lc.is_active(job):
-            await self._apply(lc.stop(job))
+            # An elastic job's pending scale-up slice: the job runs on under the slice it
+            # replaces, its new pods gated until this one is admitted (Kueue keeps it too).
+            if not is_replacement_slice(workload):
+                await self._apply(lc.stop(job))
         else:
             await self._apply(lc.restore(job, workload))
 
@@ -401,7 +404,9 @@ class JobReconciler:
         if workload is None or not is_admitted(workload) or bool((job.get("spec") or {}).get("suspend")):
             return None
         reply = await self.client.get(res.PODS.collection_path(ns), {"labelSelector": lc.pods_selector(job)})
-        pods = [p for p in reply.get("items") or () if isinstance(p, dict)]
+        # A list's items carry no apiVersion/kind; the writes below need them.
+        items = reply.get("items") or ()
+        pods = [{"apiVersion": "v1", "kind": "Pod", **p} for p in items if isinstance(p, dict)]
         await self._apply(lc.ungate(workload, pods))
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
         live = sum(1 for p in pods if not meta(p).get("deletionTimestamp")

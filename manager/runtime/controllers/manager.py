@@ -537,7 +537,9 @@ class QueueManager:
             status = workload_status(rec, self.core.now, delayed_topology=delayed, unhealthy_nodes=unhealthy,
                                      tiered=self.core.config.tiered_reasons)
             if rec.status == FINISHED:
-                finished = self._finished.get(key) or SUCCEEDED
+                # The job's verdict, else the core's own (a replaced elastic slice), else done.
+                finished = self._finished.get(key) or (Finished(*rec.finished_as) if rec.finished_as
+                                                       else SUCCEEDED)
                 old = current.get("status") or {}
                 status = {**old, "conditions": _finished_conditions(old, finished, self.core.now)}
             elif rec.status == ADMITTED:

@@ -153,3 +153,17 @@ def test_a_replacement_may_preempt_others_for_its_increase() -> None:
     assert core.workloads["ns/low"].evictions == ["Preempted"], "the increase needs low's 2 CPUs"
     assert core.workloads["ns/first"].evictions == [] and core.workloads["ns/first"].status == FINISHED
     assert core.workloads["ns/second"].status == ADMITTED and _cpu(core) == 5
+
+
+def test_a_pending_slice_that_never_fit_is_judged_again_once_its_count_shrinks() -> None:
+    # Kueue's PushOrUpdate: a changed spec leaves the inadmissible workloads.
+    core = _core(nominal=5)
+    core.apply(_slice("first", 3))
+    core.run_until_idle()
+    core.apply(_slice("second", 10, replaces="first"))  # more than the ClusterQueue can ever hold
+    core.run_until_idle()
+    assert core.workloads["ns/second"].status == PENDING
+    core.apply(_slice("second", 4, replaces="first"))  # the job scaled back within quota
+    core.run_until_idle()
+    assert core.workloads["ns/second"].status == ADMITTED and _cpu(core) == 4
+    assert core.workloads["ns/first"].status == FINISHED
