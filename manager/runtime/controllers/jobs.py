@@ -312,6 +312,9 @@ class JobReconciler:
                 await self._apply(lc.stop(job))
             return
         rec = self.core.workloads.get(wl_key)
+        if rec is not None and rec.finished_as is not None and \
+                rec.finished_as[0] == keys.Reason.WORKLOAD_SLICE_REPLACED:
+            return  # the core admitted its replacement a moment ago: the job runs on under that
         if rec is not None and rec.stopping is not None:
             # Evicted: stop it, and give the quota back once none of its pods runs. What the
             # job reports is only believed once it is seen stopped: a job started a moment ago
