@@ -128,7 +128,8 @@ def gated(pod: Mapping[str, Any]) -> bool:
     return any(g.get("name") == keys.ELASTIC_JOB_GATE for g in gates)
 
 
-def _alive(pod: Mapping[str, Any]) -> bool:
+def is_live(pod: Mapping[str, Any]) -> bool:
+    """Not terminated and not being deleted: a pod that runs, or may."""
     return not meta(pod).get("deletionTimestamp") and \
         (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
@@ -136,7 +137,7 @@ def _alive(pod: Mapping[str, Any]) -> bool:
 def pods_to_ungate(pods: Iterable[Mapping[str, Any]], granted: int) -> list[JSON]:
     """Kueue's ElasticJobUngater for one pod set: the gated pods (lowest names first) that
     may start, written without the gate, so that at most ``granted`` live pods run."""
-    live = [p for p in pods if _alive(p)]
+    live = [p for p in pods if is_live(p)]
     room = granted - sum(1 for p in live if not gated(p))
     out: list[JSON] = []
     for pod in sorted((p for p in live if gated(p)), key=lambda p: str(meta(p).get("name"))):

@@ -221,8 +221,12 @@ def submission_workloads(obj: JSON, listing: ClusterListing, policy: AdmissionPo
         wl = {**obj, "status": {}}
         return Submitted(ref, "", (f"{namespace}/{name}",)), [wl]
     kind = kind_of(obj)
-    if kind is None or kind.to_workloads is None:
+    if kind is None:
         raise SubmissionError(f"{ref}: not a job kind pykueue runs ({obj.get('apiVersion')} {kind_name})")
+    if kind.to_workloads is None:
+        # Pods: their Workload comes from their whole group (or their LWS), not one manifest.
+        raise SubmissionError(f"{ref}: pykueue cannot predict a {kind_name} on its own yet "
+                              f"({obj.get('apiVersion')} {kind_name})")
     if not kind.enabled(policy):
         raise SubmissionError(f"{ref}: the {kind.name} integration is not enabled")
     facts = index.facts(obj, namespace, policy)

@@ -58,6 +58,16 @@ def queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
     return cq
 
 
+def remove_queues(dev_cluster: DevCluster, namespace: str, cq: str, *others: tuple[str, str]) -> None:
+    """Delete, without waiting, the namespace's Jobs, its LocalQueue ``lq``, the ClusterQueue
+    ``cq`` and the (kind, name) ``others``."""
+    dev_cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=false", check=False)
+    dev_cluster.kubectl("delete", "localqueue.kueue.x-k8s.io", "lq", "-n", namespace, "--wait=false",
+                        check=False)
+    for kind, name in (("clusterqueues.kueue.x-k8s.io", cq), *others):
+        dev_cluster.kubectl("delete", kind, name, "--wait=false", check=False)
+
+
 def workloads_owned_by(dev_cluster: DevCluster, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
     return [
         wl

@@ -20,7 +20,7 @@ import pytest
 from api import keys
 
 from .conftest import DevCluster, wait_until
-from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition, workloads_owned_by
+from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition, remove_queues, workloads_owned_by
 
 pytestmark = pytest.mark.e2e
 
@@ -47,11 +47,7 @@ def checked_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
     try:
         yield check
     finally:
-        dev_cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=false", check=False)
-        dev_cluster.kubectl("delete", "localqueue.kueue.x-k8s.io", "lq", "-n", namespace, "--wait=false",
-                            check=False)
-        for kind, name in (("clusterqueues.kueue.x-k8s.io", cq), ("admissionchecks.kueue.x-k8s.io", check)):
-            dev_cluster.kubectl("delete", kind, name, "--wait=false", check=False)
+        remove_queues(dev_cluster, namespace, cq, ("admissionchecks.kueue.x-k8s.io", check))
 
 
 def mark_check_active(dev_cluster: DevCluster, check: str) -> None:

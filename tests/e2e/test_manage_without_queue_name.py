@@ -1,16 +1,17 @@
-"""manageJobsWithoutQueueName on a selected namespace, with a second manager's Configuration.
+"""manageJobsWithoutQueueName on a selected namespace, with a Configuration of the test's own.
 
-The dev cluster's pykueue runs without manageJobsWithoutQueueName and holds the Lease. A
-second ``pykueue manager`` started here with manageJobsWithoutQueueName and a
-managedJobsNamespaceSelector matching one label stays a standby (it never schedules) but
-reconciles jobs on every replica, so the Workloads it creates for queue-less jobs are its
-own doing, while the leader schedules them. Objects are created already suspended/gated:
-the admission webhook's part is not under test here.
+As in Kueue, only the leader reconciles jobs. So the dev cluster's pykueue is stopped for
+the test (SIGTERM: it releases its Lease) and replaced by a ``pykueue run`` with the same
+flags (the webhook keeps its registered address) whose Configuration adds
+manageJobsWithoutQueueName and a managedJobsNamespaceSelector matching one label; it takes
+the Lease, and the Workloads of queue-less jobs are its doing. Afterwards ``dev up`` starts
+the dev cluster's pykueue again. Objects are created already suspended/gated: the admission
+webhook's part is not under test here.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import subprocess
 import sys
 import uuid
@@ -19,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from api import keys
-from devcluster.addons import PYKUEUE_NAMESPACE
-from devcluster.ports import free_ports
+from devcluster import cluster, processes
 
 from .conftest import REPO, DevCluster, wait_until
 from .jobs_common import condition, queues, workloads_owned_by
@@ -40,45 +41,33 @@ def selector_value() -> str:
 
 
 @pytest.fixture
-def standby(dev_cluster: DevCluster, tmp_path: Path, selector_value: str) -> Iterator[None]:
-    config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": PYKUEUE_NAMESPACE,
-        "manageJobsWithoutQueueName": True,
-        "managedJobsNamespaceSelector": {"matchLabels": {SELECT_LABEL: selector_value}},
-        "integrations": {"frameworks": ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]},
-    }
+def mjwqn_leader(dev_cluster: DevCluster, tmp_path: Path, selector_value: str) -> Iterator[None]:
+    """The dev pykueue swapped for one managing queue-less jobs in selected namespaces."""
+    state = cluster.current_state()
+    record = state.record("pykueue") if state is not None else None
+    if record is None or not processes.is_running(record):
+        pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
+    argv = [sys.executable, *record.argv[1:]]
+    flags = dict(itertools.pairwise(argv))
+    config = yaml.safe_load(Path(flags["--config"]).read_text())
+    config["manageJobsWithoutQueueName"] = True
+    config["managedJobsNamespaceSelector"] = {"matchLabels": {SELECT_LABEL: selector_value}}
     config_path = tmp_path / "config.yaml"
-    config_path.write_text(json.dumps(config))
-    metrics_port, health_port = free_ports(2)
-    log_path = tmp_path / "standby.log"
+    config_path.write_text(yaml.safe_dump(config))
+    argv[argv.index("--config") + 1] = str(config_path)
+    processes.stop(record)
+    log_path = tmp_path / "manager.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pykueue",
-                "manager",
-                "--kubeconfig",
-                str(dev_cluster.kubeconfig),
-                "--config",
-                str(config_path),
-                "--metrics-bind-address",
-                f"127.0.0.1:{metrics_port}",
-                "--health-probe-bind-address",
-                f"127.0.0.1:{health_port}",
-            ],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait_ready(proc, f"http://127.0.0.1:{health_port}/readyz", log_path)
+        _wait_ready(proc, f"http://{flags['--health-probe-bind-address']}/readyz", log_path)
+        wait_until("the test's manager to lead", lambda: "became leader" in log_path.read_text(), 60.0)
         yield
     finally:
         code = _stop(proc)
         print(log_path.read_text()[-4000:], file=sys.stderr)
+        result = dev_cluster.dev("up")
+        assert result.returncode == 0, f"dev up did not restore pykueue: {result.stderr[-2000:]}"
     assert code == 0
 
 
@@ -103,7 +92,7 @@ def _job(namespace: str, name: str) -> dict[str, Any]:
 
 
 def test_queue_less_jobs_in_selected_namespaces_wait_until_given_a_queue(
-    dev_cluster: DevCluster, namespace: str, selector_value: str, standby: None
+    dev_cluster: DevCluster, namespace: str, selector_value: str, mjwqn_leader: None
 ) -> None:
     dev_cluster.kubectl("label", "namespace", namespace, f"{SELECT_LABEL}={selector_value}")
     other = dev_cluster.namespace()
@@ -143,7 +132,7 @@ def test_queue_less_jobs_in_selected_namespaces_wait_until_given_a_queue(
 
 
 def test_queue_less_lws_gets_group_workloads_and_its_pods_stay_gated(
-    dev_cluster: DevCluster, namespace: str, selector_value: str, standby: None
+    dev_cluster: DevCluster, namespace: str, selector_value: str, mjwqn_leader: None
 ) -> None:
     """Kueue v0.12's fix (#4808): one Workload per group, none per pod, no pod starts."""
     dev_cluster.kubectl("label", "namespace", namespace, f"{SELECT_LABEL}={selector_value}")

@@ -20,7 +20,7 @@ import pytest
 from api import keys
 
 from .conftest import DevCluster, wait_until
-from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition, workloads_owned_by
+from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition, remove_queues, workloads_owned_by
 from .test_admission_checks import mark_check_active
 
 pytestmark = pytest.mark.e2e
@@ -55,10 +55,7 @@ def cluster_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
     try:
         yield cq
     finally:
-        dev_cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=false", check=False)
-        dev_cluster.kubectl("delete", "localqueue.kueue.x-k8s.io", "lq", "-n", namespace, "--wait=false",
-                            check=False)
-        dev_cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", cq, "--wait=false", check=False)
+        remove_queues(dev_cluster, namespace, cq)
         dev_cluster.kubectl("delete", "-f", str(SAMPLE), "--ignore-not-found", "--wait=false", check=False)
 
 

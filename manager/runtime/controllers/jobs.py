@@ -58,7 +58,7 @@ from manager.jobs.lifecycle import (
     prebuilt_workload_name,
 )
 from manager.jobs.registry import Registry
-from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
+from manager.jobs.workload_slices import REPLACED_MESSAGE, is_live, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
 
@@ -264,9 +264,10 @@ class JobReconciler:
         deleting = bool(meta(job).get("deletionTimestamp"))
         create = finished is None and not deleting
         # An elastic job runs under one of its slices, which the slices' plan names.
-        sliced = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1
+        elastic = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1
+        scaler = lc if elastic and isinstance(lc, ScalesBySlices) else None
         running_under = prebuilt
-        if sliced:
+        if scaler is not None:
             running_under = await self._sync_slices(job, desired[0], create)
         else:
             await self._sync_workloads(job, desired, create=create)
@@ -278,8 +279,8 @@ class JobReconciler:
                 workload = self.informers["Workload"].get(f"{ns}/{running_under or lc.workload_name(job)}")
                 done = workload is not None and condition_true(workload, keys.WorkloadCondition.FINISHED)
                 await self._apply(lc.finalize(job, done))
-            if sliced and isinstance(lc, ScalesBySlices) and running_under is not None:
-                return await self._ungate(lc, job, ns, running_under)
+            if scaler is not None and running_under is not None:
+                return await self._ungate(scaler, job, ns, running_under)
         return None
 
     def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
@@ -412,8 +413,7 @@ class JobReconciler:
         pods = [{"apiVersion": "v1", "kind": "Pod", **p} for p in items if isinstance(p, dict)]
         await self._apply(lc.ungate(workload, pods))
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
-        live = sum(1 for p in pods if not meta(p).get("deletionTimestamp")
-                   and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+        live = sum(1 for p in pods if is_live(p))
         return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
 
     async def _create_workload(self, job: JSON, wl: JSON) -> None:

@@ -296,7 +296,6 @@ class QueueManager:
         for informer in self.informers.values():
             informer.start()
         self.topology.start()
-        self.jobs.start()
 
     async def wait_synced(self, timeout_s: float | None = None) -> None:
         await asyncio.gather(*(i.wait_synced(timeout_s) for i in self.informers.values()),
@@ -316,6 +315,10 @@ class QueueManager:
         await self.wait_synced()
         with contextlib.suppress(RuntimeError):  # already started in an earlier term as leader
             self.status_writes.start()
+        # Jobs are reconciled only by the leader and only once every informer synced: before
+        # that a running Job whose Workload was not listed yet looks like one to suspend.
+        with contextlib.suppress(RuntimeError):
+            self.jobs.start()
         log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
                  len(self.core.cq_defs))
         # Every admitted workload's topology usage is known now: placement may start.

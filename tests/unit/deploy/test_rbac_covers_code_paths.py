@@ -15,6 +15,7 @@ import yaml
 
 from kube.resources import ResourceRef
 from manager.jobs import integrations, registry
+from manager.jobs.lifecycle import ScalesBySlices
 from manager.runtime.controllers import manager, topology
 from manager.runtime.controllers.jobs import resource_of
 from manager.runtime.controllers.multikueue import controller as multikueue
@@ -60,6 +61,10 @@ def _needed() -> dict[Rule, str]:
             needed[(group, plural, verb)] = "an informer"
     for ref in server.FACT_KINDS:  # the webhook GETs a fact while its informer has not synced
         needed[(ref.group, ref.plural, "get")] = "a webhook fact lookup"
+    if any(isinstance(k.lifecycle, ScalesBySlices) for k in registry.kinds()):
+        # The elastic-job ungater lists a job's pods, then writes them without their gate.
+        needed[("", "pods", "list")] = "the elastic-job ungater"
+        needed[("", "pods", "update")] = "the elastic-job ungater"
     return needed
 
 
