@@ -54,7 +54,17 @@ from .preemption import ClassicalPreemption
 from .queue_activity import ACTIVE, ActiveCondition, Inactivity, cluster_queue_inactivity
 from .queues import PendingQueue, SortKey, scheduling_shape, sort_key
 from .quota import QuotaNode, Usage, compute_subtree
-from .reasons import ROUTING, Pending, PendingReason, Preemption
+from .reasons import (
+    ROUTING,
+    SCHEDULER,
+    TAS_NODE_CONTROLLER,
+    WORKLOAD_CONTROLLER,
+    EvictionNote,
+    Pending,
+    PendingReason,
+    Preemption,
+    checks_message,
+)
 from .resources import transform_requests
 from .snapshot import Snapshot
 from .tiers import tier_of
@@ -291,6 +301,9 @@ class QueueingCore:
             self._ensure()
             evicted = str((conds.get("Evicted") or {}).get("reason") or "Evicted") \
                 if true("Evicted") else None
+            if evicted is not None:  # its wording as stored: another process chose it
+                rec.eviction_note = EvictionNote(str((conds.get("Evicted") or {}).get("message") or ""),
+                                                 WORKLOAD_CONTROLLER)
             self._take_admitted(rec, admission, status, admitted=true("Admitted"),
                                 pods_ready=true("PodsReady"), evicted=evicted)
             return rec
@@ -376,7 +389,7 @@ class QueueingCore:
         if self.tas is not None:
             self.tas.adopt(rec.key, rec.wl, rec.assignment, self.flavors)
         if evicted is not None:
-            self._evict(rec, evicted, requeue_now=True)
+            self._evict(rec, evicted, requeue_now=True, note=rec.eviction_note)
             return
         # Kueue drains a stopped queue also of what was admitted before it was read.
         self._drain_if_stopped(rec)
@@ -686,10 +699,12 @@ class QueueingCore:
         self.holding_versions[cq_name or ""] = next(self._holding_version)
 
     def _evict(self, rec: WorkloadRecord, reason: str, requeue_now: bool = False,
-               backoff: float | None = None, deactivate: bool = False) -> None:
+               backoff: float | None = None, deactivate: bool = False,
+               note: EvictionNote | None = None) -> None:
         """Evict a workload holding quota. With ``hold_quota_until_stopped`` it keeps its
         quota (Evicted while QuotaReserved) until :meth:`job_stopped`; a second eviction
-        meanwhile changes nothing but may turn it into a deactivation."""
+        meanwhile changes nothing but may turn it into a deactivation. ``note``: Kueue's
+        wording of it, when the caller knows more than the reason (see ``eviction_note``)."""
         if rec.stopping is not None:
             if deactivate:
                 rec.stopping = replace(rec.stopping, deactivated_by=reason)
@@ -697,6 +712,7 @@ class QueueingCore:
         self.changed.add(rec.key)
         rec.generation += 1
         rec.evictions.append(reason)
+        rec.eviction_note = note or eviction_note(rec, reason)
         # A backoff runs from the eviction, however long the job takes to stop.
         backoff_until = None if backoff is None or backoff <= 0 or requeue_now else self.now + backoff
         stop = Stopping(reason, backoff_until, reason if deactivate else None)
@@ -980,13 +996,14 @@ class QueueingCore:
                 continue
             if rec.stopping is not None:
                 continue  # its pods are going: nothing to place or replace
-            outcome, _ = self.tas.second_pass(rec, self.cq_defs, self.flavors)
+            outcome, message = self.tas.second_pass(rec, self.cq_defs, self.flavors)
             if outcome:
                 self.changed.add(key)
             if outcome == "Admit":
                 self._admit(rec)
-            elif outcome == "Evict":
-                self._evict(rec, "NodeFailures", requeue_now=True)
+            elif outcome == "Evict":  # Kueue's scheduler: no replacement for a failed node
+                self._evict(rec, "NodeFailures", requeue_now=True,
+                            note=EvictionNote(message, SCHEDULER) if message else None)
 
     def adopt_topology(self, obj: dict[str, Any]) -> bool:
         """Another writer (the extender, replacing a failed node at bind time) rewrote the
@@ -1008,12 +1025,13 @@ class QueueingCore:
         self.tas.adopt(key, replace(rec.wl, source=obj), rec.assignment, self.flavors)
         return True
 
-    def evict(self, key: str, reason: str) -> bool:
-        """Evict a workload holding quota and requeue it now (e.g. NodeFailures)."""
+    def evict(self, key: str, reason: str, note: EvictionNote | None = None) -> bool:
+        """Evict a workload holding quota and requeue it now (e.g. NodeFailures); ``note``:
+        how Kueue words it, if the caller knows (the failed nodes)."""
         rec = self.workloads.get(key)
         if rec is None or not rec.holds_quota or rec.stopping is not None:
             return False
-        self._evict(rec, reason, requeue_now=True)
+        self._evict(rec, reason, requeue_now=True, note=note)
         return True
 
     def requeue_inadmissible(self) -> None:
@@ -1101,7 +1119,8 @@ class QueueingCore:
                             keys.JOB_UID) or ""
                         victim.preemption = Preemption(reason, rec.wl.uid, job_uid,
                                                        self._path(rec.cluster_queue),
-                                                       self._path(victim.cluster_queue))
+                                                       self._path(victim.cluster_queue), rec.key,
+                                                       rec.priority, victim.priority)
                         self._evict(victim, "Preempted", requeue_now=True)
                         progress = True
             elif not d.immediate:
@@ -1319,6 +1338,35 @@ class QueueingCore:
         self._ensure()
         node = self.nodes.get(cq)
         return dict(self.usage.of(node)) if node is not None else {}
+
+
+def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
+    """Kueue's wording of an eviction for ``reason``, from what the record says at that moment
+    (the checks in Retry or Rejected state, the preemption): written as the Evicted
+    condition's message and recorded as its event's note."""
+    if reason == keys.Reason.PREEMPTED and rec.preemption is not None:
+        return EvictionNote(rec.preemption.message(), SCHEDULER)
+    if reason == keys.Reason.PODS_READY_TIMEOUT:
+        return EvictionNote(f"Exceeded the PodsReady timeout {rec.key}", WORKLOAD_CONTROLLER)
+    if reason == keys.Reason.LOCAL_QUEUE_STOPPED:
+        return EvictionNote("The LocalQueue is stopped", WORKLOAD_CONTROLLER)
+    if reason == keys.Reason.CLUSTER_QUEUE_STOPPED:
+        return EvictionNote("The ClusterQueue is stopped", WORKLOAD_CONTROLLER)
+    if reason == keys.Reason.ADMISSION_CHECK:
+        retry = [n for n, state in rec.checks.items() if state == "Retry"]
+        return EvictionNote(f"Evicted due to {checks_message(retry, 'Retry')}", WORKLOAD_CONTROLLER)
+    deactivated = "The workload is deactivated"
+    if reason == "InactiveWorkload":  # spec.active set false by the user
+        return EvictionNote(deactivated, WORKLOAD_CONTROLLER)
+    detail = ""
+    if reason == keys.Reason.DEACTIVATED_DUE_TO_ADMISSION_CHECK:
+        detail = checks_message([n for n, state in rec.checks.items() if state == "Rejected"], "Rejected")
+    elif reason == keys.Reason.DEACTIVATED_DUE_TO_REQUEUING_LIMIT_EXCEEDED:
+        detail = "exceeding the maximum number of re-queuing retries"
+    if detail:
+        return EvictionNote(f"{deactivated} due to {detail}", WORKLOAD_CONTROLLER, detail)
+    reporter = TAS_NODE_CONTROLLER if reason == keys.Reason.NODE_FAILURES else WORKLOAD_CONTROLLER
+    return EvictionNote(f"Evicted: {reason}", reporter)
 
 
 def creation_time(obj: dict[str, Any]) -> float | None:

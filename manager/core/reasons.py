@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Final
 
 from api.quantity import resource_quantity
 
@@ -239,12 +240,63 @@ class Preemption:
     preemptor_job_uid: str
     preemptor_path: str  # "/root-cohort/.../cq", as Kueue names queues in this message
     preemptee_path: str
+    # The preemptor's key ("ns/name") and both priorities when it happened: Kueue's Preempted
+    # and PreemptedWorkload events name them (no priority boost here: effective = base).
+    preemptor: str = ""
+    preemptor_priority: int = 0
+    preemptee_priority: int = 0
 
     def message(self) -> str:
-        return (f"Preempted to accommodate a workload (UID: {self.preemptor_uid}, JobUID: "
+        return (f"Preempted to accommodate a workload (UID: {self.preemptor_uid or 'UNKNOWN'}, JobUID: "
                 f"{self.preemptor_job_uid or 'UNKNOWN'}) due to "
                 f"{PREEMPTION_WORDING.get(self.reason, 'UNKNOWN')}; preemptor path: {self.preemptor_path}; "
                 f"preemptee path: {self.preemptee_path}")
+
+    def priorities(self) -> str:
+        """Kueue's suffix of both preemption events."""
+        mine, theirs = self.preemptor_priority, self.preemptee_priority
+        return (f"; preemptor effective priority: {mine} (base: {mine}, boost: 0); "
+                f"preemptee effective priority: {theirs} (base: {theirs}, boost: 0)")
+
+
+# Kueue's components as its events name them (reportingController): its scheduler, its
+# workload controller and its TAS node controller.
+SCHEDULER: Final = "kueue-admission"
+WORKLOAD_CONTROLLER: Final = "kueue-workload-controller"
+TAS_NODE_CONTROLLER: Final = "tas-resource-flavor-controller"
+
+
+@dataclass(frozen=True)
+class EvictionNote:
+    """How Kueue words an eviction and which of its components evicts: the Evicted
+    condition's message (its event's note too), the event's reporting controller, and for a
+    deactivation by Kueue the DeactivationTarget message it gives as the cause."""
+
+    message: str
+    reporter: str
+    deactivation_detail: str = ""
+
+
+# The pending kinds a scheduling cycle decides. Kueue's scheduler records a Pending event
+# (Warning) for each such verdict it writes; reasons found while routing (a missing or
+# stopped queue), backoffs and bypassed evaluations are the workload controller's, which
+# records none, and a preemptor waiting for its victims is not told at all.
+SCHEDULER_VERDICTS = frozenset({Pending.NO_FIT, Pending.NO_CANDIDATES, Pending.OVERLAPPING_TARGETS,
+                                Pending.NO_LONGER_FITS, Pending.TOPOLOGY_RESERVATION,
+                                Pending.NAMESPACE_MISMATCH, Pending.INVALID_RESOURCES,
+                                Pending.CLUSTER_QUEUE_GONE})
+
+
+def checks_message(names: list[str], state: str) -> str:
+    """Kueue's buildAdmissionChecksMessage, for checks without a message of their own."""
+    noun = "AdmissionChecks" if len(names) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: " + "; ".join(f'"{n}"' for n in sorted(names))
+
+
+def multiple_node_failures_message(nodes: list[str]) -> str:
+    """Kueue's TAS node controller, evicting a workload a second assigned node of which failed."""
+    return "Workload eviction triggered due to multiple TAS assigned node failures, including: " + \
+        ", ".join(nodes)
 
 
 def _q(resource: str, value: int) -> str:

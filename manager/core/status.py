@@ -56,7 +56,9 @@ def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]
     preempted = last == Reason.PREEMPTED and bool(rec.preemption_reasons)
     why = rec.preemption_reasons[-1] if preempted else ""
     stopped = _STOPPED.get(last)
-    if stopped is not None:
+    if rec.eviction_note is not None and rec.eviction_note.message:
+        message = rec.eviction_note.message  # Kueue's wording, chosen when it was evicted
+    elif stopped is not None:
         message = stopped[0]
     elif not preempted:
         message = f"Evicted: {last}"

@@ -33,6 +33,7 @@ from api import keys
 
 from .assignment import Assignment, Entry, PodSetAssignment
 from .objects import ClusterQueueDef, Flavor, WorkloadDef
+from .reasons import TAS_NODE_CONTROLLER, EvictionNote, multiple_node_failures_message
 from .snapshot import Snapshot
 from .tas import (
     NOT_SYNCED_REASON,
@@ -635,6 +636,12 @@ class TasPlacer:
             elif name not in marked:
                 marked.append(name)
         return evict
+
+    def failure_note(self, key: str, lost: str) -> EvictionNote:
+        """How Kueue's node controller words the eviction :meth:`fail_node` asked for: the
+        workload's nodes marked unhealthy before, then ``lost``."""
+        nodes = [*self._unhealthy.get(key, ()), lost]
+        return EvictionNote(multiple_node_failures_message(nodes), TAS_NODE_CONTROLLER)
 
     def second_pass_keys(self) -> list[str]:
         keys_ = set(self._unhealthy) | {k for k in self._delayed if self.holds_admission(k)}

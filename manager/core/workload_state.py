@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .assignment import Assignment
 from .objects import FR, WorkloadDef
-from .reasons import PendingReason, Preemption
+from .reasons import EvictionNote, PendingReason, Preemption
 
 PENDING = "Pending"
 QUOTA_RESERVED = "QuotaReserved"
@@ -58,6 +58,7 @@ class WorkloadRecord:
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
     preemption: Preemption | None = None  # the cause of the latest Preempted eviction
+    eviction_note: EvictionNote | None = None  # how Kueue words the latest eviction
     # Evicted, with quota still held until its job has stopped (Kueue's Evicted=True while
     # QuotaReserved=True); None otherwise.
     stopping: Stopping | None = None

@@ -145,6 +145,11 @@ class GroupedObjects(Protocol):
 
     def assemble(self, namespace: str, name: str, members: list[JSON]) -> JSON: ...
 
+    def representative(self, group: Mapping[str, Any]) -> JSON | None:
+        """The member object that stands for the group where Kueue names one object (the
+        events about the group's Workload: Kueue's first pod of the group); None if empty."""
+        ...
+
 
 @runtime_checkable
 class AdoptsPods(Protocol):

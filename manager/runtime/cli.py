@@ -28,8 +28,9 @@ from kube.client import connect
 from kube.config_file import load_config
 from kube.endpoints import HealthChecks, build_app, start_site
 from kube.event_loop import run_main
+from kube.events import OVERALL, EventRecorder, client_transport
 from kube.leader import LeaderElector
-from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from kube.startup import check_kubeconfig, exit_code, starting
 from manager.core.config import config_from
 from manager.runtime.controllers.manager import QueueManager
@@ -140,7 +141,10 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
     with starting("loading the kubeconfig"):
         client = await connect(settings.kubeconfig, qps=qps, burst=burst)
     metrics = KueueMetrics(ReplicaRole.FOLLOWER if settings.leader_elect else ReplicaRole.STANDALONE)
-    manager = QueueManager(client, core_config, job_config=settings.config, metrics=metrics)
+    # Events go out on the same connections with a request budget of their own, as Kueue's
+    # event broadcaster has its own client: they never wait for, nor delay, an admission.
+    events = EventRecorder(client_transport(client.sharing_pool(TokenBucket(OVERALL[1], OVERALL[0]))))
+    manager = QueueManager(client, core_config, job_config=settings.config, metrics=metrics, events=events)
     health = HealthChecks()
     health.add_liveness("ping", lambda: True)
     health.add_readiness("informers", lambda: all(i.has_synced for i in manager.informers.values()))
@@ -193,6 +197,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         # One line a benchmark (or an operator) can read: what this run cost kube-apiserver.
         log.info("shutting down: %s", client.request_summary())
         await manager.stop()
+        log.info("events: %s", events.summary())  # after stop: those sent on the way out too
         for stopper in stoppers:
             await stopper()
         for runner in runners:

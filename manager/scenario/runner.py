@@ -200,7 +200,7 @@ class Simulation:
             (o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == name)
             or (o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == name))]
         for key in self.tas.fail_node(name):
-            self.core.evict(key, "NodeFailures")
+            self.core.evict(key, "NodeFailures", self.tas.failure_note(key, name))
 
     def _delete(self, arg: Any) -> None:
         if not isinstance(arg, dict) or not arg.get("kind") or not arg.get("name"):

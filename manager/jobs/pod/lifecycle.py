@@ -133,6 +133,10 @@ class PodGroupLifecycle:
         return {"apiVersion": "v1", "kind": GROUP_KIND, "metadata": {"name": name, "namespace": namespace},
                 "pods": sorted(members, key=lambda p: str(meta(p).get("name")))}
 
+    def representative(self, group: Mapping[str, Any]) -> JSON | None:
+        members = pods(group)
+        return dict(members[0]) if members else None
+
     # -- WorkloadOwner -------------------------------------------------------------------------
 
     def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,

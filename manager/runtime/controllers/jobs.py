@@ -13,6 +13,10 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
    start with the admission's podset infos; admitted -> pods ready; not admitted and active
    -> stop; not admitted and stopped -> restore the original templates.
 
+Each action that Kueue's job reconciler reports is followed by its Event (``CreatedWorkload``,
+``Started``, ``Stopped``, ``FinishedWorkload``, ``DeletedWorkload``, ``UpdatedAdmissionCheck``; see
+``manager.jobs.events``), handed to the recorder without waiting.
+
 Pod groups (capability ``GroupedObjects``) are keyed by group name; an index from group to
 member pods, kept by the pod informer's handler, assembles the group for the lifecycle.
 
@@ -28,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from api import keys
+from api.events import DiscardEvents, EventRecord, EventSink
 from api.wire import JSON, meta
 from kube import resources as res
 from kube.client import ApiError, KubeClient
@@ -36,7 +41,8 @@ from kube.resources import ResourceRef, object_key
 from kube.workqueue import QueueTiming, WorkQueue
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
-from manager.core.workload_state import ADMITTED
+from manager.core.workload_state import ADMITTED, FINISHED
+from manager.jobs import events as job_events
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import (
     Action,
@@ -77,8 +83,10 @@ class JobReconciler:
 
     def __init__(self, client: KubeClient, core: QueueingCore, informers: dict[str, Informer],
                  registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
-                 finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None) -> None:
+                 finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None,
+                 events: EventSink | None = None) -> None:
         self.client = client
+        self.events: EventSink = events if events is not None else DiscardEvents()
         self.core = core
         self.informers = informers
         self.registry = registry
@@ -268,9 +276,9 @@ class JobReconciler:
         scaler = lc if elastic and isinstance(lc, ScalesBySlices) else None
         running_under = prebuilt
         if scaler is not None:
-            running_under = await self._sync_slices(job, desired[0], create)
+            running_under = await self._sync_slices(lc, job, desired[0], create)
         else:
-            await self._sync_workloads(job, desired, create=create)
+            await self._sync_workloads(lc, job, desired, create=create)
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
@@ -303,10 +311,12 @@ class JobReconciler:
         workload = self.informers["Workload"].get(wl_key)
         if workload is None:
             if finished is None and lc.is_active(job):
-                await self._apply(lc.stop(job))  # nothing may run without its Workload
+                await self._stop(lc, job, job_events.MISSING_WORKLOAD)  # nothing may run without its Workload
             return
         if finished is not None:
-            self._finish(wl_key, workload, finished)
+            subject = self._subject(lc, job)
+            if self._finish(wl_key, workload, finished) and subject is not None:
+                self.events.record(job_events.finished_workload(lc.integration, subject, wl_key))
             return
         if condition_true(workload, keys.WorkloadCondition.FINISHED):
             if lc.is_active(job):
@@ -321,7 +331,8 @@ class JobReconciler:
             # job reports is only believed once it is seen stopped: a job started a moment ago
             # may not count its pods yet (the update of the stop brings it back here).
             if lc.is_active(job):
-                await self._apply(lc.stop(job))
+                decided = rec.eviction_note.message if rec.eviction_note is not None else ""
+                await self._stop(lc, job, job_events.eviction_message(workload, decided))
             elif (elsewhere or not lc.still_running(job)) and self.core.job_stopped(wl_key):
                 self._kick()  # (the MultiKueue controller removes the worker's copy)
             return
@@ -334,6 +345,7 @@ class JobReconciler:
                     self._finish(wl_key, workload, Finished(FAILED_TO_START, str(exc)))
                     return
                 await self._apply(actions)
+                self._record(job_events.started(lc.integration, actions, workload))
             if rec is not None and rec.status == ADMITTED and not rec.pods_ready and lc.pods_ready(job):
                 self.core.set_pods_ready(wl_key)
                 self._kick()
@@ -342,21 +354,44 @@ class JobReconciler:
             # An elastic job's pending scale-up slice: the job runs on under the slice it
             # replaces, its new pods gated until this one is admitted (Kueue keeps it too).
             if not is_replacement_slice(workload):
-                await self._apply(lc.stop(job))
+                await self._stop(lc, job, job_events.NOT_ADMITTED)
         else:
             await self._apply(lc.restore(job, workload))
+            if condition_true(workload, keys.WorkloadCondition.QUOTA_RESERVED) and \
+                    not isinstance(lc, GroupedObjects):  # (Kueue tells each pod of a group; not here)
+                update = job_events.admission_check_update(lc.integration, job, workload)
+                if update is not None:
+                    self.events.record(update)
 
-    def _finish(self, wl_key: str, workload: JSON, finished: Finished) -> None:
+    async def _stop(self, lc: JobLifecycle, job: JSON, why: str) -> None:
+        actions = lc.stop(job)
+        await self._apply(actions)
+        self._record(job_events.stopped(lc.integration, actions, why))
+
+    def _record(self, events: list[EventRecord]) -> None:
+        for event in events:
+            self.events.record(event)
+
+    def _subject(self, lc: WorkloadOwner, job: JSON) -> JSON | None:
+        """The object events about the job's Workload regard: the job, or for a group of
+        objects the member that stands for it."""
+        return lc.representative(job) if isinstance(lc, GroupedObjects) else job
+
+    def _finish(self, wl_key: str, workload: JSON, finished: Finished) -> bool:
+        """Declare the Workload finished; True when that is news to the core."""
         if condition_true(workload, keys.WorkloadCondition.FINISHED):
-            return
+            return False
         self._finished[wl_key] = finished
+        rec = self.core.workloads.get(wl_key)
+        news = rec is not None and rec.status != FINISHED
         if self.core.finish(wl_key):
             self._kick()
+        return news
 
     def _flavors(self) -> dict[str, Mapping[str, Any]]:
         return {str(o["metadata"]["name"]): o for o in self.informers["ResourceFlavor"].items()}
 
-    async def _sync_workloads(self, job: JSON, desired: list[JSON], create: bool) -> None:
+    async def _sync_workloads(self, lc: WorkloadOwner, job: JSON, desired: list[JSON], create: bool) -> None:
         informer = self.informers["Workload"]
         wanted: set[str] = set()
         for wl in desired:
@@ -365,7 +400,7 @@ class JobReconciler:
             current = informer.get(key)
             if current is None:
                 if create:
-                    await self._create_workload(job, wl)
+                    await self._create_workload(lc, job, wl)
                 continue
             queue = (wl.get("spec") or {}).get("queueName") or ""
             held = bool((current.get("status") or {}).get("admission"))
@@ -382,8 +417,11 @@ class JobReconciler:
             if surplus is not None:
                 log.info("deleting surplus Workload %s of %s %s", key, job.get("kind"), object_key(job))
                 await self._apply([Delete(surplus)])
+                subject = self._subject(lc, job)
+                if isinstance(lc, JobLifecycle) and subject is not None:  # as Kueue's jobframework
+                    self.events.record(job_events.deleted_workload(lc.integration, subject, surplus))
 
-    async def _sync_slices(self, job: JSON, desired: JSON, create: bool) -> str:
+    async def _sync_slices(self, lc: WorkloadOwner, job: JSON, desired: JSON, create: bool) -> str:
         """An elastic job's slices (``manager.jobs.workload_slices``): create, resize or
         finish them as the plan says; returns the name of the slice the job runs under."""
         informer = self.informers["Workload"]
@@ -392,7 +430,7 @@ class JobReconciler:
         existing = [w for w in slices if not condition_true(w, keys.WorkloadCondition.FINISHED)]
         plan = plan_slices(desired, existing)
         if plan.create is not None and create:
-            await self._create_workload(job, plan.create)
+            await self._create_workload(lc, job, plan.create)
         for wl in plan.update:
             m = wl["metadata"]
             await self.client.replace(res.WORKLOADS.object_path(m["name"], m["namespace"]), wl)
@@ -416,7 +454,7 @@ class JobReconciler:
         live = sum(1 for p in pods if is_live(p))
         return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
 
-    async def _create_workload(self, job: JSON, wl: JSON) -> None:
+    async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> None:
         wl["metadata"].pop("creationTimestamp", None)
         spec = wl["spec"]
         ref = spec.get("priorityClassRef") or {}
@@ -435,6 +473,10 @@ class JobReconciler:
         except ApiError as exc:
             if not exc.already_exists:
                 raise
+            return
+        subject = self._subject(lc, job)
+        if subject is not None:
+            self.events.record(job_events.created_workload(lc.integration, subject, wl))
 
     async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
         pods = self.informers.get("Pod")

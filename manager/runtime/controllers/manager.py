@@ -34,10 +34,12 @@ from typing import Any
 
 from api import keys
 from api.config import DEFAULT_NAMESPACE
+from api.events import EventRecord, ObjectReference
 from api.wire import JSON
 from kube import resources as res
 from kube.backoff import Backoff
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from kube.events import EventRecorder, client_transport
 from kube.informer import EventType, Informer
 from kube.merge_patch import merge_patch
 from kube.resources import ResourceRef, object_key
@@ -45,6 +47,7 @@ from kube.workqueue import WorkQueue
 from manager.core.assignment import Outcome
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
+from manager.core.events import workload_events
 from manager.core.objects import ObjectError
 from manager.core.status import workload_status
 from manager.core.tas_hook import TasPlacer
@@ -136,9 +139,12 @@ class QueueManager:
     """Owns the core, the informers and the controllers built on them."""
 
     def __init__(self, client: KubeClient, config: CoreConfig | None = None,
-                 job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None) -> None:
-        """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName."""
+                 job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None,
+                 events: EventRecorder | None = None) -> None:
+        """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName.
+        ``events``: the recorder of Kubernetes Events (default: one sending through ``client``)."""
         self.client = client
+        self.events = events if events is not None else EventRecorder(client_transport(client))
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
@@ -159,7 +165,7 @@ class QueueManager:
         self._finished: dict[str, Finished] = {}
         policy = AdmissionPolicy.from_config(job_config or {})
         self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
-                                  self._kick.set, self._finished, timing=self.metrics)
+                                  self._kick.set, self._finished, timing=self.metrics, events=self.events)
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
@@ -191,7 +197,7 @@ class QueueManager:
             str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict)
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
-                                                                          retain_s)
+                                                                          retain_s, self.events)
 
     # -------------------------------------------------------------- informer events
 
@@ -292,6 +298,7 @@ class QueueManager:
     # -------------------------------------------------------------- lifecycle
 
     async def start_informers(self) -> None:
+        self.events.start()
         await self.jobs.prepare()  # adds the informers of the job kinds this cluster serves
         for informer in self.informers.values():
             informer.start()
@@ -309,6 +316,7 @@ class QueueManager:
         for informer in self.informers.values():
             await informer.stop()
         await self.topology.stop()
+        await self.events.stop()
 
     async def lead(self) -> None:
         """Leader-only work: scheduling and queue status, after all informers synced."""
@@ -575,6 +583,11 @@ class QueueManager:
             if rec.holds_quota and not release_only and self.core.publish(key):
                 # It may be stored from here on: no longer withdrawn, and counted as admitted.
                 self.metrics_feed.published(key, self.core.now)
+            # What this write makes true, as Kueue's events say it: decided now, from the record
+            # the status was rendered from (the core may move on while the write is out), and
+            # recorded only once the API took it.
+            planned = workload_events(current, {**current, "status": new_status}, rec, time.time(),
+                                      tiered=self.core.config.tiered_reasons)
             try:
                 # Only what changed, on the copy it was computed from (409 if that is stale).
                 written = await self.client.patch(path, {
@@ -591,6 +604,7 @@ class QueueManager:
             # first: waiting for an echo that has passed would hide other writers' changes (a
             # check controller's verdict) from _follow_others.
             self._written.wrote(key, current, written, self.informers["Workload"].get(key))
+            self.events.record_all(pinned(planned, current, written))  # queued, not sent here
             self._written_at[key] = time.monotonic()
             self._notice_held_since.pop(key, None)
             self._agreed[key] = (_topology_of(written), _checks_of(written))
@@ -695,6 +709,12 @@ def queue_status_max_defer(queues: int, qps: float | None) -> float:
     if not qps:
         return QUEUE_STATUS_MAX_DEFER_S
     return max(QUEUE_STATUS_MAX_DEFER_S, queues / (QUEUE_STATUS_BUDGET_SHARE * qps))
+
+
+def pinned(events: list[EventRecord], before: JSON, written: JSON) -> list[EventRecord]:
+    """The events about the written object, pointed at the version the write made."""
+    ref, was = ObjectReference.of(written), ObjectReference.of(before).identity
+    return [replace(e, regarding=ref) if e.regarding.identity == was else e for e in events]
 
 
 def _rv(obj: JSON) -> str:

@@ -17,11 +17,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.events import DiscardEvents, EventSink
 from api.wire import JSON
 from kube import resources as res
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
 from kube.informer import EventType, Informer
 from manager.core.config import ConfigError, parse_duration
+from manager.core.events import retention_deleted
 from manager.core.objects import parse_time
 
 log = logging.getLogger(__name__)
@@ -51,8 +53,10 @@ def deletion_due(workload: Mapping[str, Any], after_s: float) -> float | None:
 
 
 class FinishedRetention:
-    def __init__(self, client: KubeClient, workloads: Informer, after_s: float) -> None:
+    def __init__(self, client: KubeClient, workloads: Informer, after_s: float,
+                 events: EventSink | None = None) -> None:
         self.client, self.workloads, self.after_s = client, workloads, after_s
+        self.events: EventSink = events if events is not None else DiscardEvents()
         self._changed = asyncio.Event()
         workloads.add_handler(self._on_event)
 
@@ -88,6 +92,7 @@ class FinishedRetention:
                                           "propagationPolicy": "Background"})
                 log.info("deleted finished Workload %s/%s (retention %.0fs)", meta["namespace"], meta["name"],
                          self.after_s)
+                self.events.record(retention_deleted(wl))
             except REQUEST_ERRORS as exc:
                 if isinstance(exc, ApiError) and (exc.not_found or exc.conflict):
                     continue  # gone already, or changed: its own event brings it back

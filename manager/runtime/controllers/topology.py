@@ -144,4 +144,4 @@ class TopologyFeed:
         log.info("node %s is lost (%s): its TAS workloads get a replacement; %d have none", name, why,
                  len(evict))
         for key in evict:
-            self.core.evict(key, NODE_FAILURES)
+            self.core.evict(key, NODE_FAILURES, self.tas.failure_note(key, name))

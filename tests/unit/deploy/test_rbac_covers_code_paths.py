@@ -1,4 +1,5 @@
-"""The shipped ClusterRole grants every read the code makes, derived from the code itself.
+"""The shipped ClusterRole grants every read (and the event writes) the code makes, derived
+from the code itself.
 
 A read the role lacks is a 403 at run time, and in a webhook a 403 used to become a denial:
 the pod webhook's ancestor walk GETs a pod's ReplicaSet, the role had no rule for it, and
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kube import events
 from kube.resources import ResourceRef
 from manager.jobs import integrations, registry
 from manager.jobs.lifecycle import ScalesBySlices
@@ -65,6 +67,9 @@ def _needed() -> dict[Rule, str]:
         # The elastic-job ungater lists a job's pods, then writes them without their gate.
         needed[("", "pods", "list")] = "the elastic-job ungater"
         needed[("", "pods", "update")] = "the elastic-job ungater"
+    for ref, verbs in events.WRITES:  # the event recorder creates Events and patches their series
+        for verb in verbs:
+            needed[(ref.group, ref.plural, verb)] = "recording an event"
     return needed
 
 
@@ -85,3 +90,12 @@ def test_the_walk_from_a_deployment_pod_is_covered(resource: tuple[str, str]) ->
 def test_a_rule_missing_from_the_role_is_reported() -> None:
     """The check fails for a role without the ReplicaSet rule: it can catch the bug it is for."""
     assert ("apps", "replicasets", "get") in set(_needed()) - _granted(leave_out="replicasets")
+
+
+def test_the_event_writes_are_derived_and_a_role_without_them_is_reported() -> None:
+    """The recorder posts events.k8s.io Events and patches their series: both are needed,
+    and a role lacking the events rule fails the check."""
+    needed = set(_needed())
+    assert {("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch")} <= needed
+    missing = needed - _granted(leave_out="events")
+    assert {("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch")} <= missing
