@@ -221,6 +221,25 @@ def test_a_partially_admitted_job_never_runs_more_pods_than_admitted(
 
     wait_until("the Job complete, never above the admitted count", complete, 120.0)
     assert most == 9, "it ran as many pods as were admitted"
+    # What `kubectl describe` shows, in Kueue's words.
+    wl_name = wl["metadata"]["name"]
+    wait_until("the Job's events", lambda: {
+        ("CreatedWorkload", f"Created Workload: {namespace}/{wl_name}"),
+        ("Started", f"Admitted by clusterQueue {user_queue}"),
+    } <= _events(dev_cluster, namespace, name), 30.0)
+    wait_until("the Workload's events", lambda: {
+        ("Admitted", f"Admitted by ClusterQueue {user_queue}, wait time since reservation was 0s"),
+    } <= _events(dev_cluster, namespace, wl_name), 30.0)
+    reserved = [m for r, m in _events(dev_cluster, namespace, wl_name) if r == "QuotaReserved"]
+    assert len(reserved) == 1 and reserved[0].startswith(
+        f"Quota reserved in ClusterQueue {user_queue}, wait time since queued was "), reserved
+
+
+def _events(dev_cluster: DevCluster, namespace: str, name: str) -> set[tuple[str, str]]:
+    """(reason, message) of the events about the object ``name``, as kubectl lists them."""
+    items = dev_cluster.get_json("events", "-n", namespace, "--field-selector",
+                                 f"involvedObject.name={name}")["items"]
+    return {(str(e.get("reason")), str(e.get("message") or e.get("note") or "")) for e in items}
 
 
 def _elastic_workloads(dev_cluster: DevCluster, namespace: str) -> list[dict[str, Any]]:
