@@ -272,7 +272,8 @@ class JobReconciler:
         deleting = bool(meta(job).get("deletionTimestamp"))
         create = finished is None and not deleting
         # An elastic job runs under one of its slices, which the slices' plan names.
-        elastic = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1
+        elastic = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1 \
+            and self.policy.gates.enabled("ElasticJobsViaWorkloadSlices")
         scaler = lc if elastic and isinstance(lc, ScalesBySlices) else None
         running_under = prebuilt
         if scaler is not None:
