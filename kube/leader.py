@@ -45,6 +45,10 @@ StartedLeading = Callable[[], Coroutine[Any, Any, None]]
 StoppedLeading = Callable[[], Awaitable[None] | None]
 
 
+class LeaderWorkEnded(RuntimeError):
+    """The leader's work stopped (an exception, or it returned) while the Lease was held."""
+
+
 def micro_time(moment: datetime) -> str:
     """Kubernetes MicroTime: RFC 3339 with exactly six fractional digits, UTC."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -187,8 +191,14 @@ class LeaderElector:
 
         Cancelling ``run`` is the graceful path: the leading task is cancelled and, with
         ``release_on_cancel``, the Lease is released for an immediate hand-over.
+
+        The leader's work ending ends the term: a leader whose scheduling died must not keep
+        renewing (admission would stop cluster-wide with every probe green). The Lease is
+        released at once and the work's exception raised (:class:`LeaderWorkEnded`), so the
+        process exits and a replica that can work takes over.
         """
         leading: asyncio.Task[None] | None = None
+        renewing: asyncio.Task[None] | None = None
         led = False
         try:
             await self._acquire()
@@ -197,20 +207,32 @@ class LeaderElector:
             log.info("leader election: %s became leader of %s/%s", self.identity, self.namespace, self.name)
             if self.on_started_leading is not None:
                 leading = asyncio.create_task(self.on_started_leading(), name="leading")
-            await self._renew_until_lost()
+            renewing = asyncio.create_task(self._renew_until_lost(), name="renewing")
+            await asyncio.wait({t for t in (leading, renewing) if t is not None},
+                               return_when=asyncio.FIRST_COMPLETED)
+            if leading is not None and leading.done():
+                failure = None if leading.cancelled() else leading.exception()
+                log.error("leader election: %s's leader work ended (%s); giving up %s/%s", self.identity,
+                          repr(failure) if failure else "returned", self.namespace, self.name)
+                await self._cancel(renewing)  # no renewal may race the release
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.release())
+                raise LeaderWorkEnded(f"the leader's work ended: {failure!r}") from failure
             log.warning("leader election: %s lost the Lease %s/%s", self.identity, self.namespace, self.name)
         except asyncio.CancelledError:
             if led and self.release_on_cancel:
-                # Stop the leader-only work before the Lease is free for someone else.
-                await self._stop_leading(leading)
+                # Stop the leader-only work (and renewing) before the Lease is free for someone else.
+                await self._cancel(renewing)
+                await self._cancel(leading)
                 leading = None
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.release())
             raise
         finally:
+            await self._cancel(renewing)
             self._is_leader = False
             self.elected.clear()
-            await self._stop_leading(leading)
+            await self._cancel(leading)
             if led and self.on_stopped_leading is not None:
                 result: Any = self.on_stopped_leading()
                 if inspect.isawaitable(result):
@@ -218,12 +240,12 @@ class LeaderElector:
             self.stopped.set()
 
     @staticmethod
-    async def _stop_leading(leading: asyncio.Task[None] | None) -> None:
-        if leading is None:
+    async def _cancel(task: asyncio.Task[None] | None) -> None:
+        if task is None:
             return
-        leading.cancel()
+        task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await leading
+            await task
 
     async def release(self) -> bool:
         """Give the Lease up if we hold it: empty holder, so the next candidate need not wait."""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kube.client import ApiError, KubeClient, connect
-from kube.leader import LeaderElector, micro_time
+from kube.leader import LeaderElector, LeaderWorkEnded, micro_time
 from kube.resources import LEASES
 from tests.e2e.conftest import DevCluster
 
@@ -37,6 +37,7 @@ class Candidate:
         self.leading = asyncio.Event()
         self.stopped_leading = asyncio.Event()
         self.work_cancelled = asyncio.Event()
+        self._failure = asyncio.Event()
         self.elector = LeaderElector(client, namespace=namespace, name=lease, identity=identity,
                                      lease_duration_s=LEASE_S, renew_deadline_s=RENEW_S,
                                      retry_period_s=RETRY_S, on_started_leading=self._lead,
@@ -47,10 +48,15 @@ class Candidate:
     async def _lead(self) -> None:
         self.leading.set()
         try:
-            await asyncio.Event().wait()
+            await self._failure.wait()
         except asyncio.CancelledError:
             self.work_cancelled.set()
             raise
+        raise RuntimeError("injected failure of the leader's work")
+
+    def fail(self) -> None:
+        """Make the leader's work raise, as a bug in a scheduling cycle would."""
+        self._failure.set()
 
     async def stop(self) -> None:
         self.task.cancel()
@@ -149,3 +155,25 @@ async def test_a_leader_that_cannot_renew_steps_down_by_the_renew_deadline(
         assert leader.elector.leader_identity == "usurper"
     finally:
         await leader.stop()
+
+
+async def test_a_leader_whose_work_fails_gives_up_the_lease_at_once(client: KubeClient,
+                                                                    namespace: str) -> None:
+    """One exception in the leader's work ends its term: it does not keep renewing a Lease
+    it does nothing with, and the standby leads without waiting out the lease."""
+    lease = f"lease-{uuid.uuid4().hex[:6]}"
+    failing = Candidate(client, namespace, lease, "failing")
+    await asyncio.wait_for(failing.leading.wait(), DEADLINE_S)
+    standby = Candidate(client, namespace, lease, "standby")
+    try:
+        failed_at = time.monotonic()
+        failing.fail()
+        with pytest.raises(LeaderWorkEnded) as ended:
+            await asyncio.wait_for(failing.task, DEADLINE_S)
+        assert isinstance(ended.value.__cause__, RuntimeError) and "injected" in str(ended.value.__cause__)
+        assert failing.stopped_leading.is_set() and not failing.elector.is_leader
+        await asyncio.wait_for(standby.leading.wait(), DEADLINE_S)
+        assert time.monotonic() - failed_at < LEASE_S, "the Lease was released, not left to expire"
+        assert (await read_lease(client, namespace, lease))["holderIdentity"] == "standby"
+    finally:
+        await standby.stop()
