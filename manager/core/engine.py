@@ -72,6 +72,7 @@ from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stoppin
 
 _BACKOFF = "backoff"
 _PODS_READY = "podsReady"
+_MAX_EXECUTION = "maxExecution"
 _AFS_SAMPLE = "afsSample"
 _REQUEUE = "requeue"  # a batched requeue of a cohort tree (key: "Cohort/<root>" or "ClusterQueue/<name>")
 
@@ -377,10 +378,11 @@ class QueueingCore:
             # reconciler marks it ready if they are).
             wfpr = self.config.wait_for_pods_ready
             rec.pods_ready = pods_ready or wfpr is None
+            since = times.get("Admitted")
+            admitted_since = self.now if since is None else min(since, self.now)
             if wfpr is not None and not rec.pods_ready:
-                since = times.get("Admitted")
-                self._timer((self.now if since is None else min(since, self.now)) + wfpr.timeout,
-                            _PODS_READY, rec)
+                self._timer(admitted_since + wfpr.timeout, _PODS_READY, rec)
+            self._limit_execution(rec, admitted_since)
         self.holding.setdefault(cq_name, {})[rec.key] = rec
         self._holders_changed(cq_name)
         node = self.nodes.get(cq_name)
@@ -852,6 +854,13 @@ class QueueingCore:
         wfpr = self.config.wait_for_pods_ready
         if wfpr is not None:
             self._timer(self.now + wfpr.timeout, _PODS_READY, rec)
+        self._limit_execution(rec, self.now)
+
+    def _limit_execution(self, rec: WorkloadRecord, admitted_since: float) -> None:
+        """Kueue's maximum execution time: counted from the Admitted transition, what is left
+        of ``spec.maximumExecutionTimeSeconds`` (less the time it ran before an eviction)."""
+        if rec.wl.max_execution_s is not None:
+            self._timer(admitted_since + rec.wl.max_execution_s, _MAX_EXECUTION, rec)
 
     def set_pods_ready(self, key: str, ready: bool = True) -> bool:
         rec = self.workloads.get(key)
@@ -910,6 +919,9 @@ class QueueingCore:
                 self._route(rec)
             elif kind == _PODS_READY and rec.status == ADMITTED and not rec.pods_ready:
                 self._pods_ready_timeout(rec)
+            elif kind == _MAX_EXECUTION and rec.status == ADMITTED:
+                reason = keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
+                self._evict(rec, reason, deactivate=True)
         return fired
 
     def _pods_ready_timeout(self, rec: WorkloadRecord) -> None:
@@ -1363,6 +1375,8 @@ def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
         detail = checks_message([n for n, state in rec.checks.items() if state == "Rejected"], "Rejected")
     elif reason == keys.Reason.DEACTIVATED_DUE_TO_REQUEUING_LIMIT_EXCEEDED:
         detail = "exceeding the maximum number of re-queuing retries"
+    elif reason == keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED:
+        detail = "exceeding the maximum execution time"
     if detail:
         return EvictionNote(f"{deactivated} due to {detail}", WORKLOAD_CONTROLLER, detail)
     reporter = TAS_NODE_CONTROLLER if reason == keys.Reason.NODE_FAILURES else WORKLOAD_CONTROLLER

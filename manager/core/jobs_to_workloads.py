@@ -37,6 +37,15 @@ def queue_name(obj: Mapping[str, Any]) -> str:
     return str(labels.get(keys.QUEUE_NAME) or annotations.get(keys.QUEUE_NAME_ANNOTATION) or "")
 
 
+def _max_execution_seconds(label: Any) -> int | None:
+    """Kueue's MaximumExecutionTimeSecondsForObject: the label as a positive integer, else none."""
+    try:
+        value = int(str(label))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
 def owned_workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]], controller: bool,
                    extra_annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """The Workload object for ``podsets`` of the job ``obj``, owned by it."""
@@ -46,6 +55,9 @@ def owned_workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]]
     spec: dict[str, Any] = {"queueName": queue_name(obj), "podSets": podsets}
     if not spec["queueName"]:
         del spec["queueName"]  # the API omits an empty queue name (and rejects "")
+    max_exec = _max_execution_seconds(labels.get(keys.MAX_EXEC_TIME_SECONDS))
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
     wpc = labels.get(keys.PRIORITY_CLASS)
     if wpc:
         spec["priorityClassRef"] = {"group": keys.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}

@@ -273,6 +273,9 @@ class WorkloadDef:
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # An elastic job's scaled-up slice: key of the slice it replaces once admitted.
     replaces: str | None = None
+    # spec.maximumExecutionTimeSeconds less status.accumulatedPastExecutionTimeSeconds: how
+    # long it may still run admitted before Kueue deactivates it; None without a limit.
+    max_execution_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -362,7 +365,16 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         invalid_resources=invalid_resources,
         source=obj,
         replaces=_replaced_slice(meta, ns),
+        max_execution_s=_max_execution(spec, obj.get("status") or {}),
     )
+
+
+def _max_execution(spec: dict[str, Any], status: dict[str, Any]) -> float | None:
+    limit = spec.get("maximumExecutionTimeSeconds")
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    past = status.get("accumulatedPastExecutionTimeSeconds")
+    return float(limit - (past if isinstance(past, int) and not isinstance(past, bool) else 0))
 
 
 def _replaced_slice(meta: dict[str, Any], ns: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from api import keys
 from api.wire import JSON
 from manager.core.engine import QueueingCore
 from manager.core.tiers import Tier, record_tier
@@ -30,6 +31,7 @@ from .runner import Simulation
 
 # Where a running workload's expected end comes from, in the order they are tried.
 MAX_EXECUTION = "maximumExecutionTimeSeconds"
+MAX_EXECUTION_EXCEEDED = keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
 ACTIVE_DEADLINE = "activeDeadlineSeconds"
 ASSUMED = "assumedRuntime"
 MAX_STEPS = 100_000
@@ -160,6 +162,10 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
         while ends and ends[0][0] <= core.now:
             entry = heapq.heappop(ends)
             if not _current(core, entry):
+                rec = core.workloads.get(entry[1])
+                if rec is not None and rec.evictions[-1:] == [MAX_EXECUTION_EXCEEDED]:
+                    # The core stopped it at its maximum execution time: that estimate held.
+                    finished_by[MAX_EXECUTION] = finished_by.get(MAX_EXECUTION, 0) + 1
                 continue
             source = expected_runtime(core.workloads[entry[1]], assume_s).source
             finished_by[source] = finished_by.get(source, 0) + 1
