@@ -23,7 +23,7 @@ import pytest
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 
-from devcluster import cluster
+from devcluster import cluster, processes
 from devcluster.build import missing_binaries
 from devcluster.paths import bin_root
 
@@ -51,6 +51,16 @@ def bearer_get(url: str, token: str | None, timeout_s: float = 5.0) -> tuple[int
             return int(resp.status), resp.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode(errors="replace")
+
+
+def dev_pykueue() -> tuple[processes.ProcessRecord, list[str]]:
+    """The dev cluster's running ``pykueue run``: its record, and its command line with this
+    test's Python (for a test that runs another one like it)."""
+    state = cluster.current_state()
+    record = state.record("pykueue") if state is not None else None
+    if record is None or not processes.is_running(record):
+        pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
+    return record, [sys.executable, *record.argv[1:]]
 
 
 @dataclass(frozen=True)

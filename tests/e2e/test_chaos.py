@@ -36,9 +36,9 @@ import pytest
 
 from api import keys
 from api.quantity import parse_quantity, resource_value
-from devcluster import cluster, processes
+from devcluster import processes
 
-from .conftest import REPO, DevCluster, wait_until
+from .conftest import REPO, DevCluster, dev_pykueue, wait_until
 from .test_queueing import _condition, _cq_cpu_usage, _queues
 
 pytestmark = pytest.mark.e2e
@@ -84,12 +84,9 @@ class Manager:
 @pytest.fixture
 def manager(dev_cluster: DevCluster, tmp_path: Path) -> Iterator[Manager]:
     """Swap the dev cluster's pykueue for one owned here; put the dev one back afterwards."""
-    state = cluster.current_state()
-    record = state.record("pykueue") if state is not None else None
-    if record is None or not processes.is_running(record):
-        pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
+    record, argv = dev_pykueue()
     flags = dict(itertools.pairwise(record.argv))
-    argv = [sys.executable, *record.argv[1:], "--no-leader-elect"]
+    argv.append("--no-leader-elect")
     processes.stop(record)  # SIGTERM: it releases its Lease and frees its ports
     owned = Manager(argv, f"http://{flags['--health-probe-bind-address']}/readyz", tmp_path / "manager.log")
     try:

@@ -16,7 +16,6 @@ import itertools
 import json
 import socket
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +24,8 @@ from typing import Any
 import pytest
 
 from api import keys
-from devcluster import cluster, processes
 
-from .conftest import REPO, DevCluster, bearer_get, wait_until
+from .conftest import REPO, DevCluster, bearer_get, dev_pykueue, wait_until
 from .jobs_common import condition, queues, remove_queues, workloads_owned_by
 
 pytestmark = pytest.mark.e2e
@@ -48,11 +46,7 @@ Follower = tuple[subprocess.Popen[bytes], dict[str, str], Path]  # process, its 
 @pytest.fixture
 def follower(dev_cluster: DevCluster, tmp_path: Path) -> Iterator[Follower]:
     """A second replica with the dev pykueue's flags on ports of its own; the leader stays."""
-    state = cluster.current_state()
-    record = state.record("pykueue") if state is not None else None
-    if record is None or not processes.is_running(record):
-        pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
-    argv = [sys.executable, *record.argv[1:]]
+    _, argv = dev_pykueue()
     flags = dict(itertools.pairwise(argv))
     addresses: dict[str, str] = {}
     for flag in PORT_FLAGS:

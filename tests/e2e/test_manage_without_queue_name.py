@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from api import keys
-from devcluster import cluster, processes
+from devcluster import processes
 
-from .conftest import REPO, DevCluster, wait_until
+from .conftest import REPO, DevCluster, dev_pykueue, wait_until
 from .jobs_common import condition, queues, workloads_owned_by
 from .test_leaderworkerset import _lws, adopted, gated, pods_of
 from .test_queueing import _stop, _wait_ready
@@ -43,11 +43,7 @@ def selector_value() -> str:
 @pytest.fixture
 def mjwqn_leader(dev_cluster: DevCluster, tmp_path: Path, selector_value: str) -> Iterator[None]:
     """The dev pykueue swapped for one managing queue-less jobs in selected namespaces."""
-    state = cluster.current_state()
-    record = state.record("pykueue") if state is not None else None
-    if record is None or not processes.is_running(record):
-        pytest.fail("the dev cluster runs no pykueue (`pykueue dev up` starts it)")
-    argv = [sys.executable, *record.argv[1:]]
+    record, argv = dev_pykueue()
     flags = dict(itertools.pairwise(argv))
     config = yaml.safe_load(Path(flags["--config"]).read_text())
     config["manageJobsWithoutQueueName"] = True
