@@ -92,6 +92,11 @@ def _evicted(regarding: ObjectReference, old: Mapping[str, Mapping[str, Any]],
         # The workload controller tells first why it deactivates, then evicts.
         out.append(EventRecord(regarding, "AdmissionCheckRejected", f"Deactivated due to {detail}",
                                WORKLOAD_CONTROLLER, WARNING))
+    limit = rec.wl.source.get("spec", {}).get("maximumExecutionTimeSeconds") if rec is not None else None
+    if reason == keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED and limit is not None:
+        out.append(EventRecord(regarding, "MaximumExecutionTimeExceeded",
+                               f"The maximum execution time ({limit}s) exceeded", WORKLOAD_CONTROLLER,
+                               WARNING))
     event_reason = evicted_event_reason(reason)
     out.append(EventRecord(regarding, event_reason, message, reporter))
     preemption = rec.preemption if rec is not None else None

@@ -265,3 +265,23 @@ def test_evicted_event_reasons_follow_kueues_reason_with_cause() -> None:
     assert evicted_event_reason("DeactivatedDueToRequeuingLimitExceeded") == \
         "EvictedDueToDeactivatedDueToRequeuingLimitExceeded"
     assert evicted_event_reason("NodeFailures") == "EvictedDueToNodeFailures"
+
+
+def test_a_workload_past_its_maximum_execution_time() -> None:
+    core = _core()
+    api = Stored(core)
+    api.add("limited")
+    limited = copy.deepcopy(api.objects["ns/limited"])
+    limited["spec"]["maximumExecutionTimeSeconds"] = 10
+    api.objects["ns/limited"] = limited
+    core.apply(copy.deepcopy(limited))
+    core.run_until_idle()
+    api.write("limited", now=core.now)
+    core.fire_timers(core.now + 10)
+    assert _said(api.write("limited", now=core.now)) == [
+        (WARNING, "MaximumExecutionTimeExceeded", "The maximum execution time (10s) exceeded",
+         "kueue-workload-controller"),
+        (NORMAL, "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+         "The workload is deactivated due to exceeding the maximum execution time",
+         "kueue-workload-controller"),
+    ]
