@@ -216,6 +216,15 @@ def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
 # -- shared helpers ---------------------------------------------------------------------------
 
 
+def pod_terminated(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_live(pod: Mapping[str, Any]) -> bool:
+    """Not terminated and not being deleted: a pod that runs, or may."""
+    return not pod_terminated(pod) and not meta(pod).get("deletionTimestamp")
+
+
 def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if isinstance(cond, Mapping) and cond.get("type") == kind:

@@ -28,6 +28,7 @@ from typing import Any
 
 from api import keys
 from api.wire import JSON, meta
+from manager.jobs.lifecycle import pod_live
 
 REPLACED_MESSAGE = "Replaced to accommodate a new workload slice"
 
@@ -128,16 +129,10 @@ def gated(pod: Mapping[str, Any]) -> bool:
     return any(g.get("name") == keys.ELASTIC_JOB_GATE for g in gates)
 
 
-def is_live(pod: Mapping[str, Any]) -> bool:
-    """Not terminated and not being deleted: a pod that runs, or may."""
-    return not meta(pod).get("deletionTimestamp") and \
-        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
 def pods_to_ungate(pods: Iterable[Mapping[str, Any]], granted: int) -> list[JSON]:
     """Kueue's ElasticJobUngater for one pod set: the gated pods (lowest names first) that
     may start, written without the gate, so that at most ``granted`` live pods run."""
-    live = [p for p in pods if is_live(p)]
+    live = [p for p in pods if pod_live(p)]
     room = granted - sum(1 for p in live if not gated(p))
     out: list[JSON] = []
     for pod in sorted((p for p in live if gated(p)), key=lambda p: str(meta(p).get("name"))):

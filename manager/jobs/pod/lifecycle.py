@@ -42,10 +42,11 @@ from manager.jobs.lifecycle import (
     StartConflict,
     condition_true,
     merge_into_pod_parts,
+    pod_live,
+    pod_terminated,
 )
 
 GROUP_KIND = "PodGroup"
-TERMINAL = ("Succeeded", "Failed")
 
 
 def _value(obj: Mapping[str, Any], key: str) -> str:
@@ -57,17 +58,13 @@ def pods(group: Mapping[str, Any]) -> list[JSON]:
     return list(group.get("pods") or [])
 
 
-def terminated(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in TERMINAL
-
-
 def gated(pod: Mapping[str, Any]) -> bool:
     gates = (pod.get("spec") or {}).get("schedulingGates") or ()
     return any(g.get("name") == keys.ADMISSION_GATE for g in gates)
 
 
 def _live(group: Mapping[str, Any]) -> list[JSON]:
-    return [p for p in pods(group) if not terminated(p) and not meta(p).get("deletionTimestamp")]
+    return [p for p in pods(group) if pod_live(p)]
 
 
 def _plain_group(pod: Mapping[str, Any]) -> str:
@@ -263,7 +260,7 @@ class PodGroupLifecycle:
             return None
         single = self._single(job)
         if single is not None:
-            if not terminated(single):
+            if not pod_terminated(single):
                 return None
             status = single.get("status") or {}
             reason = keys.Reason.SUCCEEDED if status.get("phase") == "Succeeded" else keys.Reason.FAILED
@@ -271,7 +268,7 @@ class PodGroupLifecycle:
         total = _total_count(members[0]) or len(members)
         succeeded = sum(1 for p in members if (p.get("status") or {}).get("phase") == "Succeeded")
         unretriable = any(_value(p, keys.RETRIABLE_IN_GROUP) == "false" for p in members)
-        if succeeded == total or (unretriable and all(terminated(p) for p in members)):
+        if succeeded == total or (unretriable and all(pod_terminated(p) for p in members)):
             return Finished(keys.Reason.SUCCEEDED, f"Pods succeeded: {succeeded}/{total}.")
         return None
 

@@ -60,11 +60,12 @@ from manager.jobs.lifecycle import (
     condition_true,
     is_admitted,
     managed_by_multikueue,
+    pod_live,
     podset_infos,
     prebuilt_workload_name,
 )
 from manager.jobs.registry import Registry
-from manager.jobs.workload_slices import REPLACED_MESSAGE, is_live, is_replacement_slice, plan_slices
+from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
 
@@ -452,7 +453,7 @@ class JobReconciler:
         pods = [{"apiVersion": "v1", "kind": "Pod", **p} for p in items if isinstance(p, dict)]
         await self._apply(lc.ungate(workload, pods))
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
-        live = sum(1 for p in pods if is_live(p))
+        live = sum(1 for p in pods if pod_live(p))
         return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
 
     async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> None:
