@@ -90,16 +90,46 @@ class ApiError(Exception):
         text = payload.decode(errors="replace") if isinstance(payload, bytes) else str(payload or "")
         return cls(status, "", text[:500])
 
+
+class WritesFenced(ApiError):
+    """This process may no longer change the cluster (its replica lost the Lease)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(503, "WritesFenced", reason)
+
+
 # Everything a request can raise about the API rather than about the caller.
 REQUEST_ERRORS: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
+
+# Reviews (TokenReview, SubjectAccessReview) are POSTs that store nothing: a fenced replica
+# still authenticates the callers of its metrics and visibility endpoints until it exits.
+_REVIEW_PREFIXES = ("/apis/authentication.k8s.io/", "/apis/authorization.k8s.io/")
+
+
+class WriteFence:
+    """Shared by a client and every client sharing its pool: once closed, requests that
+    change stored state raise :class:`WritesFenced` before they are sent."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def close(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def check(self, method: str, path: str) -> None:
+        if self.reason is not None and method != "GET" and not path.startswith(_REVIEW_PREFIXES):
+            raise WritesFenced(f"{method} {path} refused: {self.reason}")
 
 
 class KubeClient:
     """Rate-limited JSON requests and watch streams against one cluster."""
 
-    def __init__(self, api_client: Any, limiter: TokenBucket | None = None) -> None:
+    def __init__(self, api_client: Any, limiter: TokenBucket | None = None,
+                 fence: WriteFence | None = None) -> None:
         self._api = api_client
         self.limiter = limiter if limiter is not None else TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
+        self.fence = fence if fence is not None else WriteFence()
         self.requests_issued = 0
         self.requests_by_verb: Counter[str] = Counter()
 
@@ -115,8 +145,13 @@ class KubeClient:
     def sharing_pool(self, limiter: TokenBucket | None = None) -> KubeClient:
         """A client on this one's connections and credentials with a rate limit of its own.
 
-        Closing it is the owner's business: only the original client closes the pool."""
-        return _PoolSharer(self._api, limiter)
+        Closing it is the owner's business: only the original client closes the pool. It
+        shares the write fence too: a replica that lost its Lease writes through neither."""
+        return _PoolSharer(self._api, limiter, self.fence)
+
+    def fence_writes(self, reason: str) -> None:
+        """From now on no request of this client (or its pool sharers) changes stored state."""
+        self.fence.close(reason)
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -136,7 +171,9 @@ class KubeClient:
         small request's client CPU (measured on Binding POSTs). Credentials still come
         from the library's configuration on each call, so refreshed tokens are used.
         """
+        self.fence.check(method, path)
         await self.limiter.acquire()
+        self.fence.check(method, path)  # closed while this request waited for budget
         self.requests_issued += 1
         self.requests_by_verb[verb] += 1
         configuration = self._api.configuration

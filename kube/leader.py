@@ -59,7 +59,8 @@ class LeaderElector:
                  lease_duration_s: float = LEASE_DURATION_S, renew_deadline_s: float = RENEW_DEADLINE_S,
                  retry_period_s: float = RETRY_PERIOD_S, on_started_leading: StartedLeading | None = None,
                  on_stopped_leading: StoppedLeading | None = None,
-                 on_new_leader: Callable[[str], None] | None = None, release_on_cancel: bool = True,
+                 on_new_leader: Callable[[str], None] | None = None,
+                 on_lost_lease: Callable[[], None] | None = None, release_on_cancel: bool = True,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         if not lease_duration_s > renew_deadline_s > retry_period_s * _JITTER:
@@ -74,6 +75,9 @@ class LeaderElector:
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
+        # Called the moment renewal gives up, before the leading task is even cancelled: a
+        # successor may lead once the Lease runs out, and nothing of ours may write after.
+        self.on_lost_lease = on_lost_lease
         self.release_on_cancel = release_on_cancel
         self._clock = clock
         self._wall = wall_clock
@@ -219,6 +223,9 @@ class LeaderElector:
                     await asyncio.shield(self.release())
                 raise LeaderWorkEnded(f"the leader's work ended: {failure!r}") from failure
             log.warning("leader election: %s lost the Lease %s/%s", self.identity, self.namespace, self.name)
+            self._is_leader = False
+            if self.on_lost_lease is not None:
+                self.on_lost_lease()
         except asyncio.CancelledError:
             if led and self.release_on_cancel:
                 # Stop the leader-only work (and renewing) before the Lease is free for someone else.

@@ -181,7 +181,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         if settings.leader_elect:
             identity = f"{socket.gethostname()}_{os.getpid()}"
             elector = LeaderElector(client, namespace=settings.namespace, identity=identity,
-                                    on_started_leading=manager.lead)
+                                    on_started_leading=manager.lead, on_lost_lease=manager.lose_lease)
             work = asyncio.create_task(elector.run(), name="leader-election")
         else:
             work = asyncio.create_task(manager.lead(), name="lead")

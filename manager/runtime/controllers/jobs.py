@@ -38,7 +38,7 @@ from kube import resources as res
 from kube.client import ApiError, KubeClient
 from kube.informer import EventType, Informer
 from kube.resources import ResourceRef, object_key
-from kube.workqueue import QueueTiming, WorkQueue
+from kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
 from manager.core.engine import QueueingCore
 from manager.core.objects import ObjectError
 from manager.core.workload_state import ADMITTED, FINISHED
@@ -94,7 +94,8 @@ class JobReconciler:
         self.policy = policy
         self._kick = kick
         self._finished = finished
-        self.queue: WorkQueue[str] = WorkQueue(self.reconcile, workers=workers, name="jobs", timing=timing)
+        self.queue: WorkQueue[str] = WorkQueue(self.reconcile, workers=workers, name="jobs", timing=timing,
+                                                 backoff=prompt_retry_backoff())
         self.active: list[WorkloadOwner] = []
         # group key "Kind:ns/group" -> member object keys, and the reverse (for moves).
         self._groups: dict[str, set[str]] = {}
@@ -144,8 +145,10 @@ class JobReconciler:
     def start(self) -> None:
         self.queue.start()
 
-    async def stop(self) -> None:
-        await self.queue.shutdown(drain=False, timeout_s=5.0)
+    async def stop(self, drain: bool = False, timeout_s: float = 5.0) -> None:
+        """Stop reconciling: at once, or after the reconciles queued and in flight (``drain``,
+        within ``timeout_s``)."""
+        await self.queue.shutdown(drain=drain, timeout_s=timeout_s)
 
     # -------------------------------------------------------------- events
 

@@ -19,6 +19,12 @@ the stored one is not written at all. A pending workload whose only change is th
 of its pending message is rewritten at most every ``PENDING_MESSAGE_INTERVAL_S``
 (admission, eviction, finish and reason changes are written at once). The scheduler runs
 no further ahead of those writers than ``WRITE_BACKLOG_LIMIT`` writes.
+
+A status write is retried until it is written or the Workload is gone (an API away for
+minutes holds admissions that reuse unwritten releases, it loses none); each retry renders
+the core's latest record, so a newer decision supersedes an older one unwritten. Writes are
+leader-only: losing the Lease fences the client before anything else (``lose_lease``), and
+a term that ends otherwise stops the writers before the Lease is released.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from kube.events import EventRecorder, client_transport
 from kube.informer import EventType, Informer
 from kube.merge_patch import merge_patch
 from kube.resources import ResourceRef, object_key
-from kube.workqueue import WorkQueue
+from kube.workqueue import WorkQueue, prompt_retry_backoff
 from manager.core.assignment import Outcome
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
@@ -55,6 +61,7 @@ from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true
 from manager.jobs.registry import enabled_registry
+from manager.runtime.fault_hooks import FAIL_SCHEDULING, FaultHooks
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
 
@@ -103,10 +110,12 @@ STATUS_WRITERS = 16
 # whenever an arrival took them back; at four per writer about 60 % with the same admitted
 # usage, fewer decisions taken back and less manager CPU, the baseline within its spread.
 WRITE_BACKLOG_LIMIT = 4 * STATUS_WRITERS
-STATUS_MAX_RETRIES = 12
-# An admission waits at most this long for the writes of the releases it reuses (a write
-# that never comes must not hold the queue forever; see ReleaseOrder).
+# A held admission logs once its releases wait longer than this; it keeps waiting (see
+# ReleaseOrder), since writing it first would show more admitted than the quota.
 RELEASE_WAIT_S = 10.0
+# How long a term ending gracefully (SIGTERM, cancelled) finishes in-flight writes before
+# the Lease is released: within the Lease, so no other leader can write meanwhile.
+DRAIN_S = 5.0
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
 # Parked workloads of a cohort tree are requeued at most once per this period after quota
@@ -133,6 +142,10 @@ PENDING_NOTICE_RETRY_S = 1.0
 # ... but a notice waits at most this long: under a backlog that lasts (minutes at 300 QPS
 # on a loaded apiserver) a user still learns within it why the job waits.
 PENDING_NOTICE_MAX_DEFER_S = 30.0
+
+
+class WriteConflicts(RuntimeError):
+    """A status write met a newer version each time it was recomputed."""
 
 
 class QueueManager:
@@ -169,8 +182,9 @@ class QueueManager:
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
+        self.faults = FaultHooks.from_environment()
         self.status_writes: WorkQueue[str] = WorkQueue(self._write_workload_status, workers=STATUS_WRITERS,
-                                                       name="workload-status", max_retries=STATUS_MAX_RETRIES,
+                                                       name="workload-status", backoff=prompt_retry_backoff(),
                                                        timing=self.metrics)
         # Freed quota is written before the admissions that reuse it.
         self.release_order = ReleaseOrder(max_wait_s=RELEASE_WAIT_S)
@@ -343,13 +357,31 @@ class QueueManager:
             leader_work.append(self.retention.run())
         if self.multikueue is not None:
             leader_work.append(self.multikueue.run())
-        await asyncio.gather(*leader_work)
+        try:
+            await asyncio.gather(*leader_work)
+        finally:
+            await self._end_term()
+
+    def lose_lease(self) -> None:
+        """The Lease is lost: a successor may lead as soon as it runs out, so from now on this
+        process changes nothing in the cluster (requests already sent may still land; every
+        one carries a resourceVersion, so a successor's newer write makes them conflict)."""
+        self.client.fence_writes("this replica lost the leader Lease")  # its pool sharers' too (Events)
+
+    async def _end_term(self) -> None:
+        """Stop the leader's writers before the Lease goes to someone else: after finishing
+        what is in flight (within ``DRAIN_S``) when the term ends on our side, at once when
+        the Lease was lost (the fence refuses their writes anyway)."""
+        drain = self.client.fence.reason is None
+        await self.jobs.stop(drain=drain, timeout_s=DRAIN_S)
+        await self.status_writes.shutdown(drain=drain, timeout_s=DRAIN_S)
 
     # -------------------------------------------------------------- scheduling
 
     async def _schedule_forever(self) -> None:
         while True:
             self._kick.clear()
+            self.faults.check(FAIL_SCHEDULING)
             await self.schedule_once()
             deadline = self.core.next_deadline()
             timeout = None if deadline is None else max(0.0, deadline - time.time())
@@ -492,14 +524,9 @@ class QueueManager:
                 self._retry_held(self.release_order.written(key, own))
             return None
         token = self.release_order.token(key)
-        try:
-            again = await self._render_and_write(key)
-        except Exception:
-            if self.status_writes.failures(key) + 1 > STATUS_MAX_RETRIES:
-                # The work queue gives up on this key: do not hold others back for it forever.
-                self._retry_held(self.release_order.written(key, token))
-            raise
-        if again is None:
+        again = await self._render_and_write(key)  # raising: the work queue retries it
+        if again is None or not self._stored_reserved(key):
+            # Written, or deferred while the API shows no reservation of it: its release is stored.
             self._retry_held(self.release_order.written(key, token))
         return again
 
@@ -612,8 +639,8 @@ class QueueManager:
                 current, trusted = written, True  # now the new reservation, on the released copy
                 continue
             return None
-        log.warning("gave up writing status of Workload %s after %d conflicts", key, MAX_CONFLICT_RETRIES)
-        return None
+        # Not counted written: the work queue tries again after a pause, from a fresh read.
+        raise WriteConflicts(f"Workload {key}: {MAX_CONFLICT_RETRIES} conflicting writes in a row")
 
     async def _get(self, path: str) -> JSON | None:
         try:

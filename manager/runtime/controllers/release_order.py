@@ -8,9 +8,11 @@ writes would leave it so. Kueue never shows that: its cache frees quota only onc
 Finished or evicted Workload has been stored.
 
 So an admission decided while releases were unwritten waits for those writes (only
-those: later releases do not hold it back), but no longer than ``max_wait_s``: a release
-whose write never comes (a bug, an API that keeps failing) is then given up with a
-warning rather than holding admissions forever. Bookkeeping only; the manager calls it.
+those: later releases do not hold it back). It waits as long as they take: the writer
+retries a release until it is stored or its Workload is gone, and letting the admission
+go first would show more admitted than the quota (an API away for a minute holds
+admissions for that minute, and loses none). A release that has waited ``max_wait_s`` is
+logged once, so a stuck write is visible. Bookkeeping only; the manager calls it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class ReleaseOrder:
         self._unwritten: dict[str, int] = {}  # released key -> sequence number, oldest first
         self._needs: dict[str, int] = {}  # admitted key -> releases it must see written first
         self._blocked: set[str] = set()
+        self._reported: set[str] = set()  # releases already logged as slow
 
     def released(self, keys: set[str]) -> None:
         """The core released these keys' quota; their status writes are owed."""
@@ -67,12 +70,10 @@ class ReleaseOrder:
                 break
             if other == key:  # its own release is overtaken by this write
                 continue
-            if now - self._since[other] > self.max_wait_s:
-                log.warning("the release of %s was not written within %.0fs; admissions go ahead", other,
-                            self.max_wait_s)
-                del self._unwritten[other]
-                del self._since[other]
-                continue
+            if now - self._since[other] > self.max_wait_s and other not in self._reported:
+                self._reported.add(other)
+                log.warning("the release of %s is not written after %.0fs; admissions reusing its "
+                            "quota wait for it", other, self.max_wait_s)
             self._blocked.add(key)
             return False
         del self._needs[key]
@@ -87,13 +88,14 @@ class ReleaseOrder:
             return set()
         del self._unwritten[key]
         self._since.pop(key, None)
+        self._reported.discard(key)
         if not self._blocked:
             return set()
         retry, self._blocked = self._blocked, set()
         return retry
 
     def take_blocked(self) -> set[str]:
-        """Every held key, to try again (a release it waits for may have run out of time)."""
+        """Every held key, to try again (and to log releases that are slow to be written)."""
         blocked, self._blocked = self._blocked, set()
         return blocked
 

@@ -9,7 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from kube.client import MERGE_PATCH, ApiError, KubeClient
+from kube.backoff import Backoff
+from kube.client import MERGE_PATCH, ApiError, KubeClient, WriteFence
 from kube.informer import EventType
 from kube.merge_patch import apply_merge_patch
 from kube.ratelimit import TokenBucket
@@ -52,6 +53,13 @@ class FakeApi:
         self.admissions: dict[str, list[Any]] = {}  # by name: each stored admission's flavors
         self.gates: dict[str, asyncio.Event] = {}  # by Workload name: its writes wait until set
         self.at_gate: dict[str, asyncio.Event] = {}  # set once a write waits at that gate
+        self.refuse = 0  # the next this many writes fail as if kube-apiserver were away
+        self.conflicts = 0  # the next this many writes meet a newer version (409)
+        self.refused = 0
+        self.fence = WriteFence()  # as the client's: closed when the Lease is lost
+
+    def fence_writes(self, reason: str) -> None:
+        self.fence.close(reason)
 
     def _store(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
         self.stored.set()
@@ -86,6 +94,7 @@ class FakeApi:
     async def patch(self, path: str, body: dict[str, Any], content_type: str = MERGE_PATCH,
                     query: Any = None) -> dict[str, Any]:
         assert content_type == MERGE_PATCH and set(body) == {"metadata", "status"}, body
+        self.fence.check("PATCH", path)
         self.patch_bytes += len(json.dumps(body))
         def patched(current: dict[str, Any]) -> dict[str, Any]:
             new = {**current, "status": apply_merge_patch(current.get("status") or {}, body["status"])}
@@ -111,7 +120,14 @@ class FakeApi:
             if name in self.gates:
                 self.at_gate.setdefault(name, asyncio.Event()).set()
                 await self.gates[name].wait()
+            if self.refuse > 0:
+                self.refuse -= 1
+                self.refused += 1
+                raise ConnectionRefusedError("kube-apiserver is away")
             self.puts.append(name)
+            if self.conflicts > 0:
+                self.conflicts -= 1
+                raise ApiError(409, "Conflict")
             if rv != self.objects[base]["metadata"]["resourceVersion"]:
                 raise ApiError(409)
             stored = self._store(base, new(copy.deepcopy(self.objects[base])))
@@ -202,6 +218,58 @@ def test_freed_quota_is_written_before_the_admission_that_reuses_it() -> None:
         assert _holds_quota(api.objects[WORKLOADS + "w2"])
         assert api.most_holding == 2, "the API never showed three holding a quota of two"
         assert manager.release_order.unwritten == 0
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def _fast_retries(manager: QueueManager) -> None:
+    manager.status_writes.backoff = Backoff(base=0.001, cap=0.004, jitter=0.0)
+
+
+def test_an_outage_longer_than_any_retry_budget_loses_no_write_and_never_overfills(
+        monkeypatch: Any) -> None:
+    """kube-apiserver refuses every write for a long while (here a hundred attempts, past
+    any fixed retry budget, and past the release wait): w0's finish and w2's admission into
+    its room are both written once it is back, the finish first; the API never shows more
+    holding quota than fits."""
+    monkeypatch.setattr(manager_module, "RELEASE_WAIT_S", 0.01)
+
+    async def go() -> None:
+        manager, api = _setup()
+        _fast_retries(manager)
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(5)
+        api.refuse = 100
+        manager.core.finish("ns/w0")
+        manager.core.fire_timers(manager.core.now + 1.0)
+        await manager.schedule_once()
+        assert manager.core.workloads["ns/w2"].holds_quota
+        await manager.status_writes.join(10)
+        assert api.refused == 100 and api.refuse == 0
+        conditions = api.status_of("w0")["conditions"]
+        assert any(c["type"] == "Finished" and c["status"] == "True" for c in conditions)
+        assert _holds_quota(api.objects[WORKLOADS + "w2"])
+        assert api.puts[-2:] == ["w0", "w2"]
+        assert api.most_holding == 2, "the admission waited for the release however long it took"
+        assert manager.release_order.unwritten == 0
+        await manager.status_writes.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_write_that_keeps_conflicting_is_retried_not_counted_written() -> None:
+    async def go() -> None:
+        manager, api = _setup()
+        _fast_retries(manager)
+        api.conflicts = 3 * manager_module.MAX_CONFLICT_RETRIES
+        manager.status_writes.start()
+        await manager.schedule_once()
+        await manager.status_writes.join(10)
+        assert api.conflicts == 0
+        assert _holds_quota(api.objects[WORKLOADS + "w0"]) and _holds_quota(api.objects[WORKLOADS + "w1"])
+        assert manager.status_writes.dropped == 0
         await manager.status_writes.shutdown()
 
     asyncio.run(go())
