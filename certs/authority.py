@@ -5,6 +5,9 @@ issues the webhook's serving certificate from it, so the apiserver only ever nee
 ``caBundle``. The CA lives long (10 years) and the serving certificate one year; both are
 renewed once they enter their last 90 days. Renewing the serving certificate alone keeps the
 caBundle unchanged, so the apiserver never sees a window where it distrusts the server.
+Renewing the CA keeps the old CA's certificate beside the new one (``ca-previous.crt``) until
+it expires, and both are published as the caBundle: replicas that still serve a certificate of
+the old CA stay trusted while they catch up.
 
 The visibility API server's certificate is made here too (:func:`self_signed_serving`), so
 every certificate the project issues comes from this one module.
@@ -17,8 +20,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -34,30 +37,53 @@ CA_COMMON_NAME = "pykueue-ca"
 
 # Secret data keys, as Kueue's (and cert-manager's) serving-cert Secrets name them.
 CA_CRT, CA_KEY, TLS_CRT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+# Ours: the CA the current one replaced, kept only while it can still verify something.
+CA_PREVIOUS_CRT = "ca-previous.crt"
 
 
 def now_utc() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+def join_pem(*pems: bytes | None) -> bytes:
+    """PEM blocks one after the other (skipping None), each ending in exactly one newline:
+    the same inputs always give the same bytes, so a caBundle compares equal across replicas."""
+    return b"".join(pem.strip() + b"\n" for pem in pems if pem)
+
+
 @dataclass(frozen=True)
 class CertBundle:
-    """PEM bytes of the CA and the serving pair, as stored in the Secret."""
+    """PEM bytes of the CA and the serving pair, as stored in the Secret.
+
+    ``previous_ca_crt`` is the CA this one replaced, while it is unexpired: a replica that has
+    not reloaded yet still serves a certificate only that CA verifies, so both are trusted.
+    """
 
     ca_crt: bytes
     ca_key: bytes
     tls_crt: bytes
     tls_key: bytes
+    previous_ca_crt: bytes | None = None
+
+    @property
+    def trusted_cas(self) -> bytes:
+        """The caBundle to publish: the current CA, then the previous one while it is kept."""
+        return join_pem(self.ca_crt, self.previous_ca_crt)
 
     def as_files(self) -> dict[str, bytes]:
-        return {CA_CRT: self.ca_crt, CA_KEY: self.ca_key, TLS_CRT: self.tls_crt, TLS_KEY: self.tls_key}
+        files = {CA_CRT: self.ca_crt, CA_KEY: self.ca_key, TLS_CRT: self.tls_crt, TLS_KEY: self.tls_key}
+        if self.previous_ca_crt:
+            files[CA_PREVIOUS_CRT] = self.previous_ca_crt
+        return files
 
     @classmethod
-    def from_files(cls, data: dict[str, bytes]) -> CertBundle:
+    def from_files(cls, data: Mapping[str, bytes]) -> CertBundle:
+        """The bundle of stored files; ``ca-previous.crt`` is optional (older Secrets lack it)."""
         missing = [k for k in (CA_CRT, CA_KEY, TLS_CRT, TLS_KEY) if not data.get(k)]
         if missing:
             raise ValueError(f"certificate bundle lacks {', '.join(missing)}")
-        return cls(data[CA_CRT], data[CA_KEY], data[TLS_CRT], data[TLS_KEY])
+        return cls(data[CA_CRT], data[CA_KEY], data[TLS_CRT], data[TLS_KEY],
+                   data.get(CA_PREVIOUS_CRT) or None)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -261,9 +287,11 @@ def renewal_reason(
     now: datetime.datetime | None = None,
     renew_before: datetime.timedelta = RENEW_BEFORE,
 ) -> tuple[str, str] | None:
-    """Why the bundle must change, as (part, reason) with part "ca" or "cert"; None when it is fine.
+    """Why the bundle must change, as (part, reason) with part "ca", "cert" or "previous";
+    None when it is fine.
 
-    A CA change implies a new serving certificate (and a new caBundle everywhere).
+    A CA change implies a new serving certificate (and a new caBundle everywhere); "previous"
+    means only the previous CA is to be dropped (expired or unreadable).
     """
     at = now or now_utc()
     try:
@@ -284,7 +312,21 @@ def renewal_reason(
     dns, ips = _sans(cert)
     if not (set(dns_names) <= dns and set(ip_addresses) <= ips):
         return "cert", "the serving certificate does not cover every name"
+    if bundle.previous_ca_crt is not None and _unexpired_ca(bundle.previous_ca_crt, at) is None:
+        return "previous", "the previous CA expired or is unreadable"
     return None
+
+
+def _unexpired_ca(ca_crt: bytes | None, at: datetime.datetime) -> bytes | None:
+    """``ca_crt`` while it is readable and unexpired at ``at``, else None: once a CA has
+    expired no certificate it signed verifies, so trusting it any longer serves nobody."""
+    if not ca_crt:
+        return None
+    try:
+        ca = x509.load_pem_x509_certificate(ca_crt)
+    except ValueError:
+        return None
+    return ca_crt if ca.not_valid_after_utc > at else None
 
 
 def ensure_bundle(
@@ -293,7 +335,12 @@ def ensure_bundle(
     ip_addresses: Sequence[str] = (),
     now: datetime.datetime | None = None,
 ) -> tuple[CertBundle, str | None]:
-    """The bundle to use from now on, and why it changed (None: ``current`` is reused as is)."""
+    """The bundle to use from now on, and why it changed (None: ``current`` is reused as is).
+
+    A new CA keeps the one it replaces as ``previous_ca_crt`` while that is readable and
+    unexpired (only the last one: a CA replaced twice within one overlap is gone); any change
+    drops a previous CA that has expired since.
+    """
     at = now or now_utc()
     if current is None:
         reason: tuple[str, str] | None = ("ca", "no certificates yet")
@@ -302,12 +349,16 @@ def ensure_bundle(
     if reason is None and current is not None:
         return current, None
     assert reason is not None
-    if reason[0] == "ca" or current is None:
+    if current is None or reason[0] == "ca":
         ca_crt, ca_key = new_ca(at)
+        previous = None if current is None else _unexpired_ca(current.ca_crt, at)
+    elif reason[0] == "previous":
+        return replace(current, previous_ca_crt=None), reason[1]
     else:
         ca_crt, ca_key = current.ca_crt, current.ca_key
+        previous = _unexpired_ca(current.previous_ca_crt, at)
     tls_crt, tls_key = issue_serving(ca_crt, ca_key, dns_names, ip_addresses, at)
-    return CertBundle(ca_crt, ca_key, tls_crt, tls_key), reason[1]
+    return CertBundle(ca_crt, ca_key, tls_crt, tls_key, previous), reason[1]
 
 
 def service_dns_names(service: str, namespace: str) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from certs.authority import CertBundle, ensure_bundle
+from certs.authority import CA_PREVIOUS_CRT, CertBundle, ensure_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +48,9 @@ def main(args: argparse.Namespace) -> int:
     if reason is None:
         print(f"certificates in {directory} are current; nothing written")
         return 0
+    stale = directory / CA_PREVIOUS_CRT
+    if CA_PREVIOUS_CRT not in bundle.as_files() and stale.exists():
+        stale.unlink()  # the CA it kept has expired: nothing signed by it is valid any more
     for name, data in bundle.as_files().items():
         fd = os.open(
             directory / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if name.endswith(".key") else 0o644

@@ -9,6 +9,7 @@ applied server-side, so a second ``dev up`` updates them in place.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from certs.authority import CA_CRT, CA_PREVIOUS_CRT, join_pem
 from devcluster import identity, ports, processes, tas_scheduler
 from devcluster.aggregation import host_api_service_manifests
 from devcluster.components import Layout
@@ -315,9 +317,17 @@ def _client_config(url: str, ca_bundle: str | None) -> dict[str, str]:
 
 
 def _webhook_ca(client: BlockingClient) -> str | None:
+    """The caBundle pykueue publishes: its CA, and the one it replaced while they overlap (a
+    one-CA bundle here would undo the overlap until pykueue's next check)."""
     secret = client.get_or_none(f"/api/v1/namespaces/{PYKUEUE_NAMESPACE}/secrets/{WEBHOOK_SECRET}")
-    value = ((secret or {}).get("data") or {}).get("ca.crt")
-    return str(value) if value else None
+    data = (secret or {}).get("data") or {}
+    if not data.get(CA_CRT):
+        return None
+    try:
+        previous = base64.b64decode(data[CA_PREVIOUS_CRT]) if data.get(CA_PREVIOUS_CRT) else None
+        return base64.b64encode(join_pem(base64.b64decode(data[CA_CRT]), previous)).decode()
+    except (ValueError, TypeError):
+        return str(data[CA_CRT])
 
 
 def _pykueue_record(state: dict[str, Any] | None) -> processes.ProcessRecord | None:

@@ -110,38 +110,31 @@ VISIBILITY_SECRET = "pykueue-visibility-server-cert"
 
 
 def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra:
-    """The aggregated visibility API, serving the manager's queues on every replica; the
-    CA of its Secret-kept certificate goes into the APIService's caBundle when that exists."""
+    """The aggregated visibility API, serving the manager's queues on every replica from a
+    Secret-kept certificate that is rotated in place; its CAs go into the APIServices'
+    caBundle when they exist."""
     from manager.runtime.controllers.pending_view import CorePendingWorkloads
-    from manager.runtime.visibility.assembly import (
-        API_SERVICE_NAMES,
-        build_visibility_server,
-        inject_ca_bundle,
-    )
+    from manager.runtime.visibility.assembly import API_SERVICE_NAMES, build_rotating_visibility_server
     from manager.runtime.visibility.server import start as start_visibility
-    from manager.runtime.visibility.tls import ServingCertificate, service_dns_names
+    from manager.runtime.visibility.tls import service_dns_names
 
     async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
-        api = client._api
         dns = ("localhost", *service_dns_names(args.visibility_service_name, settings.namespace))
         # One CA for every replica, kept in a Secret like the webhook's: the APIService has a
         # single caBundle, and whichever replica the aggregator reaches must match it.
         rotator = CertRotator(client=client, namespace=settings.namespace, secret_name=VISIBILITY_SECRET,
                               dns_names=dns, ip_addresses=("127.0.0.1",),
-                              cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")))
-        bundle = await rotator.reconcile()
-        serving = ServingCertificate(cert_pem=bundle.tls_crt, key_pem=bundle.tls_key)
-        server = await build_visibility_server(api, CorePendingWorkloads(manager.core), dns, serving)
+                              cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")),
+                              api_services=API_SERVICE_NAMES)  # one per served version
+        app, context = await build_rotating_visibility_server(
+            client._api, CorePendingWorkloads(manager.core), rotator)
         host, port = manager_cli.split_address(args.visibility_bind_address)
-        runner, bound = await start_visibility(server.app, server.ssl_context(), host, port)
+        runner, bound = await start_visibility(app, context, host, port)
+        rotator.start()
         log.info("visibility API on %s:%d", host, bound)
-        for name in API_SERVICE_NAMES:  # one per served version
-            try:
-                await inject_ca_bundle(api, server.serving, name=name, ca_pem=bundle.ca_crt)
-            except Exception as exc:  # no APIService registered (yet), or no right to patch it
-                log.warning("visibility caBundle not injected into %s: %s", name, exc)
 
         async def stop() -> None:
+            await rotator.stop()
             await runner.cleanup()
         return stop
     return start

@@ -1,9 +1,13 @@
 """Wiring the visibility server to a cluster: what ``pykueue run`` calls at start-up.
 
-Reads the aggregator's requestheader configuration from kube-apiserver, makes the serving
-certificate, builds the application with SubjectAccessReview authorization, and can write
-the certificate into the APIService's ``caBundle`` so the aggregator verifies the server
-instead of skipping TLS verification.
+Reads the aggregator's requestheader configuration from kube-apiserver, builds the
+application with SubjectAccessReview authorization and the TLS context it is served with.
+
+``pykueue run`` uses :func:`build_rotating_visibility_server`: the serving pair comes from a
+:class:`~certs.rotation.CertRotator` (a Secret shared by every replica), which reloads it into
+the served context in place and keeps the APIServices' ``caBundle`` on the current CA, plus
+the replaced one while replicas may still serve its certificate. :func:`build_visibility_server`
+and :func:`inject_ca_bundle` are the fixed, self-signed variant (one process, no rotation).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, ApiregistrationV1Api
 
 from api.keys import VISIBILITY_GROUP
+from certs.rotation import CertRotator
 from manager.runtime.visibility.auth import (
     RequestHeaderAuthenticator,
     SubjectAccessReviewAuthorizer,
@@ -28,6 +33,7 @@ from manager.runtime.visibility.server import make_app
 from manager.runtime.visibility.tls import (
     DEFAULT_DNS_NAMES,
     ServingCertificate,
+    client_verifying_context,
     self_signed_serving_certificate,
     server_ssl_context,
 )
@@ -55,6 +61,26 @@ async def build_visibility_server(api: ApiClient, provider: PendingWorkloadsProv
     serving = serving or self_signed_serving_certificate(tuple(dns_names))
     app = make_app(provider, RequestHeaderAuthenticator(request_header), SubjectAccessReviewAuthorizer(api))
     return VisibilityServer(app, serving, request_header.client_ca_pem)
+
+
+async def build_rotating_visibility_server(api: ApiClient, provider: PendingWorkloadsProvider,
+                                           rotator: CertRotator) -> tuple[web.Application, ssl.SSLContext]:
+    """The application and the context to serve it with, kept current by ``rotator``.
+
+    The context verifies optional client certificates from the requestheader CA (as
+    :func:`server_ssl_context` does); the rotator, given it before its first reconcile, loads
+    the serving pair into it and reloads it in place on every rotation, so the listener
+    never restarts. Give the rotator the APIService names (``api_services``): it then publishes
+    the CAs there before it serves a certificate of a new one. Runs the first reconcile; the
+    caller starts the rotator's loop.
+    """
+    if rotator.context is not None:
+        raise ValueError("the rotator already has a context: it must get the visibility one")
+    request_header = await load_request_header_config(api)
+    rotator.context = client_verifying_context(request_header.client_ca_pem)
+    await rotator.reconcile()
+    app = make_app(provider, RequestHeaderAuthenticator(request_header), SubjectAccessReviewAuthorizer(api))
+    return app, rotator.context
 
 
 async def inject_ca_bundle(api: ApiClient, serving: ServingCertificate, name: str = API_SERVICE_NAME,

@@ -5,7 +5,8 @@ ask for a client certificate signed by the requestheader CA. The serving certifi
 self-signed (like Kueue's internal cert mode) for loopback and the in-cluster Service names,
 so it works both behind ``insecureSkipTLSVerify`` and with its own PEM as ``caBundle``.
 It is issued by :mod:`certs.authority`, the project's one place for certificates; this
-module only chooses the names and builds the TLS context.
+module only chooses the names and builds the TLS context. ``pykueue run`` instead serves a
+Secret-kept pair from :mod:`certs.rotation`, loaded into :func:`client_verifying_context`.
 """
 
 from __future__ import annotations
@@ -48,15 +49,28 @@ def self_signed_serving_certificate(
     return ServingCertificate(cert_pem=cert_pem, key_pem=key_pem)
 
 
-def server_ssl_context(serving: ServingCertificate, client_ca_pem: str | None) -> ssl.SSLContext:
-    """TLS for the server; client certificates are optional but verified when given.
+def client_verifying_context(client_ca_pem: str | None) -> ssl.SSLContext:
+    """The server's TLS settings without key material: client certificates are optional but
+    verified when given.
 
     Optional, because probes and unauthenticated callers must still get a TLS answer (a
     401); verified, because only a certificate from the requestheader CA makes the identity
-    headers trustworthy.
+    headers trustworthy. A certificate rotator loads the serving pair into it (in place, on
+    every renewal); :func:`server_ssl_context` loads a fixed one.
     """
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if client_ca_pem:
+        context.load_verify_locations(cadata=client_ca_pem)
+        context.verify_mode = ssl.CERT_OPTIONAL
+    else:
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def server_ssl_context(serving: ServingCertificate, client_ca_pem: str | None) -> ssl.SSLContext:
+    """TLS for the server presenting ``serving``, as :func:`client_verifying_context`."""
+    context = client_verifying_context(client_ca_pem)
     # The ssl module loads key material only from files; keep them for the duration of the call.
     with tempfile.TemporaryDirectory() as directory:
         cert_path = os.path.join(directory, "tls.crt")
@@ -66,9 +80,4 @@ def server_ssl_context(serving: ServingCertificate, client_ca_pem: str | None) -
         with open(os.open(key_path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as key_file:
             key_file.write(serving.key_pem)
         context.load_cert_chain(cert_path, key_path)
-    if client_ca_pem:
-        context.load_verify_locations(cadata=client_ca_pem)
-        context.verify_mode = ssl.CERT_OPTIONAL
-    else:
-        context.verify_mode = ssl.CERT_NONE
     return context
