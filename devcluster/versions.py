@@ -46,6 +46,10 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
              dev_cluster=False),
     GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False),
+    # The users' tools pykueue's own are compared with: kueuectl (``kubectl kueue``) and helm.
+    # Modules of their own, so adding them rebuilt neither Kueue nor the control plane.
+    GoBinary("kubectl-kueue", "kueuectl", "sigs.k8s.io/kueue/cmd/kueuectl", dev_cluster=False),
+    GoBinary("helm", "helm", "helm.sh/helm/v4/cmd/helm", dev_cluster=False),
 )
 
 # (label, module directory, required module path) for the human-readable part of the key.
@@ -56,6 +60,8 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("training-operator", "training-operator", "github.com/kubeflow/training-operator"),
     ("lws", "lws", "sigs.k8s.io/lws"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
+    ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
+    ("helm", "helm", "helm.sh/helm/v4"),
 )
 
 
@@ -88,8 +94,19 @@ def source_digest(module_dir: Path) -> str:
 _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 
 
+# Where the other stamped tools keep their version: they print it (``kubectl kueue version``,
+# ``helm version``), and a comparison with ours must not differ by a placeholder.
+_VERSION_VARIABLES = {
+    "kueuectl": ("sigs.k8s.io/kueue", "sigs.k8s.io/kueue/pkg/version.GitVersion"),
+    "helm": ("helm.sh/helm/v4", "helm.sh/helm/v4/internal/version.version"),
+}
+
+
 def link_flags(module_dir: str, go_dir: Path = GO_DIR) -> tuple[str, ...]:
-    """``-X`` linker flags of a module's binaries (only the Kubernetes module has any)."""
+    """``-X`` linker flags of a module's binaries (Kubernetes, kueuectl and helm have some)."""
+    if module_dir in _VERSION_VARIABLES:
+        module_path, variable = _VERSION_VARIABLES[module_dir]
+        return (f"-X {variable}={pinned_version(module_dir, module_path, go_dir)}",)
     if module_dir != "kube":
         return ()
     version = pinned_version("kube", "k8s.io/kubernetes", go_dir)

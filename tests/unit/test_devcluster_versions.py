@@ -83,4 +83,20 @@ def test_kubernetes_binaries_carry_their_release_version_and_it_is_part_of_their
     version = pinned_versions()["k8s"]
     assert f"-X k8s.io/component-base/version.gitVersion={version}" in flags
     assert link_flags("kwok") == ()
-    assert BINARIES[-1] == GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False)
+    assert GoBinary("kueue", "kueue", "sigs.k8s.io/kueue/cmd/kueue", dev_cluster=False) in BINARIES
+
+
+def test_users_tools_are_pinned_stamped_and_not_needed_by_dev_up() -> None:
+    """kueuectl and helm, the references of ``kubectl kueue`` and the chart: built by ``dev
+    build`` at the versions the issue names, printing them, never started by ``dev up``."""
+    pins = pinned_versions()
+    assert (pins["kueuectl"], pins["helm"]) == ("v0.19.2", "v4.3.2")
+    by_name = {b.name: b for b in BINARIES}
+    kueuectl = GoBinary("kubectl-kueue", "kueuectl", "sigs.k8s.io/kueue/cmd/kueuectl", dev_cluster=False)
+    assert by_name["kubectl-kueue"] == kueuectl
+    assert by_name["helm"] == GoBinary("helm", "helm", "helm.sh/helm/v4/cmd/helm", dev_cluster=False)
+    assert link_flags("kueuectl") == ("-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.19.2",)
+    assert link_flags("helm") == ("-X helm.sh/helm/v4/internal/version.version=v4.3.2",)
+    tools = (("kueuectl", "sigs.k8s.io/kueue/cmd/kueuectl"), ("helm", "helm.sh/helm/v4/cmd/helm"))
+    for module, tool in tools:
+        assert f"\ntool {tool}\n" in (GO_DIR / module / "go.mod").read_text()
