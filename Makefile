@@ -14,10 +14,12 @@ lint:
 	$(PY) -m mypy
 	lint-imports --no-cache
 
-# Regenerates manifests/crds/ from the API models, then the install bundle of all CRDs.
+# Regenerates manifests/crds/ from the API models, then the install bundle of all CRDs
+# and the Helm chart's copies.
 crds:
 	$(PY) -m pykueue crds --out manifests/crds
 	$(PY) -m tests.unit.deploy.crd_bundle --write
+	$(PY) -m tests.unit.deploy.chart_crds --write
 
 # Builds (once, then reuses from ~/.cache/pykueue) the real Kubernetes binaries the e2e tests run.
 devcluster-bin:
