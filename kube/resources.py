@@ -64,6 +64,11 @@ WORKLOAD_PRIORITY_CLASSES = ResourceRef(keys.GROUP, keys.V1BETA2, "workloadprior
 MULTIKUEUE_CLUSTERS = ResourceRef(keys.GROUP, keys.V1BETA2, "multikueueclusters", False, "MultiKueueCluster")
 MULTIKUEUE_CONFIGS = ResourceRef(keys.GROUP, keys.V1BETA2, "multikueueconfigs", False, "MultiKueueConfig")
 SECRETS = ResourceRef("", "v1", "secrets", True, "Secret")
+POD_TEMPLATES = ResourceRef("", "v1", "podtemplates", True, "PodTemplate")
+PROVISIONING_REQUESTS = ResourceRef("autoscaling.x-k8s.io", "v1", "provisioningrequests", True,
+                                    "ProvisioningRequest")
+PROVISIONING_REQUEST_CONFIGS = ResourceRef(keys.GROUP, keys.V1BETA2, "provisioningrequestconfigs", False,
+                                           "ProvisioningRequestConfig")
 
 
 def for_object(obj: dict[str, object]) -> ResourceRef:

@@ -822,8 +822,10 @@ class QueueingCore:
     def _timer(self, when: float, kind: str, rec: WorkloadRecord) -> None:
         heapq.heappush(self._timers, (when, next(self._seq), kind, rec.key, rec.generation))
 
-    def set_check_state(self, key: str, check: str, state: str) -> bool:
-        """An admission check controller's verdict. False if the check is unknown to the workload's CQ."""
+    def set_check_state(self, key: str, check: str, state: str, retry_after_s: float | None = None) -> bool:
+        """An admission check controller's verdict. False if the check is unknown to the workload's CQ.
+        ``retry_after_s``: with Retry, the check's own backoff (its ``requeueAfterSeconds``),
+        which Kueue requeues after instead of the requeuing strategy's."""
         self._ensure()
         rec = self.workloads.get(key)
         if rec is None:
@@ -837,7 +839,10 @@ class QueueingCore:
         self.changed.add(key)
         if state == "Retry":
             rec.requeue_count += 1
-            self._evict(rec, "AdmissionCheck", backoff=self.config.requeuing.delay(rec.requeue_count))
+            backoff = retry_after_s
+            if backoff is None:
+                backoff = self.config.requeuing.delay(rec.requeue_count)
+            self._evict(rec, "AdmissionCheck", backoff=backoff)
         elif state == "Rejected":
             self._evict(rec, "DeactivatedDueToAdmissionCheck", deactivate=True)
         elif rec.status == QUOTA_RESERVED and all(s == "Ready" for s in rec.checks.values()) and (

@@ -184,3 +184,31 @@ def resource_requests(rec: WorkloadRecord) -> list[dict[str, Any]]:
                                   for r, v in sorted(ps.requests.items())}
         out.append(entry)
     return out
+
+
+def carry_check_details(stored: Sequence[Mapping[str, Any]], rendered: Sequence[Mapping[str, Any]],
+                        now: float) -> list[dict[str, Any]]:
+    """The admission check entries to write: the core decides each check's state, its
+    controller the rest. An entry whose state is unchanged keeps what its controller wrote
+    (message, podSetUpdates, retryCount, requeueAfterSeconds, its transition time); one reset
+    to Pending by an eviction says so as Kueue does, counting a Retry in ``retryCount``."""
+    before = {str(e.get("name")): e for e in stored}
+    out: list[dict[str, Any]] = []
+    for entry in rendered:
+        old = before.get(str(entry.get("name")))
+        if old is None:
+            out.append(dict(entry))
+        elif old.get("state") == entry.get("state"):
+            out.append(dict(old))
+        elif entry.get("state") == "Pending":
+            previously = f"Reset to Pending after eviction. Previously: {old.get('state')}"
+            reset: dict[str, Any] = {"name": entry["name"], "state": "Pending", "message": previously,
+                                     "lastTransitionTime": format_time(now)}
+            if old.get("requeueAfterSeconds") is not None:
+                reset["requeueAfterSeconds"] = old["requeueAfterSeconds"]
+            if old.get("state") == "Retry":
+                reset["retryCount"] = int(old.get("retryCount") or 0) + 1
+            out.append(reset)
+        else:  # changed by the core itself: nothing its controller said still applies
+            out.append(dict(entry))
+    return out

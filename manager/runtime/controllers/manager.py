@@ -55,7 +55,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.events import workload_events
 from manager.core.objects import ObjectError
-from manager.core.status import workload_status
+from manager.core.status import carry_check_details, workload_status
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
@@ -68,6 +68,7 @@ from manager.runtime.metrics_feed import MetricsFeed
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
 from .multikueue.controller import MultiKueueController
+from .provisioning import ProvisioningController
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
 from .reservation_moves import released, reservation_moved, reserved
@@ -209,6 +210,8 @@ class QueueManager:
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
             str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict)
+        self.provisioning = ProvisioningController(client, self.informers, self._check_verdict, self.events,
+                                                   timing=self.metrics)
         retain_s = after_finished(job_config or {})
         self.retention = None if retain_s is None else FinishedRetention(client, self.informers["Workload"],
                                                                           retain_s, self.events)
@@ -250,6 +253,7 @@ class QueueManager:
                 self._follow_others(obj)  # not our own last write, nor a stale copy from before it
             self._seen_workload(event, obj)
             self.jobs.on_workload(event, obj)
+            self.provisioning.on_workload(event, obj)
         self._poke()
 
     def _follow_others(self, obj: JSON) -> None:
@@ -267,7 +271,7 @@ class QueueManager:
             log.info("Workload %s: topology assignment rewritten by another writer; adopted", key)
         for check, state in stored[1].items():
             if state != agreed[1].get(check):
-                self.core.set_check_state(key, check, state)
+                self.core.set_check_state(key, check, state, _retry_after(obj, check))
 
     def _seen_workload(self, event: EventType, obj: JSON) -> None:
         key = object_key(obj)
@@ -300,9 +304,9 @@ class QueueManager:
             condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
             or condition_true(obj, keys.WorkloadCondition.ADMITTED))
 
-    def _check_verdict(self, key: str, check: str, state: str) -> None:
+    def _check_verdict(self, key: str, check: str, state: str, retry_after_s: float | None = None) -> None:
         """An in-process check controller's verdict, already written to the Workload."""
-        if self.core.set_check_state(key, check, state):
+        if self.core.set_check_state(key, check, state, retry_after_s):
             self._poke()
 
     def _poke(self) -> None:
@@ -314,6 +318,7 @@ class QueueManager:
     async def start_informers(self) -> None:
         self.events.start()
         await self.jobs.prepare()  # adds the informers of the job kinds this cluster serves
+        await self.provisioning.prepare()  # ... and of ProvisioningRequests, when served
         for informer in self.informers.values():
             informer.start()
         self.topology.start()
@@ -327,6 +332,7 @@ class QueueManager:
             self._release_wait.cancel()
         await self.status_writes.shutdown(drain=True, timeout_s=5.0)
         await self.jobs.stop()
+        await self.provisioning.stop()
         for informer in self.informers.values():
             await informer.stop()
         await self.topology.stop()
@@ -341,6 +347,8 @@ class QueueManager:
         # that a running Job whose Workload was not listed yet looks like one to suspend.
         with contextlib.suppress(RuntimeError):
             self.jobs.start()
+        with contextlib.suppress(RuntimeError):
+            self.provisioning.start()
         log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
                  len(self.core.cq_defs))
         # Every admitted workload's topology usage is known now: placement may start.
@@ -374,6 +382,7 @@ class QueueManager:
         the Lease was lost (the fence refuses their writes anyway)."""
         drain = self.client.fence.reason is None
         await self.jobs.stop(drain=drain, timeout_s=DRAIN_S)
+        await self.provisioning.stop(drain=drain, timeout_s=DRAIN_S)
         await self.status_writes.shutdown(drain=drain, timeout_s=DRAIN_S)
 
     # -------------------------------------------------------------- scheduling
@@ -584,6 +593,9 @@ class QueueManager:
                 status["conditions"] = [*(status.get("conditions") or ()),
                                         _pods_ready_condition(rec.pods_ready, self.core.now)]
             old_status = current.get("status") or {}
+            if "admissionChecks" in status:  # states are ours, the rest their controllers'
+                status["admissionChecks"] = carry_check_details(old_status.get("admissionChecks") or (),
+                                                                status["admissionChecks"], self.core.now)
             if release_only:
                 if not reserved(old_status):
                     return None  # the API shows it released already
@@ -813,6 +825,15 @@ def _topology_of(workload: JSON) -> dict[str, Any]:
     admission = (workload.get("status") or {}).get("admission") or {}
     return {str(p.get("name") or "main"): p.get("topologyAssignment")
             for p in admission.get("podSetAssignments") or ()}
+
+
+def _retry_after(workload: JSON, check: str) -> float | None:
+    """A check in Retry: the backoff its controller asked for (``requeueAfterSeconds``)."""
+    for entry in (workload.get("status") or {}).get("admissionChecks") or ():
+        if entry.get("name") == check and entry.get("state") == "Retry" and \
+                entry.get("requeueAfterSeconds") is not None:
+            return float(entry["requeueAfterSeconds"])
+    return None
 
 
 def _checks_of(workload: JSON) -> dict[str, str]:

@@ -18,7 +18,7 @@ from kube import events
 from kube.resources import ResourceRef
 from manager.jobs import integrations, registry
 from manager.jobs.lifecycle import ScalesBySlices
-from manager.runtime.controllers import manager, topology
+from manager.runtime.controllers import manager, provisioning, topology
 from manager.runtime.controllers.jobs import resource_of
 from manager.runtime.controllers.multikueue import controller as multikueue
 from tests.conftest import REPO
@@ -49,7 +49,8 @@ def _walked() -> set[tuple[str, str]]:
 
 def _watched() -> set[tuple[str, str]]:
     """(group, plural) of every informer the manager and webhook run, and what MultiKueue lists."""
-    refs: list[ResourceRef] = [*manager.CORE_KINDS, *server.FACT_KINDS, *topology.WATCHED, *multikueue.LISTED]
+    refs: list[ResourceRef] = [*manager.CORE_KINDS, *server.FACT_KINDS, *topology.WATCHED, *multikueue.LISTED,
+                               *provisioning.WATCHED]
     refs += [resource_of(k.lifecycle) for k in registry.kinds()]
     return {(r.group, r.plural) for r in refs}
 
@@ -67,6 +68,9 @@ def _needed() -> dict[Rule, str]:
         # The elastic-job ungater lists a job's pods, then writes them without their gate.
         needed[("", "pods", "list")] = "the elastic-job ungater"
         needed[("", "pods", "update")] = "the elastic-job ungater"
+    for ref, verbs in provisioning.WRITES:  # requests and their pod templates
+        for verb in verbs:
+            needed[(ref.group, ref.plural, verb)] = "the ProvisioningRequest controller"
     for ref, verbs in events.WRITES:  # the event recorder creates Events and patches their series
         for verb in verbs:
             needed[(ref.group, ref.plural, verb)] = "recording an event"
