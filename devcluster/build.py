@@ -69,7 +69,8 @@ def _run_go_build(go: str, binary: GoBinary, target: Path, log_path: Path, repor
                   module_dir: Path) -> None:
     tmp = target.with_name(f".{binary.name}.partial-{os.getpid()}")
     ldflags = " ".join(("-s", "-w", *link_flags(binary.module)))
-    argv = [go, "build", "-trimpath", f"-ldflags={ldflags}", "-o", str(tmp), binary.package]
+    tags = [f"-tags={','.join(binary.tags)}"] if binary.tags else []
+    argv = [go, "build", "-trimpath", *tags, f"-ldflags={ldflags}", "-o", str(tmp), binary.package]
     started = time.monotonic()
     with log_path.open("w") as log:
         # Own process group: on Ctrl-C or failure we stop go and every compiler it forked.

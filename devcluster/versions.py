@@ -27,6 +27,8 @@ class GoBinary:
     # False for binaries that only tools need (the conformance harness's Kueue): ``dev build``
     # builds them, ``dev up`` neither needs nor builds them.
     dev_cluster: bool = True
+    # Go build tags (the cluster autoscaler compiles in only the cloud providers they name).
+    tags: tuple[str, ...] = ()
 
 
 # Build order: the small ones first, so a broken toolchain shows up in seconds.
@@ -50,6 +52,10 @@ BINARIES: tuple[GoBinary, ...] = (
     # Modules of their own, so adding them rebuilt neither Kueue nor the control plane.
     GoBinary("kubectl-kueue", "kueuectl", "sigs.k8s.io/kueue/cmd/kueuectl", dev_cluster=False),
     GoBinary("helm", "helm", "helm.sh/helm/v4/cmd/helm", dev_cluster=False),
+    # Kubernetes' cluster autoscaler with only its kwok cloud provider: it serves
+    # ProvisioningRequests by adding kwok nodes (``dev up --autoscaler``).
+    GoBinary("cluster-autoscaler", "cluster-autoscaler", "k8s.io/autoscaler/cluster-autoscaler",
+             dev_cluster=False, tags=("kwok",)),
 )
 
 # (label, module directory, required module path) for the human-readable part of the key.
@@ -62,6 +68,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
     ("helm", "helm", "helm.sh/helm/v4"),
+    ("cluster-autoscaler", "cluster-autoscaler", "k8s.io/autoscaler/cluster-autoscaler"),
 )
 
 
@@ -123,7 +130,8 @@ def module_key(module_dir: str, go_dir: Path = GO_DIR) -> str:
     label = pin[0] if pin else module_dir
     version = f"-{pinned_version(module_dir, pin[1], go_dir)}" if pin else ""
     digest = source_digest(go_dir / module_dir)
-    flags = link_flags(module_dir, go_dir)
+    flags = [*link_flags(module_dir, go_dir),
+             *(f"-tags={t}" for t in sorted({t for b in BINARIES if b.module == module_dir for t in b.tags}))]
     if flags:
         digest = hashlib.sha256((digest + "\0" + " ".join(flags)).encode()).hexdigest()
     return f"{label}{version}_{digest[:12]}"
