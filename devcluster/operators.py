@@ -250,7 +250,8 @@ def read_ports(files: OperatorFiles) -> OperatorPorts | None:
         return None
 
 
-def _load_records(layout: Layout) -> dict[str, processes.ProcessRecord]:
+def load_records(layout: Layout) -> dict[str, processes.ProcessRecord]:
+    """The processes recorded in the dev cluster's state file, by name (``down`` stops them)."""
     try:
         state = json.loads(layout.state_file.read_text())
     except (OSError, ValueError):
@@ -258,7 +259,8 @@ def _load_records(layout: Layout) -> dict[str, processes.ProcessRecord]:
     return {str(p["name"]): processes.ProcessRecord.from_json(p) for p in state.get("processes") or ()}
 
 
-def _save_record(layout: Layout, record: processes.ProcessRecord) -> None:
+def save_record(layout: Layout, record: processes.ProcessRecord) -> None:
+    """Record (or replace) a process in the dev cluster's state file."""
     state = json.loads(layout.state_file.read_text())
     state["processes"] = [p for p in state["processes"] if p.get("name") != record.name]
     state["processes"].append(record.to_json())
@@ -296,7 +298,7 @@ def start_operators(client: BlockingClient, layout: Layout, binaries: Mapping[st
     """Start the operators that do not run (all of them on a fresh cluster, or those named in
     ``only``), wait until each is ready and serves its webhooks, then (re-)register their webhooks."""
     install_rbac(client)
-    records = _load_records(layout)
+    records = load_records(layout)
     started: list[tuple[Operator, processes.ProcessRecord, OperatorPorts]] = []
     running: list[tuple[Operator, processes.ProcessRecord, OperatorPorts]] = []
     for operator in OPERATORS:
@@ -316,7 +318,7 @@ def start_operators(client: BlockingClient, layout: Layout, binaries: Mapping[st
         files.ports.write_text(json.dumps({"metrics": ports.metrics, "health": ports.health,
                                            "webhook": ports.webhook}))
         record = processes.spawn(operator.name, argv, layout.logs / f"{operator.name}.log")
-        _save_record(layout, record)
+        save_record(layout, record)
         started.append((operator, record, ports))
     for operator, record, ports in started:
         took = wait_for(f"{operator.name} readiness", _readiness(ports, layout.pem("ca")),

@@ -33,9 +33,10 @@ CONFIG_KEY = "controller_manager_config.yaml"
 LISTED: tuple[res.ResourceRef, ...] = (
     res.NAMESPACES, res.RESOURCE_FLAVORS, res.COHORTS, res.CLUSTER_QUEUES, res.LOCAL_QUEUES,
     res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.TOPOLOGIES, res.NODES, res.PODS, res.WORKLOADS,
+    res.PROVISIONING_REQUESTS,
 )
 # Served only when their CRD or feature is installed: absent means none.
-OPTIONAL = frozenset({"Cohort", "Topology", "AdmissionCheck", "WorkloadPriorityClass"})
+OPTIONAL = frozenset({"Cohort", "Topology", "AdmissionCheck", "WorkloadPriorityClass", "ProvisioningRequest"})
 
 
 class ClusterReadError(Exception):

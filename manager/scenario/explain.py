@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api import keys
 from api.quantity import resource_quantity
 from manager.core.engine import QueueingCore
 from manager.core.objects import FR
@@ -20,6 +21,7 @@ from manager.core.quota import available, local_available
 from manager.core.tas_hook import TasPlacer, tas_only
 from manager.core.tiers import record_tier
 from manager.core.workload_state import PENDING, WorkloadRecord
+from manager.jobs.provisioning.names import attempt_of
 
 from .cluster_snapshot import ClusterListing, apply_snapshot, snapshot_scenario
 from .gc_pause import paused_collection
@@ -170,7 +172,61 @@ def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
         missing = [k for k in keys if k not in sim.core.workloads]
         if missing:
             raise KeyError(missing[0])
-        return [explain_record(sim.core, k) for k in keys]
+        entries = [explain_record(sim.core, k) for k in keys]
+    for entry in entries:
+        checks = admission_checks(listing, entry["workload"])
+        if checks:
+            entry["admissionChecks"] = checks
+    return entries
+
+
+def admission_checks(listing: ClusterListing, key: str) -> list[dict[str, Any]]:
+    """The Workload's admission checks as stored: state and message, and for a
+    ProvisioningRequest check the request of its latest attempt and what its conditions say."""
+    namespace, name = key.split("/", 1)
+    workload = next((w for w in listing.items.get("Workload") or ()
+                     if (w.get("metadata") or {}).get("namespace") == namespace
+                     and (w.get("metadata") or {}).get("name") == name), None)
+    if workload is None:
+        return []
+    controllers = {str((c.get("metadata") or {}).get("name")): (c.get("spec") or {}).get("controllerName")
+                   for c in listing.items.get("AdmissionCheck") or ()}
+    out: list[dict[str, Any]] = []
+    for entry in (workload.get("status") or {}).get("admissionChecks") or ():
+        check = str(entry.get("name"))
+        item: dict[str, Any] = {"name": check, "state": str(entry.get("state") or "Pending"),
+                                "message": str(entry.get("message") or "")}
+        if controllers.get(check) == keys.PROVISIONING_REQUEST_CONTROLLER:
+            request = _latest_request(listing, namespace, name, check)
+            if request is not None:
+                item["provisioningRequest"] = request
+        out.append(item)
+    return out
+
+
+def _latest_request(listing: ClusterListing, namespace: str, workload: str,
+                    check: str) -> dict[str, Any] | None:
+    best: tuple[int, dict[str, Any]] | None = None
+    for req in listing.items.get("ProvisioningRequest") or ():
+        meta = req.get("metadata") or {}
+        attempt = attempt_of(str(meta.get("name")), workload, check)
+        if meta.get("namespace") != namespace or attempt is None or (best is not None and attempt <= best[0]):
+            continue
+        conditions = {str(c.get("type")): c for c in (req.get("status") or {}).get("conditions") or ()}
+        state, message = "Pending", "the autoscaler has not answered yet"
+        for kind in ("Failed", "CapacityRevoked", "BookingExpired", "Provisioned", "Accepted"):
+            cond = conditions.get(kind)
+            if cond is not None and cond.get("status") == "True":
+                state, message = kind, str(cond.get("message") or "")
+                break
+        else:
+            provisioned = conditions.get("Provisioned")
+            if provisioned is not None:  # False: what the autoscaler is still trying
+                state = f"NotProvisioned ({provisioned.get('reason') or ''})"
+                message = str(provisioned.get("message") or "")
+        best = (attempt, {"name": str(meta.get("name")), "attempt": attempt, "state": state,
+                          "message": message})
+    return None if best is None else best[1]
 
 
 def text(entry: dict[str, Any]) -> str:
@@ -206,4 +262,12 @@ def text(entry: dict[str, Any]) -> str:
         lines.append("Could preempt: none under the ClusterQueue's preemption policy")
     if entry.get("topology"):
         lines.append(f"Topology:      {entry['topology']}")
+    for check in entry.get("admissionChecks") or ():
+        said = f": {check['message']}" if check["message"] else ""
+        lines.append(f"Admission check {check['name']}: {check['state']}{said}")
+        request = check.get("provisioningRequest")
+        if request is not None:
+            said = f": {request['message']}" if request["message"] else ""
+            lines.append(f"  ProvisioningRequest {request['name']} (attempt {request['attempt']}): "
+                         f"{request['state']}{said}")
     return "\n".join(lines)
