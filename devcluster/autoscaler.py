@@ -16,6 +16,8 @@ longer needs go away again after ``SCALE_DOWN_AFTER``.
 from __future__ import annotations
 
 import os
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ import yaml
 
 from devcluster import processes
 from devcluster.components import Layout
-from devcluster.health import http_ok, wait_for
+from devcluster.health import wait_for
 from devcluster.nodes import BLOCK_LABEL, KWOK_SELECTOR_LABEL, RACK_LABEL
 from devcluster.operators import load_records, save_record
 from devcluster.ports import LOOPBACK, free_ports
@@ -79,6 +81,8 @@ def config_maps() -> list[dict[str, Any]]:
 def argv(binary: Path, kubeconfig: Path, port: int) -> list[str]:
     return [str(binary), "--cloud-provider=kwok", f"--kubeconfig={kubeconfig}",
             "--enable-provisioning-requests=true", "--leader-elect=false",
+            # JSON: its ProvisioningRequest client (the apis module Kueue pins) has no protobuf codec.
+            "--kube-api-content-type=application/json",
             f"--address={LOOPBACK}:{port}", f"--scan-interval={SCAN_INTERVAL}",
             "--scale-down-enabled=true", f"--scale-down-delay-after-add={SCALE_DOWN_AFTER}",
             f"--scale-down-unneeded-time={SCALE_DOWN_AFTER}", "--v=1"]
@@ -104,13 +108,26 @@ def ensure(client: BlockingClient, layout: Layout, binary: Path, report: Report 
     if old is not None:
         report(f"  {NAME} is not running; restarting it")
     (port,) = free_ports(1)
+    # The kwok provider's own client reads $KUBECONFIG in "local" mode (else it wants to run in a pod).
+    env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "KWOK_PROVIDER_MODE": "local",
+           "KUBECONFIG": str(layout.admin_kubeconfig)}
     proc = processes.spawn(NAME, argv(binary, layout.admin_kubeconfig, port), layout.logs / f"{NAME}.log",
-                           env={**os.environ, "POD_NAMESPACE": NAMESPACE})
+                           env=env)
     _port_file(layout).write_text(str(port))
     save_record(layout, proc)
-    took = wait_for(f"{NAME} health", lambda: http_ok(_health(port)), READY_DEADLINE_S, proc)
+    # Its health endpoint answers before the cloud provider is built; a finished main loop
+    # (reported in its metrics) means it reads the cluster and its node group.
+    took = wait_for(f"{NAME}'s first loop", lambda: _looped(port), READY_DEADLINE_S, proc)
     report(f"  {NAME} ready in {took:.1f}s (pid {proc.pid}; node group {NODE_GROUP} of up to {MAX_NODES})")
     return _health(port)
+
+
+def _looped(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=2.0) as resp:
+            return b'cluster_autoscaler_last_activity{activity="main"}' in resp.read()
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def _health(port: int) -> str:
