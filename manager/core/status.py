@@ -13,7 +13,7 @@ from typing import Any
 from api.keys import Reason, WorkloadCondition
 from api.quantity import resource_quantity
 
-from .objects import format_time
+from .objects import format_time, parse_time
 from .reasons import PREEMPTION_WORDING, Pending
 from .tas_hook import DELAYED_PENDING
 from .tiers import AdmittedReason, admitted_reason, record_tier
@@ -211,4 +211,29 @@ def carry_check_details(stored: Sequence[Mapping[str, Any]], rendered: Sequence[
             out.append(reset)
         else:  # changed by the core itself: nothing its controller said still applies
             out.append(dict(entry))
+    return out
+
+
+PAST_EXECUTION = "accumulatedPastExecutionTimeSeconds"
+
+
+def accumulate_execution(stored: Mapping[str, Any], rendered: Mapping[str, Any],
+                         now: float) -> dict[str, Any]:
+    """Kueue's running total of time admitted before the current admission, against the
+    maximum execution time: kept as stored, plus the seconds since ``Admitted`` turned True
+    when this write turns it off (an eviction), so a requeued job runs only what is left."""
+    out = dict(rendered)
+    past = stored.get(PAST_EXECUTION)
+    admitted = WorkloadCondition.ADMITTED
+    was = next((c for c in stored.get("conditions") or () if c.get("type") == admitted), None)
+    still = any(c.get("type") == admitted and c.get("status") == "True"
+                for c in rendered.get("conditions") or ())
+    if was is not None and was.get("status") == "True" and not still:
+        since = parse_time(was.get("lastTransitionTime"))
+        if since is not None:
+            past = int(past or 0) + max(0, int(now - since))
+    if isinstance(past, int) and not isinstance(past, bool):
+        out[PAST_EXECUTION] = past
+    else:
+        out.pop(PAST_EXECUTION, None)
     return out

@@ -55,7 +55,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.events import workload_events
 from manager.core.objects import ObjectError
-from manager.core.status import carry_check_details, workload_status
+from manager.core.status import accumulate_execution, carry_check_details, workload_status
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
@@ -602,7 +602,7 @@ class QueueManager:
                 status = released(old_status, _keep_times(old_status, status), _timestamp(self.core.now))
             if trusted and not old_status.get("conditions") and self.core.awaiting_turn(key):
                 return None  # new and queued: its first condition is the scheduler's first verdict
-            new_status = _keep_times(old_status, status)
+            new_status = accumulate_execution(old_status, _keep_times(old_status, status), self.core.now)
             if trusted and new_status == old_status:
                 return None
             if trusted and only_pending_message_changed(old_status, new_status):

@@ -28,3 +28,4 @@ def test_an_eviction_resets_to_pending_counting_a_retry() -> None:
         {"name": "other", "state": "Pending", "message": "Reset to Pending after eviction. Previously: Ready",
          "lastTransitionTime": format_time(NOW)},
         {"name": "new", "state": "Pending", "message": ""}]
+
