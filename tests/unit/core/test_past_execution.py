@@ -9,8 +9,10 @@ NOW = 1_800_000_000.0
 
 
 def test_time_admitted_before_an_eviction_adds_up_and_is_kept_otherwise() -> None:
-    admitted = {"conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": format_time(NOW - 30)}]}
-    evicted = {"conditions": [{"type": "Admitted", "status": "False", "lastTransitionTime": format_time(NOW)}]}
+    admitted = {"conditions": [{"type": "Admitted", "status": "True",
+                                "lastTransitionTime": format_time(NOW - 30)}]}
+    evicted = {"conditions": [{"type": "Admitted", "status": "False",
+                               "lastTransitionTime": format_time(NOW)}]}
     assert accumulate_execution(admitted, evicted, NOW)[PAST_EXECUTION] == 30
     assert accumulate_execution({**admitted, PAST_EXECUTION: 12}, evicted, NOW)[PAST_EXECUTION] == 42
     assert accumulate_execution({**evicted, PAST_EXECUTION: 42}, admitted, NOW)[PAST_EXECUTION] == 42

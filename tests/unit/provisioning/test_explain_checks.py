@@ -23,7 +23,8 @@ def test_a_provisioning_check_shows_its_latest_request_and_what_the_autoscaler_s
     items = {**base.items,
              "AdmissionCheck": [{"metadata": {"name": "prov"},
                                  "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}},
-                                {"metadata": {"name": "manual"}, "spec": {"controllerName": "example.com/x"}}],
+                                {"metadata": {"name": "manual"},
+                                 "spec": {"controllerName": "example.com/x"}}],
              "ProvisioningRequest": [
                  _request("wl-prov-1", {"type": "Failed", "status": "True", "message": "no capacity"}),
                  _request("wl-prov-2", {"type": "Accepted", "status": "True", "message": ""},
