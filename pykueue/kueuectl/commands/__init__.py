@@ -1,0 +1,1 @@
+"""The commands of kubectl kueue, one module per group."""

@@ -1,0 +1,1 @@
+"""Output as kubectl writes it: tables, JSON, YAML, KYAML, names and JSONPath."""
