@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--extender-url", metavar="URL",
                     help="wire this scheduler extender (filter/prioritize/bind) into kube-scheduler")
     up.add_argument("--extender-ca-file", metavar="FILE", help="CA bundle for an https extender")
+    up.add_argument("--autoscaler", action="store_true",
+                    help="also run the cluster autoscaler (kwok provider), which serves ProvisioningRequests "
+                         "by adding GPU nodes; later `dev up` runs keep it")
     up.add_argument("--workers", type=int, default=None, metavar="N",
                     help="also run N worker control planes for MultiKueue (kept by later `up`s, "
                          "stopped by `down`); each one's kubeconfig is stored in Secret "
@@ -84,7 +87,8 @@ def _up(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 0:
         print("pykueue dev up: --workers must be 0 or more", file=sys.stderr)
         return 2
-    result = cluster.up(extender=extender, report=_progress, workers_wanted=args.workers)
+    result = cluster.up(extender=extender, report=_progress, workers_wanted=args.workers,
+                        with_autoscaler=args.autoscaler)
     _progress(f"dev cluster {'reused' if result.reused else 'started'} in {result.seconds:.1f}s")
     print(f"server: {result.server}")
     for line in result.endpoints.lines():

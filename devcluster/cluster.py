@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons, identity, nodes, operators, workers
-from devcluster.build import binary_paths, build, missing_binaries
+from devcluster import addons, autoscaler, identity, nodes, operators, workers
+from devcluster.build import binary_path, binary_paths, build, missing_binaries
 from devcluster.components import (
     Component,
     Extender,
@@ -45,6 +45,7 @@ from devcluster.components import (
 from devcluster.health import StartupError, http_ok, wait_for
 from devcluster.paths import state_dir
 from devcluster.processes import ProcessRecord, is_running, spawn, stop
+from devcluster.versions import BINARIES
 from kube.blocking import BlockingClient
 from kube.client import connect
 
@@ -253,13 +254,17 @@ def _fresh_up(lay: Layout, extender: Extender | None, report: Report) -> Cluster
 
 
 def up(extender: Extender | None = None, report: Report = print,
-       workers_wanted: int | None = None) -> UpResult:
+       workers_wanted: int | None = None, with_autoscaler: bool = False) -> UpResult:
     """Start (or repair) the dev cluster; with ``workers_wanted``, that many worker clusters
-    too (more are started, none is removed: ``down`` stops them all)."""
+    too (more are started, none is removed: ``down`` stops them all); ``with_autoscaler``:
+    the cluster autoscaler too (kept from then on, see ``devcluster.autoscaler``)."""
     started = time.monotonic()
     lay = layout()
     with _locked(lay):
         result = _up_one(lay, extender, report, workers.MANAGER)
+        if with_autoscaler or autoscaler.record(lay) is not None:
+            client = admin_client(lay, _state_or_fail(lay).ports)
+            autoscaler.ensure(client, lay, _tool("cluster-autoscaler", report), report)
         worker_results = []
         count = max(workers_wanted or 0, len(workers.existing(lay.root)))
         if count:
@@ -316,6 +321,15 @@ def _up_one(lay: Layout, extender: Extender | None, report: Report, role: worker
                     tuple(recreated), endpoints, time.monotonic() - started, tuple(operator_endpoints))
 
 
+def _tool(name: str, report: Report) -> Path:
+    """A binary ``dev up`` runs only on request, built now when missing."""
+    path = binary_path(next(b for b in BINARIES if b.name == name))
+    if not path.is_file():
+        report(f"building {name} once; later runs reuse it")
+        build(only=(name,), report=report)
+    return path
+
+
 def _operator_binaries(state: ClusterState, report: Report) -> dict[str, Path]:
     """The operators' executables: the ones the cluster was started from, or, for a cluster
     started before it ran operators, this checkout's (built now when missing)."""
@@ -360,6 +374,32 @@ def down_workers(report: Report = print) -> list[str]:
 def current_state() -> ClusterState | None:
     """The recorded state of the dev cluster, or ``None`` when none was started."""
     return _load(layout())
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Hold the dev cluster's lock: ``up`` and ``down`` elsewhere wait until it is released.
+
+    For a test that replaces part of the cluster for a while (pykueue by replicas of its own,
+    see ``devcluster.replicas``): a concurrent ``up`` would start the replaced part again
+    beside it, a ``down`` would stop the cluster under it.
+    """
+    with _locked(layout()):
+        yield
+
+
+def restart_control_plane(report: Report = print, *, lock: bool = True) -> list[str]:
+    """Start again, with the same argv and data, the control-plane components (etcd,
+    kube-apiserver, ...) that are not running, each once healthy; the names restarted.
+
+    Only those: unlike ``up`` it leaves pykueue and the operators alone, so a fault test that
+    stopped etcd or kube-apiserver while it runs pykueue replicas of its own can end the
+    outage without a third pykueue being started beside them. ``lock=False`` when the caller
+    already holds the lock (:func:`held`).
+    """
+    lay = layout()
+    with _locked(lay) if lock else contextlib.nullcontext():
+        return _restart_dead(_state_or_fail(lay), lay, report)
 
 
 def status() -> StatusReport:
