@@ -85,6 +85,9 @@ class LeaderElector:
         self._observed_rv = ""
         self._observed_at = 0.0
         self._is_leader = False
+        # When the Lease held by another runs out by our clock (None: not known): a candidate
+        # tries again then rather than up to a retry period later.
+        self._free_at: float | None = None
         self.leader_identity: str = ""
         """The holder this elector last saw in the Lease ("" = none)."""
         self.elected = asyncio.Event()
@@ -145,6 +148,7 @@ class LeaderElector:
         holder = str(spec.get("holderIdentity") or "")
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration_s)
         if holder and holder != self.identity and self._observed_at + duration > self._clock():
+            self._free_at = self._observed_at + duration
             return False
         if holder == self.identity:
             record = self._record(str(spec.get("acquireTime") or now), int(spec.get("leaseTransitions") or 0))
@@ -162,12 +166,24 @@ class LeaderElector:
 
     async def _acquire(self) -> None:
         while True:
+            self._free_at = None
             try:
                 if await self.try_acquire_or_renew():
                     return
             except Exception as exc:  # network, timeout, malformed answer: all mean "not this time"
                 log.warning("leader election: acquire attempt failed: %s", exc)
-            await asyncio.sleep(self.retry_period_s * (1.0 + random.random() * (_JITTER - 1.0)))
+            await asyncio.sleep(self._acquire_pause())
+
+    def _acquire_pause(self) -> float:
+        """Until the next attempt: half a retry period (jittered), so a holder's last renewal
+        is seen sooner and its Lease runs out sooner by our clock (a killed leader's term
+        then ends about a second earlier), or exactly until the Lease runs out when that
+        comes first. Taking over stays as safe as client-go's: only a record unchanged for
+        the whole lease duration since we last saw it change may be taken."""
+        pause = self.retry_period_s / 2 * (1.0 + random.random() * (_JITTER - 1.0))
+        if self._free_at is not None:
+            pause = min(pause, max(0.0, self._free_at - self._clock()) + 0.01)
+        return pause
 
     async def _renew_until_lost(self) -> None:
         """Renew every retry period; return when no renewal succeeded within the renew deadline."""
