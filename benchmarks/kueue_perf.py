@@ -71,6 +71,7 @@ from benchmarks.kueue_perf_managers import (
     FloorManager,
     KueueManager,
     Manager,
+    ManagerStats,
     OwnManager,
     busy_pct,
     machine_cpu_times,
@@ -543,6 +544,7 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "api_requests_by_verb": stats.api_requests_by_verb, "throttled_s": stats.throttled_s,
         "manager_stop_s": None if stats.stop_s is None else round(stats.stop_s, 2),
         "status_writes": stats.status_writes,
+        "events": stats.events, "events_api_share": events_api_share(stats),
         "runner_requests": runner_requests, "generation_s": round(gen_s, 2),
         # This process (generator, finisher, recorder) over the run: a runner short of CPU
         # holds every workload admitted longer, whichever manager it measures.
@@ -569,6 +571,16 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         metrics["reference"] = ref
         metrics["ratio"] = ratio_to_reference(metrics, ref)
     return {"metrics": metrics, "timeline": runner.timeline}
+
+
+def events_api_share(stats: ManagerStats) -> float | None:
+    """The Events' part of the manager's API requests: the Events created and series updates
+    sent (on a client of their own) over those plus the manager client's requests."""
+    if stats.events is None or stats.api_requests is None:
+        return None
+    sent = stats.events["created"] + stats.events["series_updates"] + stats.events["failed"]
+    total = sent + stats.api_requests
+    return round(sent / total, 4) if total else None
 
 
 def _env() -> dict[str, Any]:

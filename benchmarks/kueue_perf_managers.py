@@ -49,6 +49,10 @@ STOP_DEADLINE_S = 30.0
 # 22 MB) on a busy machine, and a read with the probes' 5 s timeout failed there.
 SCRAPE_TIMEOUT_S = 120.0
 REQUESTS_LINE = re.compile(r"shutting down: (\d+) API requests (\{.*?\}), ([\d.]+)s throttled")
+# The Event recorder's tally, logged by pykueue on its way out (kube.events.EventRecorder.summary).
+EVENTS_LINE = re.compile(r"events: (\d+) events recorded, (\d+) created, (\d+) series updates, "
+                         r"(\d+) rate-limited, (\d+) dropped on a full queue, (\d+) failed")
+EVENT_COUNTS = ("recorded", "created", "series_updates", "rate_limited", "dropped", "failed")
 _CLIENT_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\}\s+(\S+)", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 STATUS_QUEUE = "workload-status"  # the name of pykueue's status-write work queue
@@ -68,6 +72,8 @@ class ManagerStats:
     # Victims its scheduler chose: Kueue's kueue_preempted_workloads_total, plus for pykueue
     # the reservations it took back unpublished (which that counter does not see).
     preemptions_decided: int | None = None
+    # pykueue's Events: recorded, created, series updates, rate-limited, dropped, failed.
+    events: dict[str, int] | None = None
     withdrawn_reservations: int | None = None
 
 
@@ -286,8 +292,12 @@ class OwnManager:
 
 
 def _with_logged_requests(stats: ManagerStats, log_path: Path) -> ManagerStats:
-    """Add the API requests a pykueue-client process logged on its way out."""
-    match = REQUESTS_LINE.search(log_path.read_text(errors="replace"))
+    """Add the API requests (and Events) a pykueue-client process logged on its way out."""
+    text = log_path.read_text(errors="replace")
+    events = EVENTS_LINE.search(text)
+    if events:
+        stats.events = dict(zip(EVENT_COUNTS, (int(g) for g in events.groups()), strict=True))
+    match = REQUESTS_LINE.search(text)
     if match:
         stats.api_requests = int(match.group(1))
         stats.api_requests_by_verb = {str(k): int(v) for k, v in

@@ -215,6 +215,15 @@ class KubeClient:
     async def get(self, path: str, query: Query | None = None) -> JSON:
         return await self.request("GET", path, query=query)
 
+    async def get_or_none(self, path: str) -> JSON | None:
+        """GET, with None for an object that does not exist (404)."""
+        try:
+            return await self.get(path)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
     async def create(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)
 

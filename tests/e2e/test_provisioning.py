@@ -18,6 +18,8 @@ reads what they did:
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -252,6 +254,18 @@ def test_deactivating_a_workload_deletes_its_request(dev_cluster: DevCluster, sc
     wait_until("its ProvisioningRequest", lambda: _requests(dev_cluster, ns), 60.0)
     wl = workload_of(dev_cluster, ns, "waits")
     assert wl is not None
+    name = wl["metadata"]["name"]
+
+    def explained() -> str | None:
+        # What a user asks: which check it waits on, and what the autoscaler said.
+        done = subprocess.run([sys.executable, "-m", "pykueue", "explain", "-n", ns, "job/waits",
+                               f"--kubeconfig={dev_cluster.kubeconfig}"], capture_output=True, text=True,
+                              check=False, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout if "NotProvisioned (CapacityIsNotFound)" in done.stdout else None
+    said = wait_until("explain to report the autoscaler's answer", explained, 60.0)
+    assert f"Admission check {scale_up_queue.check}: Pending" in said
+    assert f"ProvisioningRequest {name}-{scale_up_queue.check}-1 (attempt 1)" in said
     dev_cluster.kubectl("patch", "workloads.kueue.x-k8s.io", wl["metadata"]["name"], "-n", ns, "--type=merge",
                         "-p", '{"spec":{"active":false}}')
     wait_until("the evicted Workload's request to be deleted", lambda: not _requests(dev_cluster, ns), 60.0)

@@ -655,12 +655,7 @@ class QueueManager:
         raise WriteConflicts(f"Workload {key}: {MAX_CONFLICT_RETRIES} conflicting writes in a row")
 
     async def _get(self, path: str) -> JSON | None:
-        try:
-            return await self.client.get(path)
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+        return await self.client.get_or_none(path)
 
     # -------------------------------------------------------------- queue status
 

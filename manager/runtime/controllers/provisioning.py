@@ -307,12 +307,7 @@ class ProvisioningController:
                 await self.client.replace(path, changed)
 
     async def _get(self, path: str) -> JSON | None:
-        try:
-            return await self.client.get(path)
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+        return await self.client.get_or_none(path)
 
 
 def _now() -> str:

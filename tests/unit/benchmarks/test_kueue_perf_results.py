@@ -247,3 +247,19 @@ def test_the_shutdown_line_a_pykueue_client_logs_is_the_one_read_back(tmp_path: 
     stats = _with_logged_requests(ManagerStats(1.0, 1.0, 1.0), log)
     assert stats.api_requests == 5 and stats.api_requests_by_verb == {"get": 2, "patch": 3}
     assert stats.throttled_s == 0.0
+
+
+def test_the_events_share_of_api_requests_comes_from_the_managers_exit_lines(tmp_path: Path) -> None:
+    from benchmarks.kueue_perf import events_api_share
+    from benchmarks.kueue_perf_managers import ManagerStats, _with_logged_requests
+
+    log = tmp_path / "pykueue.log"
+    log.write_text("... INFO shutting down: 900 API requests {'patch': 880, 'get': 20}, 0.0s throttled "
+                   "by ...\n"
+                   "... INFO events: 250 events recorded, 80 created, 20 series updates, 150 rate-limited, "
+                   "0 dropped on a full queue, 0 failed\n")
+    stats = _with_logged_requests(ManagerStats(1.0, 1.0, 1.0), log)
+    assert stats.events == {"recorded": 250, "created": 80, "series_updates": 20, "rate_limited": 150,
+                            "dropped": 0, "failed": 0}
+    assert events_api_share(stats) == 0.1
+    assert events_api_share(ManagerStats(1.0, 1.0, 1.0)) is None

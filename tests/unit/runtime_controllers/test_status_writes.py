@@ -88,6 +88,14 @@ class FakeApi:
             raise ApiError(404)
         return copy.deepcopy(self.objects[path])
 
+    async def get_or_none(self, path: str) -> dict[str, Any] | None:
+        try:
+            return await self.get(path)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
     async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._compare_and_swap(path, body["metadata"].get("resourceVersion"), lambda _: body)
 
