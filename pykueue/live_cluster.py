@@ -37,6 +37,9 @@ LISTED: tuple[res.ResourceRef, ...] = (
 )
 # Served only when their CRD or feature is installed: absent means none.
 OPTIONAL = frozenset({"Cohort", "Topology", "AdmissionCheck", "WorkloadPriorityClass", "ProvisioningRequest"})
+# Read for what they add to an explanation, not needed for a prediction: a role that may not
+# list them gets the rest.
+BEST_EFFORT = frozenset({"ProvisioningRequest"})
 
 
 class ClusterReadError(Exception):
@@ -61,7 +64,7 @@ async def _list_kind(client: KubeClient, ref: res.ResourceRef) -> list[JSON]:
     try:
         return await list_all(client, ref, BOUND_PODS if ref.kind == "Pod" else "")
     except ApiError as exc:
-        if exc.not_found and ref.kind in OPTIONAL:
+        if (exc.not_found and ref.kind in OPTIONAL) or (exc.status == 403 and ref.kind in BEST_EFFORT):
             return []
         raise ClusterReadError(f"cannot list {ref.plural}: {exc}") from exc
 

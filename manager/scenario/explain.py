@@ -214,16 +214,19 @@ def _latest_request(listing: ClusterListing, namespace: str, workload: str,
             continue
         conditions = {str(c.get("type")): c for c in (req.get("status") or {}).get("conditions") or ()}
         state, message = "Pending", "the autoscaler has not answered yet"
-        for kind in ("Failed", "CapacityRevoked", "BookingExpired", "Provisioned", "Accepted"):
+        provisioned = conditions.get("Provisioned")
+        accepted = conditions.get("Accepted")
+        for kind in ("Failed", "CapacityRevoked", "BookingExpired", "Provisioned"):
             cond = conditions.get(kind)
             if cond is not None and cond.get("status") == "True":
                 state, message = kind, str(cond.get("message") or "")
                 break
         else:
-            provisioned = conditions.get("Provisioned")
             if provisioned is not None:  # False: what the autoscaler is still trying
                 state = f"NotProvisioned ({provisioned.get('reason') or ''})"
                 message = str(provisioned.get("message") or "")
+            elif accepted is not None and accepted.get("status") == "True":
+                state, message = "Accepted", str(accepted.get("message") or "")
         best = (attempt, {"name": str(meta.get("name")), "attempt": attempt, "state": state,
                           "message": message})
     return None if best is None else best[1]

@@ -33,14 +33,37 @@ def test_a_provisioning_check_shows_its_latest_request_and_what_the_autoscaler_s
                  _request("other-prov-3")]}
     listing = ClusterListing(items, base.config, now=NOW)
     checks = admission_checks(listing, "team/wl")
+    # Accepted, and what the autoscaler still tries: the Provisioned=False condition says more.
     assert checks == [
         {"name": "prov", "state": "Pending", "message": "Reset to Pending after eviction. Previously: Retry",
-         "provisioningRequest": {"name": "wl-prov-2", "attempt": 2, "state": "Accepted", "message": ""}},
+         "provisioningRequest": {"name": "wl-prov-2", "attempt": 2,
+                                 "state": "NotProvisioned (CapacityIsNotFound)",
+                                 "message": "Capacity is not found, CA will try to find it later."}},
         {"name": "manual", "state": "Ready", "message": ""}]
-    not_accepted = copy.deepcopy(items)
-    not_accepted["ProvisioningRequest"][1]["status"]["conditions"].pop(0)
-    [entry] = explain(ClusterListing(not_accepted, base.config, now=NOW), ["team/wl"])
+    only_accepted = copy.deepcopy(items)
+    only_accepted["ProvisioningRequest"][1]["status"]["conditions"].pop(1)
+    [entry] = explain(ClusterListing(only_accepted, base.config, now=NOW), ["team/wl"])
+    assert entry["admissionChecks"][0]["provisioningRequest"]["state"] == "Accepted"
+    [entry] = explain(listing, ["team/wl"])
     rendered = text(entry)
     assert "Admission check prov: Pending: Reset to Pending after eviction. Previously: Retry" in rendered
     assert ("  ProvisioningRequest wl-prov-2 (attempt 2): NotProvisioned (CapacityIsNotFound): "
             "Capacity is not found, CA will try to find it later.") in rendered
+
+
+def test_a_reader_that_may_not_list_provisioning_requests_still_gets_the_rest() -> None:
+    import asyncio
+
+    import pytest
+
+    from kube import resources as res
+    from kube.client import ApiError
+    from pykueue.live_cluster import ClusterReadError, _list_kind
+
+    class Forbidden:
+        async def get(self, path: str, query: object = None) -> dict[str, object]:
+            raise ApiError(403, "Forbidden", "cannot list")
+
+    assert asyncio.run(_list_kind(Forbidden(), res.PROVISIONING_REQUESTS)) == []  # type: ignore[arg-type]
+    with pytest.raises(ClusterReadError, match="cannot list workloads"):
+        asyncio.run(_list_kind(Forbidden(), res.WORKLOADS))  # type: ignore[arg-type]
