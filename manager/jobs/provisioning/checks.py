@@ -16,6 +16,7 @@ from typing import Any
 
 from api.wire import JSON
 
+from ..lifecycle import condition_message, condition_true
 from .config import CheckConfig
 from .names import attempt_of, pod_template_name
 from .requests import request_needed
@@ -33,25 +34,11 @@ class NoRequestYet(Exception):
     check as it is until one does."""
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == kind:
+def _provisioned_condition(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for cond in (request.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Provisioned":
             return dict(cond)
     return None
-
-
-def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
-    cond = _condition(obj, kind)
-    return cond is not None and cond.get("status") == "True"
-
-
-def _message(obj: Mapping[str, Any], kind: str) -> str:
-    return str((_condition(obj, kind) or {}).get("message") or "")
-
-
-def _workload_condition(workload: Mapping[str, Any], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True"
-               for c in (workload.get("status") or {}).get("conditions") or ())
 
 
 def retry_backoff_s(retry_count: int, config: CheckConfig) -> int:
@@ -79,10 +66,10 @@ def next_check(workload: Mapping[str, Any], entry: Mapping[str, Any], config: Ch
     name = str((workload.get("metadata") or {}).get("name"))
     attempt = attempt_of(str((request.get("metadata") or {}).get("name")), name, check) or 1
     retries = int(out.get("retryCount") or 0)
-    admitted = _workload_condition(workload, "Admitted")
+    admitted = condition_true(workload, "Admitted")
     failed, expired = condition_true(request, "Failed"), condition_true(request, "BookingExpired")
     if failed or (expired and not admitted and not condition_true(request, "CapacityRevoked")):
-        why = _message(request, "Failed" if failed else "BookingExpired")
+        why = condition_message(request, "Failed" if failed else "BookingExpired")
         if attempt <= config.backoff_limit:
             out["message"] = f"Retrying after {'failure' if failed else 'booking expired'}: {why}"
             if attempt > retries:  # not a retry already counted for an older request
@@ -91,16 +78,16 @@ def next_check(workload: Mapping[str, Any], entry: Mapping[str, Any], config: Ch
             out.update(state=REJECTED, message=why)
     elif condition_true(request, "CapacityRevoked"):
         active = (workload.get("spec") or {}).get("active", True) is not False
-        if active and not _workload_condition(workload, "Finished"):
-            out.update(state=REJECTED, message=_message(request, "CapacityRevoked"))
+        if active and not condition_true(workload, "Finished"):
+            out.update(state=REJECTED, message=condition_message(request, "CapacityRevoked"))
     elif expired:
         pass  # an admitted Workload keeps running on capacity it already has
     elif condition_true(request, "Provisioned"):
         if state != READY:
-            out.update(state=READY, message=_message(request, "Provisioned"),
+            out.update(state=READY, message=condition_message(request, "Provisioned"),
                        podSetUpdates=pod_set_updates(workload, request, config))
     elif condition_true(request, "Accepted"):
-        provisioned = _condition(request, "Provisioned")
+        provisioned = _provisioned_condition(request)
         if provisioned is not None:  # the autoscaler's progress (an ETA) for the user
             out.update(state=PENDING, message=str(provisioned.get("message") or ""))
     else:
@@ -139,7 +126,7 @@ def attempt_to_create(workload: Mapping[str, Any], entry: Mapping[str, Any] | No
     retries = int((entry or {}).get("retryCount") or 0)
     if request is None:
         return retries + 1 if entry is not None else 1
-    admitted = _workload_condition(workload, "Admitted")
+    admitted = condition_true(workload, "Admitted")
     expired = condition_true(request, "BookingExpired") and not admitted
     if (condition_true(request, "Failed") or expired) and entry is not None and entry.get("state") == PENDING:
         name = str((workload.get("metadata") or {}).get("name"))
