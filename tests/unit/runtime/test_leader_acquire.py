@@ -5,38 +5,20 @@ before its Lease has run out."""
 from __future__ import annotations
 
 import asyncio
-import copy
-from typing import Any
 
-from kube.client import ApiError
 from kube.leader import LeaderElector
 
-
-class _Lease:
-    def __init__(self, holder: str, renewed: str) -> None:
-        self.obj: dict[str, Any] = {"metadata": {"name": "l", "namespace": "ns", "resourceVersion": "1"},
-                                    "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
-                                             "renewTime": renewed}}
-        self.gets = 0
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
-        if method == "GET":
-            self.gets += 1
-            return copy.deepcopy(self.obj)
-        if body["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict")
-        self.obj = {**copy.deepcopy(body), "metadata": {**body["metadata"], "resourceVersion": "2"}}
-        return copy.deepcopy(self.obj)
+from .fake_lease import FakeLease
 
 
-def _elector(api: _Lease, now: list[float]) -> LeaderElector:
+def _elector(api: FakeLease, now: list[float]) -> LeaderElector:
     return LeaderElector(api, namespace="ns", identity="me", clock=lambda: now[0])  # type: ignore[arg-type]
 
 
 def test_the_pause_is_half_a_retry_period_or_until_the_lease_runs_out() -> None:
     async def go() -> None:
         now = [100.0]
-        api = _Lease("other", "t0")
+        api = FakeLease("other")
         elector = _elector(api, now)
         assert not await elector.try_acquire_or_renew()  # held: free 15 s after we saw it change
         pause = elector._acquire_pause()
@@ -46,7 +28,7 @@ def test_the_pause_is_half_a_retry_period_or_until_the_lease_runs_out() -> None:
         assert abs(elector._acquire_pause() - 0.51) < 1e-9, "the next try is when it runs out"
         now[0] = 115.01
         assert await elector.try_acquire_or_renew(), "unchanged for the lease duration: taken"
-        assert api.obj["spec"]["holderIdentity"] == "me"
+        assert api.obj is not None and api.obj["spec"]["holderIdentity"] == "me"
 
     asyncio.run(go())
 
@@ -54,12 +36,11 @@ def test_the_pause_is_half_a_retry_period_or_until_the_lease_runs_out() -> None:
 def test_a_renewal_seen_meanwhile_pushes_the_lease_end_out() -> None:
     async def go() -> None:
         now = [100.0]
-        api = _Lease("other", "t0")
+        api = FakeLease("other")
         elector = _elector(api, now)
         assert not await elector.try_acquire_or_renew()
         now[0] = 110.0
-        api.obj["spec"]["renewTime"] = "t1"
-        api.obj["metadata"]["resourceVersion"] = "5"
+        api.renewed_by_holder()
         assert not await elector.try_acquire_or_renew()
         now[0] = 115.5
         assert not await elector.try_acquire_or_renew(), "15 s from the renewal we saw, not the first look"

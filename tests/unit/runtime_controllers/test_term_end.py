@@ -6,14 +6,13 @@ within the drain, before the Lease is released."""
 from __future__ import annotations
 
 import asyncio
-import copy
-from typing import Any
 
 import pytest
 
-from kube.client import ApiError, KubeClient, WriteFence, WritesFenced
+from kube.client import KubeClient, WriteFence, WritesFenced
 from kube.leader import LeaderElector
 from manager.runtime.controllers.manager import QueueManager
+from tests.unit.runtime.fake_lease import FakeLease
 
 from .test_status_writes import WORKLOADS, FakeApi, _setup
 
@@ -85,36 +84,9 @@ def test_a_term_ended_on_our_side_finishes_the_writes_in_flight() -> None:
     asyncio.run(go())
 
 
-class _LeaseApi:
-    """One Lease, compare-and-swap PUTs; ``down`` makes every request fail."""
-
-    def __init__(self) -> None:
-        self.lease: dict[str, Any] | None = None
-        self.rv = 0
-        self.down = False
-        self.fence = WriteFence()
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
-        if self.down:
-            raise ConnectionRefusedError("kube-apiserver is away")
-        self.fence.check(method, path)
-        if method == "GET":
-            if self.lease is None:
-                raise ApiError(404)
-            return copy.deepcopy(self.lease)
-        self.rv += 1
-        stored = copy.deepcopy(body)
-        stored["metadata"] = {**body["metadata"], "resourceVersion": str(self.rv)}
-        self.lease = stored
-        return copy.deepcopy(self.lease)
-
-    def fence_writes(self, reason: str) -> None:
-        self.fence.close(reason)
-
-
 def test_losing_the_lease_fences_before_the_leading_work_is_cancelled() -> None:
     async def go() -> None:
-        api = _LeaseApi()
+        api = FakeLease()
         seen: list[str] = []
         leading = asyncio.Event()
 
