@@ -243,7 +243,7 @@ def convert(obj: dict[str, Any], desired_api_version: str, *, in_place: bool = F
         raise ConversionError(f"expected an object, got {type(obj).__name__}")
     kind = obj.get("kind")
     current = obj.get("apiVersion")
-    if kind not in CONVERTERS:
+    if not isinstance(kind, str) or kind not in CONVERTERS:
         raise ConversionError(f"kind {kind!r} is not served by {GROUP} in more than one version; "
                               f"convertible kinds: {', '.join(sorted(CONVERTERS))}")
     for version, what in ((current, "source"), (desired_api_version, "desired")):
@@ -254,7 +254,7 @@ def convert(obj: dict[str, Any], desired_api_version: str, *, in_place: bool = F
         up, down = CONVERTERS[str(kind)]
         try:
             (up if desired_api_version == V1BETA2 else down)(out)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise ConversionError(f"{kind} {_get(obj, 'metadata', 'name')!r} cannot be converted: "
                                   f"{exc!r}") from exc
         out["apiVersion"] = desired_api_version

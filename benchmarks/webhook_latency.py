@@ -37,19 +37,16 @@ TARGET_P99_MS = 5.0
 
 
 def _serve(cert_dir: str, port_queue: Any) -> None:
-    from aiohttp import web
-
     from certs.rotation import server_context
     from kube.event_loop import run_main
     from webhook.app import WebhookDeps, make_app
+    from webhook.server import serve_webhook
 
     async def main() -> None:
         context = server_context(Path(cert_dir) / "tls.crt", Path(cert_dir) / "tls.key")
-        runner = web.AppRunner(make_app(WebhookDeps()), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        port_queue.put(runner.addresses[0][1])
+        # As the webhook serves: its limits (connections, deadlines, requests in flight) included.
+        listener = await serve_webhook(make_app(WebhookDeps()), "127.0.0.1", 0, context)
+        port_queue.put(listener.port)
         await asyncio.Event().wait()
 
     run_main(main())  # the event loop pykueue's servers run on

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from extender.endpoints import MAX_BODY_BYTES, BodyTooLarge, Endpoints, ExtenderDeps, client_name
+from extender.endpoints import MAX_BODY_BYTES, Endpoints, ExtenderDeps, client_name
+from kube.http_limits import Refused, read_body
 
 __all__ = ["ENDPOINTS", "ExtenderDeps", "make_app"]
 
@@ -23,13 +24,14 @@ def make_app(deps: ExtenderDeps) -> web.Application:
     async def handle(request: web.Request) -> web.StreamResponse:
         async def read() -> bytes:
             try:
-                return await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                raise BodyTooLarge from None
+                return await read_body(request)
+            except web.HTTPRequestEntityTooLarge:  # served without the limits (in-process tests)
+                raise Refused(413, f"body larger than {MAX_BODY_BYTES} bytes") from None
 
         transport = request.transport
         caller = client_name(transport.get_extra_info("peercert") if transport is not None else None)
-        reply = await endpoints.respond(request.method, request.path, caller, read)
+        reply = await endpoints.respond(request.method, request.path, caller, read,
+                                        request.headers.get("Content-Type", ""))
         headers = {"Content-Type": reply.content_type}
         return web.Response(status=reply.status, body=reply.body, headers=headers)
 

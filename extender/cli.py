@@ -22,6 +22,7 @@ from extender.kube_port import KubeClusterPort
 from extender.server import serve
 from kube.client import connect
 from kube.event_loop import run_main
+from kube.logging import configure_cli_logging
 from kube.startup import check_kubeconfig, exit_code, starting
 
 TAS_SCHEDULER = "pykueue-tas-scheduler"
@@ -77,7 +78,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_cli_logging(args.log_level)
     return exit_code(lambda: _run(args))
 
 

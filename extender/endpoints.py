@@ -6,8 +6,9 @@ so routing, caller authorization, status codes and bodies are decided in one pla
 
 Routes (``POST``, JSON): ``<prefix>/filter``, ``<prefix>/prioritize``, ``<prefix>/bind``;
 ``GET /healthz`` for probes. The caller is checked before anything else (401 without a
-client certificate, 403 for a name not allowed), then the route (404, 405). Malformed
-requests get HTTP 400 with the reason; an API failure while deciding is reported in the
+client certificate, 403 for a name not allowed), then the route (404, 405) and the media
+type (415). Malformed requests get HTTP 400 with the reason, a body refused by the server's
+limits (``kube.http_limits``) its status; an API failure while deciding is reported in the
 reply's ``Error`` field (the scheduler then retries the pod), never as a 5xx.
 """
 
@@ -32,6 +33,7 @@ from extender.wire import (
     parse_extender_args,
 )
 from kube.endpoints import BadRequest
+from kube.http_limits import MiB, Refused, ServerLimits, is_json
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,14 @@ _dumps = partial(json.dumps, separators=(",", ":"))
 JSON = "application/json; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 # Full NodeLists of large clusters (nodeCacheCapable: false) run to several MB.
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 64 * MiB
+# Only holders of a client certificate of the extender's own CA get through the TLS handshake,
+# so these limits are about a misbehaving scheduler more than a hostile one: its 16 binding
+# goroutines and the filter calls beside them fit many times over; NodeLists of that size
+# are held a few at a time.
+LIMITS = ServerLimits(name="extender", max_body_bytes=MAX_BODY_BYTES, max_connections=256, max_in_flight=256,
+                      max_buffered_bytes=192 * MiB, json_bodies=False, header_timeout_s=10.0,
+                      body_timeout_s=10.0, keepalive_s=60.0)
 
 
 @dataclass
@@ -61,10 +70,6 @@ class Reply:
     status: int
     body: bytes
     content_type: str = JSON
-
-
-class BodyTooLarge(Exception):
-    """The request body exceeds :data:`MAX_BODY_BYTES` (HTTP 413)."""
 
 
 BodyReader = Callable[[], Awaitable[bytes]]
@@ -97,7 +102,8 @@ class Endpoints:
             f"{prefix}/bind": ("bind", self._bind),
         }
 
-    async def respond(self, method: str, path: str, caller: str | None, read: BodyReader) -> Reply:
+    async def respond(self, method: str, path: str, caller: str | None, read: BodyReader,
+                      content_type: str = "application/json") -> Reply:
         """The reply to one request; ``read`` is awaited only once the caller may be served."""
         refusal = self._authorize(caller, method, path)
         if refusal is not None:
@@ -109,6 +115,8 @@ class Endpoints:
             return _json({"Error": f"no such path: {path}"}, 404)
         if method != "POST":
             return _json({"Error": "use POST"}, 405)
+        if not is_json(content_type):
+            return _json({"Error": "the body must be JSON (Content-Type: application/json)"}, 415)
         verb, handle = route
         return await self._guarded(verb, handle, read)
 
@@ -125,10 +133,12 @@ class Endpoints:
     async def _guarded(self, verb: str, handle: Verb, read: BodyReader) -> Reply:
         try:
             return _json(await handle(await read()))
-        except BodyTooLarge:
-            return _json({"Error": f"body larger than {MAX_BODY_BYTES} bytes"}, 413)
+        except Refused as exc:
+            return _json({"Error": exc.reason}, exc.status)
         except BadRequest as exc:
             return _json({"Error": str(exc)}, 400)
+        except RecursionError:
+            return _json({"Error": "the request is nested too deeply"}, 400)
         except PortError as exc:
             # Transient API trouble: answer 200 with Error so the scheduler retries the pod.
             log.warning("%s: API error: %s", verb, exc)

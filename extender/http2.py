@@ -8,6 +8,11 @@ Each request runs :meth:`Endpoints.respond` in a task of its own, so streams pro
 concurrently. The caller's identity is the connection's verified client certificate, read
 once. A stream the client resets before its body is complete is cancelled (no verb has
 started yet); one reset later (a bind under way) finishes and its reply is dropped.
+
+The server's limits (``kube.http_limits``) hold here too: each stream is one of the server's
+requests in flight (``503`` beyond), its body must arrive within the body timeout (``408``),
+and it tells the connection's guard when it starts and ends, so a connection with no stream
+open is timed as idle (and closed after the keep-alive) like an HTTP/1.1 one.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from h2.events import (
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes, Settings
 
-from extender.endpoints import MAX_BODY_BYTES, BodyTooLarge, Endpoints, Reply, client_name
+from extender.endpoints import MAX_BODY_BYTES, Endpoints, Reply, client_name
+from kube.http_limits import ConnectionGuard, Refused, ServerLimits, Slots
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +57,22 @@ class _Stream:
     id: int
     method: str
     path: str
+    content_type: str
     ended: asyncio.Future[None]
+    body_timeout_s: float
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     too_large: bool = False
     task: asyncio.Task[None] | None = None
 
     async def read(self) -> bytes:
-        await self.ended
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                await self.ended
+        except TimeoutError:
+            raise Refused(408, f"the body did not arrive within {self.body_timeout_s:g} s") from None
         if self.too_large:
-            raise BodyTooLarge
+            raise Refused(413, f"body larger than {MAX_BODY_BYTES} bytes")
         return b"".join(self.chunks)
 
 
@@ -68,15 +80,21 @@ def _text(value: bytes | str) -> str:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
 
-def _method_and_path(headers: Iterable[tuple[bytes | str, bytes | str]]) -> tuple[str, str]:
+def _request_line(headers: Iterable[tuple[bytes | str, bytes | str]]) -> tuple[str, str, str]:
+    """Method, path (without the query) and content type of a request's headers."""
     fields = {_text(name): _text(value) for name, value in headers}
-    return fields.get(":method", "GET"), fields.get(":path", "/").split("?", 1)[0]
+    return (fields.get(":method", "GET"), fields.get(":path", "/").split("?", 1)[0],
+            fields.get("content-type", ""))
 
 
 class Http2Connection(asyncio.Protocol):
-    def __init__(self, endpoints: Endpoints, registry: set[Http2Connection] | None = None) -> None:
+    def __init__(self, endpoints: Endpoints, registry: set[Http2Connection] | None = None,
+                 guard: ConnectionGuard | None = None, limits: ServerLimits | None = None,
+                 in_flight: Slots | None = None) -> None:
         self.endpoints = endpoints
         self.registry = registry  # the server's open connections, to close them on stop
+        self.guard, self.in_flight = guard, in_flight  # the listener's, when it has them
+        self.body_timeout_s = limits.body_timeout_s if limits is not None else 60.0
         # Our reply headers are built here, always valid: checking them again on every reply
         # cost about 3 % of the extender's work per pod. What the peer sends is still checked.
         self.h2 = H2Connection(H2Configuration(client_side=False, header_encoding=None,
@@ -134,8 +152,9 @@ class Http2Connection(asyncio.Protocol):
     # -- events ---------------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
         if isinstance(event, RequestReceived) and event.stream_id is not None:
-            method, path = _method_and_path(event.headers or ())
-            stream = _Stream(event.stream_id, method, path, asyncio.get_running_loop().create_future())
+            method, path, content_type = _request_line(event.headers or ())
+            stream = _Stream(event.stream_id, method, path, content_type,
+                             asyncio.get_running_loop().create_future(), self.body_timeout_s)
             self.streams[stream.id] = stream
             stream.task = asyncio.create_task(self._serve(stream))
             self.tasks.add(stream.task)
@@ -175,7 +194,24 @@ class Http2Connection(asyncio.Protocol):
 
     # -- replies --------------------------------------------------------------------------
     async def _serve(self, stream: _Stream) -> None:
-        reply = await self.endpoints.respond(stream.method, stream.path, self.caller, stream.read)
+        if self.guard is not None:
+            self.guard.request_started()
+        try:
+            await self._answer(stream)
+        finally:
+            if self.guard is not None:
+                self.guard.request_finished()
+
+    async def _answer(self, stream: _Stream) -> None:
+        if self.in_flight is not None and not await self.in_flight.acquire():
+            reply = Reply(503, b'{"Error":"the extender has too many requests in flight; retry later"}')
+        else:
+            try:
+                reply = await self.endpoints.respond(stream.method, stream.path, self.caller, stream.read,
+                                                     stream.content_type)
+            finally:
+                if self.in_flight is not None:
+                    self.in_flight.release()
         log.debug("h2 %s %s %d (%s)", stream.method, stream.path, reply.status, self.caller)
         if self.streams.get(stream.id) is not stream or self.closed:
             return  # reset or disconnected meanwhile
@@ -229,6 +265,13 @@ class Http2Connection(asyncio.Protocol):
     def _close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+    def close_gracefully(self) -> None:
+        """GOAWAY, then close: the connection has been idle too long (``kube.http_limits``)."""
+        if not self.closed:
+            self.h2.close_connection()
+            self._flush()
+        self._close()
 
     async def shutdown(self, timeout_s: float) -> None:
         """Let the streams under way answer (up to ``timeout_s``), then GOAWAY and close.

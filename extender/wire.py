@@ -30,8 +30,10 @@ def _fields(body: Any, what: str) -> dict[str, Any]:
 def decode_json(raw: bytes) -> Any:
     try:
         return json.loads(raw)
+    except RecursionError:
+        raise BadRequest("body is JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"body is not JSON: {exc}") from None
+        raise BadRequest(f"body is not JSON: {str(exc)[:200]}") from None
 
 
 def _object_name(obj: Any, what: str) -> str:

@@ -5,7 +5,8 @@ Kueue serves metrics on ``:8443`` (HTTPS) and probes on ``:8081``; both apps com
 factory so a test or a small deployment may also serve them together. The metrics page is
 whatever exposition the process hands in, so this module knows no metric; who may read it
 is decided by the guard the process hands in too (the manager's checks a bearer token with
-kube-apiserver, which this layer cannot know of), while the probes stay open. Readiness is
+kube-apiserver, which this layer cannot know of), while the probes stay open. Both are served
+under limits of their own (:data:`METRICS_LIMITS`, :data:`PROBE_LIMITS`; ``kube.http_limits``). Readiness is
 pluggable: each component (informer sync, webhook certs, leader state...) registers a named
 check, and ``/readyz`` fails while any check fails, naming it -- the way controller-runtime
 reports ``[-]name failed``.
@@ -19,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from aiohttp import web
+
+from kube.http_limits import KiB, Listener, ServerLimits, serve
 
 Check = Callable[[], bool | Awaitable[bool]]
 Guard = Callable[[web.Request], Awaitable[web.Response | None]]
@@ -35,6 +38,17 @@ class Exposition(Protocol):
     def exposition(self) -> bytes: ...
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Scrapers and kubelets send GETs without bodies and keep a connection or two each: a few
+# dozen at once is already a crowd. Probes have limits of their own (they are served on their
+# own port by default), so a flood of /metrics, each costing a token review, cannot use up the
+# room the kubelet's liveness probes need.
+METRICS_LIMITS = ServerLimits(name="metrics", max_body_bytes=4 * KiB, max_connections=128,
+                              max_in_flight=16, max_buffered_bytes=64 * KiB, json_bodies=False,
+                              header_timeout_s=10.0, body_timeout_s=5.0, keepalive_s=30.0)
+PROBE_LIMITS = ServerLimits(name="probes", max_body_bytes=4 * KiB, max_connections=128,
+                            max_in_flight=32, max_buffered_bytes=128 * KiB, json_bodies=False,
+                            header_timeout_s=10.0, body_timeout_s=5.0, keepalive_s=30.0)
 
 
 class HealthChecks:
@@ -97,18 +111,18 @@ def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
+def _plain_refusal(status: int, reason: str) -> web.Response:
+    return web.Response(status=status, text=reason + "\n")
+
+
 async def start_site(app: web.Application, host: str, port: int, *, cert_file: str | None = None,
                      key_file: str | None = None, ssl_context: ssl.SSLContext | None = None,
-                     ) -> tuple[web.AppRunner, int]:
-    """Serve ``app`` (HTTPS when a certificate or a context is given); returns the runner and
-    the bound port.
+                     limits: ServerLimits = PROBE_LIMITS) -> tuple[Listener, int]:
+    """Serve ``app`` under ``limits`` (HTTPS when a certificate or a context is given);
+    returns the listener and the bound port.
 
-    Stop with ``await runner.cleanup()``. Port 0 binds a free port (tests).
+    Stop with ``await listener.cleanup()``. Port 0 binds a free port (tests).
     """
     context = ssl_context or (server_ssl_context(cert_file, key_file or cert_file) if cert_file else None)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=context)
-    await site.start()
-    addresses = runner.addresses
-    return runner, int(addresses[0][1]) if addresses else port
+    listener = await serve(app, host, port, limits, ssl_context=context, render=_plain_refusal)
+    return listener, listener.port

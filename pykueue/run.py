@@ -19,8 +19,10 @@ from typing import Any
 from aiohttp import web
 
 from certs.rotation import CertRotator
+from kube.logging import configure_cli_logging
 from kube.startup import exit_code
 from manager.runtime import cli as manager_cli
+from manager.runtime.token_review import Reviewers
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
     from manager.runtime.visibility.server import start as start_visibility
     from manager.runtime.visibility.tls import service_dns_names
 
-    async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
+    async def start(client: Any, manager: Any, reviewers: Reviewers) -> Callable[[], Awaitable[None]]:
         dns = ("localhost", *service_dns_names(args.visibility_service_name, settings.namespace))
         # One CA for every replica, kept in a Secret like the webhook's: the APIService has a
         # single caBundle, and whichever replica the aggregator reaches must match it.
@@ -127,7 +129,7 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
                               cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")),
                               api_services=API_SERVICE_NAMES)  # one per served version
         app, context = await build_rotating_visibility_server(
-            client._api, CorePendingWorkloads(manager.core), rotator)
+            client._api, CorePendingWorkloads(manager.core), rotator, reviewers.authorizer)
         host, port = manager_cli.split_address(args.visibility_bind_address)
         runner, bound = await start_visibility(app, context, host, port)
         rotator.start()
@@ -146,6 +148,18 @@ def dashboard_address(args: argparse.Namespace, config: dict[str, Any]) -> str |
     return args.dashboard_bind_address or (section.get("bindAddress") if isinstance(section, dict) else None)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def dashboard_listen(address: str) -> tuple[str, int]:
+    """The host and port of a dashboard address. Unlike the other servers', an address
+    without a host (``:8084``, as the install's Configuration has it) is loopback only: the
+    dashboard speaks plain HTTP, so it is reached by ``kubectl port-forward`` (which connects
+    to the pod's loopback), and serving every interface takes a host named on purpose."""
+    host, port = manager_cli.split_address(address)
+    return ("127.0.0.1" if not address.rpartition(":")[0] else host), port
+
+
 def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra | None:
     """The read-only web dashboard over the manager's core, on every replica (each keeps the
     same queues from its informers); callers authenticate with a bearer token."""
@@ -156,23 +170,19 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
     from manager.runtime.dashboard.server import make_app
     from manager.runtime.dashboard.server import start as start_dashboard
     from manager.runtime.metrics import ReplicaRole
-    from manager.runtime.token_review import (
-        CachedAuthorizer,
-        CachedTokenAuthenticator,
-        TokenReviewAuthenticator,
-    )
-    from manager.runtime.visibility.auth import SubjectAccessReviewAuthorizer
     from manager.scenario.explain import explain_record
 
-    async def start(client: Any, manager: Any) -> Callable[[], Awaitable[None]]:
-        api = client._api
+    host, port = dashboard_listen(address)
+
+    async def start(client: Any, manager: Any, reviewers: Reviewers) -> Callable[[], Awaitable[None]]:
         # Only the Lease holder evaluates workloads; a follower shows the reasons it stored.
         feed = ChangeFeed(manager.core, follower=lambda: manager.metrics.role is ReplicaRole.FOLLOWER)
-        app = make_app(feed, CachedTokenAuthenticator(TokenReviewAuthenticator(api)),
-                       CachedAuthorizer(SubjectAccessReviewAuthorizer(api)), explain_record)
-        host, port = manager_cli.split_address(address)
+        app = make_app(feed, reviewers.authenticator, reviewers.authorizer, explain_record)
         runner, bound = await start_dashboard(app, host, port)
         log.info("dashboard on http://%s:%d/", host, bound)
+        if host not in LOOPBACK_HOSTS:
+            log.warning("the dashboard serves plain HTTP on %s: put TLS in front of it, or bind it to "
+                        "127.0.0.1 and use kubectl port-forward", host)
 
         async def stop() -> None:
             await runner.cleanup()
@@ -181,7 +191,7 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_cli_logging(args.log_level)
 
     def run() -> int:
         settings = manager_cli.settings_from(args)

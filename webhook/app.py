@@ -31,6 +31,7 @@ from api.field_errors import aggregate
 from api.fields import FieldError
 from api.wire import JSON
 from kube.endpoints import BadRequest
+from kube.http_limits import read_body
 from manager.jobs.admission import (
     AdmissionContext,
     AdmissionDenied,
@@ -43,7 +44,9 @@ from manager.jobs.registry import GVK, webhook_path, webhooks
 from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
 from webhook import crd_rules
 from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
+from webhook.offload import WorkerLane
 from webhook.review import (
+    MAX_CONVERSION_BYTES,
     AdmissionRequest,
     admission_response,
     conversion_response,
@@ -64,47 +67,88 @@ class WebhookDeps:
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     lookup: ClusterLookup = field(default_factory=StaticLookup)
     ready: Callable[[], bool] = lambda: True
+    lane: WorkerLane = field(default_factory=WorkerLane)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One admission request, parsed and checked, as a decision function gets it."""
+
+    review: AdmissionRequest
+    obj: JSON  # what the rules work on: for mutators a copy, changed in place
+    original: JSON  # the object as it arrived (namespace filled in), for the patch
+    size: int  # bytes of the body: a large one is diffed and encoded off the event loop
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 POD_GVK: GVK = ("", "v1", "Pod")
-Decide = Callable[[AdmissionRequest, JSON], Awaitable[JSON]]
+Decide = Callable[[Admission], Awaitable[JSON]]
+# Shapes the apiserver would never send, met deep in the rules: say so rather than fail with a 5xx.
+UNPROCESSABLE = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 
 def _bad(reason: str) -> web.Response:
     return web.json_response({"error": reason}, status=400, dumps=_dumps)
 
 
-def _admission_handler(gvk: GVK, decide: Decide) -> Handler:
+def _parse(body: bytes, gvk: GVK, mutating: bool) -> Admission | AdmissionRequest:
+    """The checked admission, or only the review when there is nothing to decide (DELETE,
+    CONNECT). Pure, so a large body's parse and copy run off the event loop."""
+    review = parse_admission_review(body)
+    if (review.group, review.version, review.kind) != gvk:
+        raise BadRequest(
+            f"this path serves {'/'.join(p for p in gvk[:2] if p)} {gvk[2]}, got "
+            f"{'/'.join(p for p in (review.group, review.version) if p)} {review.kind}"
+        )
+    if review.operation in ("DELETE", "CONNECT"):
+        return review
+    if review.object is None:
+        raise BadRequest(f"{review.operation} request without an object")
+    if review.operation == "UPDATE" and review.old_object is None:
+        raise BadRequest("UPDATE request without an oldObject")
+    original = review.object
+    meta = original.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise BadRequest("request.object.metadata is not an object")
+    if review.namespace and isinstance(meta, dict) and not meta.get("namespace"):
+        meta["namespace"] = review.namespace  # generateName pods arrive without it
+    # Parsed for this request alone: validators may read it as it is; mutators change a copy.
+    obj = copy.deepcopy(original) if mutating else original
+    return Admission(review, obj, original, len(body))
+
+
+async def _answer(deps: WebhookDeps, size: int, payload: JSON) -> web.Response:
+    body = await deps.lane.run(size, _encode, payload)
+    return web.Response(body=body, content_type="application/json")
+
+
+def _encode(payload: JSON) -> bytes:
+    return _dumps(payload).encode()
+
+
+def _admission_handler(deps: WebhookDeps, gvk: GVK, decide: Decide, mutating: bool) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
-            review = parse_admission_review(await request.read())
-            if (review.group, review.version, review.kind) != gvk:
-                raise BadRequest(
-                    f"this path serves {'/'.join(p for p in gvk[:2] if p)} {gvk[2]}, got "
-                    f"{'/'.join(p for p in (review.group, review.version) if p)} {review.kind}"
-                )
-            if review.operation in ("DELETE", "CONNECT"):
-                return web.json_response(admission_response(review.uid), dumps=_dumps)
-            if review.object is None:
-                raise BadRequest(f"{review.operation} request without an object")
-            if review.operation == "UPDATE" and review.old_object is None:
-                raise BadRequest("UPDATE request without an oldObject")
-            obj = copy.deepcopy(review.object)
-            meta = obj.get("metadata")
-            if meta is not None and not isinstance(meta, dict):
-                raise BadRequest("request.object.metadata is not an object")
-            if review.namespace and isinstance(meta, dict) and not meta.get("namespace"):
-                meta["namespace"] = review.namespace  # generateName pods arrive without it
-            return web.json_response(await decide(review, obj), dumps=_dumps)
+            body = await read_body(request)
+            parsed = await deps.lane.run(len(body), _parse, body, gvk, mutating)
+            if isinstance(parsed, AdmissionRequest):
+                return web.json_response(admission_response(parsed.uid), dumps=_dumps)
+            return await _answer(deps, parsed.size, await decide(parsed))
         except BadRequest as exc:
             return _bad(str(exc))
-        except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
-            # Shapes the apiserver would never send; say so rather than fail with a 5xx.
-            log.info("unprocessable admission request on %s: %r", request.path, exc)
-            return _bad(f"cannot process the object: {exc!r}")
+        except RecursionError:
+            return _bad("the request is nested too deeply")
+        except UNPROCESSABLE as exc:
+            log.debug("unprocessable admission request on %s: %s", request.path, type(exc).__name__)
+            return _bad(f"cannot process the object: {type(exc).__name__}: {_short(exc)}")
 
     return handle
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    """An exception's text, cut: it may quote (part of) a hostile body."""
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _denied(uid: str, errors: list[FieldError] | str) -> JSON:
@@ -116,6 +160,12 @@ def _context(deps: WebhookDeps, review: AdmissionRequest, facts: ClusterFacts) -
     return AdmissionContext(deps.policy, facts, review.operation)
 
 
+async def _patched(deps: WebhookDeps, admission: Admission, obj: JSON,
+                   warnings: list[str] | None = None) -> JSON:
+    patch = await deps.lane.run(admission.size, json_patch, admission.original, obj)
+    return admission_response(admission.review.uid, patch=patch, warnings=warnings)
+
+
 async def _facts(deps: WebhookDeps, review: AdmissionRequest, obj: JSON) -> ClusterFacts:
     namespace = review.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
     return await resolve_facts(obj, namespace, deps.policy, deps.lookup)
@@ -125,11 +175,11 @@ def _mutator(deps: WebhookDeps, hook: JobWebhook, gvk: GVK) -> Decide:
     # Pods are also routed to the TAS scheduler, whichever integration made them.
     routes_pods = gvk == POD_GVK
 
-    async def decide(review: AdmissionRequest, obj: JSON) -> JSON:
+    async def decide(admission: Admission) -> JSON:
+        review, obj, original = admission.review, admission.obj, admission.original
         enabled = deps.policy.integration_enabled(hook.integration)
         if not enabled and not routes_pods:
             return admission_response(review.uid)
-        original = copy.deepcopy(obj)
         warnings: list[str] = []
         try:
             if enabled:
@@ -149,13 +199,14 @@ def _mutator(deps: WebhookDeps, hook: JobWebhook, gvk: GVK) -> Decide:
             return _denied(review.uid, str(exc))
         except AdmissionDenied as exc:
             return _denied(review.uid, str(exc))
-        return admission_response(review.uid, patch=json_patch(original, obj), warnings=warnings)
+        return await _patched(deps, admission, obj, warnings)
 
     return decide
 
 
 def _validator(deps: WebhookDeps, hook: JobWebhook) -> Decide:
-    async def decide(review: AdmissionRequest, obj: JSON) -> JSON:
+    async def decide(admission: Admission) -> JSON:
+        review, obj = admission.review, admission.obj
         if not deps.policy.integration_enabled(hook.integration):
             return admission_response(review.uid)
         try:
@@ -192,37 +243,52 @@ def _what(review: AdmissionRequest, obj: JSON) -> str:
 
 
 def _crd_mutator(deps: WebhookDeps, kind: str) -> Decide:
-    async def decide(review: AdmissionRequest, obj: JSON) -> JSON:
-        original = copy.deepcopy(obj)
+    async def decide(admission: Admission) -> JSON:
+        obj = admission.obj
         if kind in ("ClusterQueue", "ResourceFlavor"):
             obj = crd_rules.add_resource_in_use_finalizer(obj)
         elif kind == "Workload":
             obj = crd_rules.default_workload(obj, deps.policy.gates.enabled("PartialAdmission"))
-        return admission_response(review.uid, patch=json_patch(original, obj))
+        return await _patched(deps, admission, obj)
 
     return decide
 
 
 def _crd_validator(kind: str) -> Decide:
-    async def decide(review: AdmissionRequest, obj: JSON) -> JSON:
+    async def decide(admission: Admission) -> JSON:
+        review = admission.review
         old = review.old_object if review.operation == "UPDATE" else None
-        errors = crd_rules.VALIDATORS[kind](obj, old)
+        errors = crd_rules.VALIDATORS[kind](admission.obj, old)
         return _denied(review.uid, errors) if errors else admission_response(review.uid)
 
     return decide
 
 
-async def _convert(request: web.Request) -> web.StreamResponse:
-    try:
-        review = parse_conversion_review(await request.read())
-    except BadRequest as exc:
-        return _bad(str(exc))
+def _converted(body: bytes) -> JSON:
+    """The ConversionReview's answer. Pure: a large list is converted off the event loop."""
+    review = parse_conversion_review(body)
     try:
         # The objects were parsed for this request alone: no copy needed.
         converted = [convert(obj, review.desired_api_version, in_place=True) for obj in review.objects]
     except ConversionError as exc:
-        return web.json_response(conversion_response(review.uid, error=str(exc)), dumps=_dumps)
-    return web.json_response(conversion_response(review.uid, converted), dumps=_dumps)
+        return conversion_response(review.uid, error=_short(exc, 1000))
+    return conversion_response(review.uid, converted)
+
+
+def _converter(deps: WebhookDeps) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            body = await read_body(request)
+            return await _answer(deps, len(body), await deps.lane.run(len(body), _converted, body))
+        except BadRequest as exc:
+            return _bad(str(exc))
+        except RecursionError:
+            return _bad("the request is nested too deeply")
+        except UNPROCESSABLE as exc:
+            log.debug("unprocessable conversion request: %s", type(exc).__name__)
+            return _bad(f"cannot process the objects: {type(exc).__name__}: {_short(exc)}")
+
+    return handle
 
 
 def routes() -> list[str]:
@@ -239,17 +305,27 @@ def routes() -> list[str]:
 
 
 def make_app(deps: WebhookDeps) -> web.Application:
-    app = web.Application(client_max_size=4 * 1024 * 1024)
+    """The webhook's routes; serve it with :func:`webhook.server.serve_webhook` (its limits),
+    or in-process tests as they like (the reviews' own size limit still holds)."""
+    app = web.Application(client_max_size=MAX_CONVERSION_BYTES)
     for gvk, hook in webhooks().items():
-        app.router.add_post(webhook_path("mutate", gvk), _admission_handler(gvk, _mutator(deps, hook, gvk)))
-        app.router.add_post(webhook_path("validate", gvk), _admission_handler(gvk, _validator(deps, hook)))
+        app.router.add_post(webhook_path("mutate", gvk),
+                            _admission_handler(deps, gvk, _mutator(deps, hook, gvk), mutating=True))
+        app.router.add_post(webhook_path("validate", gvk),
+                            _admission_handler(deps, gvk, _validator(deps, hook), mutating=False))
     for kind in CRD_KINDS:
         gvk = (KUEUE, "v1beta2", kind)
         if kind in ("ClusterQueue", "ResourceFlavor", "Workload"):
-            mutate = _admission_handler(gvk, _crd_mutator(deps, kind))
+            mutate = _admission_handler(deps, gvk, _crd_mutator(deps, kind), mutating=True)
             app.router.add_post(webhook_path("mutate", gvk), mutate)
-        app.router.add_post(webhook_path("validate", gvk), _admission_handler(gvk, _crd_validator(kind)))
-    app.router.add_post(CONVERT_PATH, _convert)
+        app.router.add_post(webhook_path("validate", gvk),
+                            _admission_handler(deps, gvk, _crd_validator(kind), mutating=False))
+    app.router.add_post(CONVERT_PATH, _converter(deps))
+
+    async def stop_workers(_: web.Application) -> None:
+        deps.lane.close()
+
+    app.on_cleanup.append(stop_workers)
 
     async def healthz(_: web.Request) -> web.Response:
         return (

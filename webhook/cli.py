@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 
 from api.config import DEFAULT_NAMESPACE
 from kube.client import connect
 from kube.config_file import load_config
 from kube.event_loop import run_main
+from kube.logging import configure_cli_logging
 from kube.startup import check_kubeconfig, exit_code, starting
 from webhook import server
 
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_cli_logging(args.log_level)
     return exit_code(lambda: _serve(args))
 
 

@@ -22,7 +22,12 @@ from kube.endpoints import BadRequest
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"
-MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request limit is ~3 MiB
+# kube-apiserver takes request bodies of up to 3 MiB, so an object under review is at most that;
+# an UPDATE's review carries two (object and oldObject) and a little more.
+MAX_REVIEW_BYTES = 7 * 1024 * 1024
+# A ConversionReview of a list carries every item of it: a LIST of many Workloads in v1beta1
+# is one review. Larger lists fail (413) rather than expand into gigabytes of objects.
+MAX_CONVERSION_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -40,13 +45,24 @@ class AdmissionRequest:
     sub_resource: str = ""
 
 
-def decode_json(body: bytes) -> Any:
-    if len(body) > MAX_BODY_BYTES:
-        raise BadRequest(f"request body larger than {MAX_BODY_BYTES} bytes")
+def decode_json(body: bytes, limit: int = MAX_REVIEW_BYTES) -> Any:
+    if len(body) > limit:
+        raise BadRequest(f"request body larger than {limit} bytes")
     try:
         return json.loads(body)
+    except RecursionError:
+        raise BadRequest("request body is JSON nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"request body is not JSON: {exc}") from exc
+        raise BadRequest(f"request body is not JSON: {str(exc)[:200]}") from None
+
+
+def _brief(value: Any, limit: int = 80) -> str:
+    """A value for an error message, cut: a hostile body may put megabytes where a name goes."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"a deeply nested {type(value).__name__}"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _review(payload: Any, api_version: str, kind: str) -> JSON:
@@ -55,7 +71,7 @@ def _review(payload: Any, api_version: str, kind: str) -> JSON:
     if payload.get("kind") != kind or payload.get("apiVersion") != api_version:
         raise BadRequest(
             f"expected apiVersion {api_version} kind {kind}, got apiVersion "
-            f"{payload.get('apiVersion')!r} kind {payload.get('kind')!r}"
+            f"{_brief(payload.get('apiVersion'))} kind {_brief(payload.get('kind'))}"
         )
     request = payload.get("request")
     if not isinstance(request, dict):
@@ -81,7 +97,7 @@ def parse_admission_review(body: bytes) -> AdmissionRequest:
         raise BadRequest("request.kind must be a GroupVersionKind object")
     operation = request.get("operation")
     if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
-        raise BadRequest(f"request.operation {operation!r} is not CREATE, UPDATE, DELETE or CONNECT")
+        raise BadRequest(f"request.operation {_brief(operation)} is not CREATE, UPDATE, DELETE or CONNECT")
     for field in ("namespace", "name", "subResource"):
         if not isinstance(request.get(field, ""), str):
             raise BadRequest(f"request.{field} must be a string")
@@ -138,7 +154,7 @@ class ConversionRequest:
 
 
 def parse_conversion_review(body: bytes) -> ConversionRequest:
-    request = _review(decode_json(body), CONVERSION_API_VERSION, "ConversionReview")
+    request = _review(decode_json(body, MAX_CONVERSION_BYTES), CONVERSION_API_VERSION, "ConversionReview")
     desired = request.get("desiredAPIVersion")
     if not isinstance(desired, str) or not desired:
         raise BadRequest("ConversionReview request without desiredAPIVersion")

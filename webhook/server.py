@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,12 @@ from api import keys
 from certs.authority import service_dns_names
 from certs.rotation import CertRotator
 from kube import resources as res
+from kube.http_limits import KiB, Listener, MiB, ServerLimits, serve
 from kube.informer import Informer
 from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import ApiLookup
+from webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,17 @@ FACT_KINDS = (
     res.RESOURCE_FLAVORS,  # a pod's implied topology (ClusterQueue of TAS flavors only)
 )
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+# Anyone in the cluster can reach :9443 (kube-apiserver has no client certificate for it), so
+# these limits are what keeps a flood from the admission path. Bodies: see webhook.review.
+# kube-apiserver opens a connection per concurrent call (HTTP/1.1): a burst of pod creations
+# needs a few hundred; beyond the cap a caller gets 503 at once. 128 requests are handled at a
+# time, a few milliseconds each; at most 32 MiB of bodies are held (one maximal conversion
+# list, or a few maximal reviews, with every ordinary review beside them).
+LIMITS = ServerLimits(
+    name="webhook", max_body_bytes=MAX_REVIEW_BYTES, body_bytes_by_path=(("/convert", MAX_CONVERSION_BYTES),),
+    max_connections=1024, max_in_flight=128, max_buffered_bytes=32 * MiB,
+    header_timeout_s=10.0, body_timeout_s=10.0, keepalive_s=60.0, max_header_bytes=16 * KiB)
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,13 @@ def split_address(address: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+async def serve_webhook(app: web.Application, host: str, port: int,
+                        ssl_context: ssl.SSLContext | None) -> Listener:
+    """Listen for ``app`` under the webhook's :data:`LIMITS` (port 0: a free one)."""
+    return await serve(app, host, port, LIMITS, ssl_context=ssl_context,
+                       render=lambda status, reason: web.json_response({"error": reason}, status=status))
+
+
 async def start_webhook(client: Any, settings: WebhookSettings) -> tuple[Callable[[], Awaitable[None]], int]:
     """Serve the webhook; returns its stop function and the bound port."""
     rotator = CertRotator(
@@ -130,18 +151,15 @@ async def start_webhook(client: Any, settings: WebhookSettings) -> tuple[Callabl
         lookup=ApiLookup(client, informers),
         ready=lambda: rotator.ready,
     )
-    runner = web.AppRunner(make_app(deps), access_log=None)
-    await runner.setup()
     host, port = split_address(settings.address)
-    site = web.TCPSite(runner, host, port, ssl_context=rotator.context)
-    await site.start()
-    bound = int(runner.addresses[0][1]) if runner.addresses else port
+    listener = await serve_webhook(make_app(deps), host, port, rotator.context)
+    bound = listener.port
     rotator.start()
     log.info("webhook on https://%s:%d", host, bound)
 
     async def stop() -> None:
         await rotator.stop()
-        await runner.cleanup()
+        await listener.cleanup()
         for informer in informers.values():
             await informer.stop()
 

@@ -26,16 +26,18 @@ from typing import Any
 from api.config import DEFAULT_NAMESPACE
 from kube.client import connect
 from kube.config_file import load_config
-from kube.endpoints import HealthChecks, build_app, start_site
+from kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
 from kube.event_loop import run_main
 from kube.events import OVERALL, EventRecorder, client_transport
 from kube.leader import LeaderElector
+from kube.logging import configure_cli_logging
 from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from kube.startup import check_kubeconfig, exit_code, starting
 from manager.core.config import config_from
 from manager.runtime.controllers.manager import QueueManager
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_auth import cluster_metrics_guard
+from manager.runtime.token_review import Reviewers, cluster_reviewers
 from manager.runtime.visibility.tls import self_signed_serving_certificate
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,9 @@ DEFAULT_METRICS_ADDRESS = ":8080"
 DEFAULT_HEALTH_ADDRESS = ":8081"
 Extra = Callable[[Any], Awaitable[Callable[[], Awaitable[None]]]]
 """An extra server started with the connected client; returns its stop function."""
-ManagerExtra = Callable[[Any, QueueManager], Awaitable[Callable[[], Awaitable[None]]]]
-"""An extra server that also reads the queue manager (the visibility API)."""
+ManagerExtra = Callable[[Any, QueueManager, Reviewers], Awaitable[Callable[[], Awaitable[None]]]]
+"""An extra server that also reads the queue manager (the visibility API, the dashboard); it
+asks who its callers are through the process's one set of cached reviewers."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
     # event broadcaster has its own client: they never wait for, nor delay, an admission.
     events = EventRecorder(client_transport(client.sharing_pool(TokenBucket(OVERALL[1], OVERALL[0]))))
     manager = QueueManager(client, core_config, job_config=settings.config, metrics=metrics, events=events)
+    reviewers = cluster_reviewers(client._api)
     health = HealthChecks()
     health.add_liveness("ping", lambda: True)
     health.add_readiness("informers", lambda: all(i.has_synced for i in manager.informers.values()))
@@ -155,14 +159,16 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             host, port = split_address(settings.metrics_address)
             health_host, health_port = split_address(settings.health_address)
             tls = metrics_tls_files(settings)
-            guard = cluster_metrics_guard(client._api)
+            guard = cluster_metrics_guard(reviewers)
             if (host, port) == (health_host, health_port):
                 runner, _ = await start_site(build_app(metrics, health, metrics_guard=guard), host, port,
-                                             cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
+                                             cert_file=tls.get("cert_file"), key_file=tls.get("key_file"),
+                                             limits=METRICS_LIMITS)
                 runners.append(runner)
             else:
                 runner, bound = await start_site(build_app(metrics, metrics_guard=guard), host, port,
-                                                 cert_file=tls.get("cert_file"), key_file=tls.get("key_file"))
+                                                 cert_file=tls.get("cert_file"), key_file=tls.get("key_file"),
+                                                 limits=METRICS_LIMITS)
                 runners.append(runner)
                 log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)
                 runner, bound = await start_site(build_app(health=health), health_host, health_port)
@@ -174,7 +180,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             for extra in extras:
                 stoppers.append(await extra(client))
             for manager_extra in manager_extras:
-                stoppers.append(await manager_extra(client, manager))
+                stoppers.append(await manager_extra(client, manager, reviewers))
             await manager.start_informers()
         with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals off the main thread
             asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump, manager)
@@ -218,5 +224,5 @@ def serve(settings: Settings, extras: tuple[Extra, ...] = (),
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_cli_logging(args.log_level)
     return exit_code(lambda: serve(settings_from(args)))

@@ -4,10 +4,12 @@ As Kueue's metrics server (controller-runtime's ``WithAuthenticationAndAuthoriza
 filter): the ``Authorization: Bearer`` token goes to a TokenReview, then the user it names
 to a SubjectAccessReview for the non-resource URL ``/metrics`` with verb ``get`` -- the
 right the install's ``pykueue-metrics-reader`` ClusterRole grants. No token or an invalid one
-gets 401, a user without the right 403, and an API server that cannot be asked 503 (the
-caller may retry; nothing was decided against it). Positive answers are cached briefly
+gets 401, a user without the right 403, an API server that cannot be asked (or does not answer
+in time) 503, and a flood of new tokens beyond the review budget 429 (the caller may retry;
+nothing was decided against it). Answers are cached briefly, refusals too
 (:mod:`manager.runtime.token_review`), so a scraper costs a review per token every few
-seconds, not per scrape. The token is never logged.
+seconds, not per scrape, and a client repeating a bad token costs no more. The token is never
+logged.
 """
 
 from __future__ import annotations
@@ -15,17 +17,10 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient
 
 from kube.endpoints import Guard
-from manager.runtime.token_review import (
-    CachedAuthorizer,
-    CachedTokenAuthenticator,
-    TokenAuthenticator,
-    TokenReviewAuthenticator,
-    bearer_token,
-)
-from manager.runtime.visibility.auth import Authorizer, RequestAttributes, SubjectAccessReviewAuthorizer
+from manager.runtime.token_review import Reviewers, TokenAuthenticator, bearer_token
+from manager.runtime.visibility.auth import Authorizer, RequestAttributes, ReviewsThrottled
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +30,14 @@ READ_METRICS = RequestAttributes(verb="get", path=METRICS_PATH)
 
 
 def _refuse(status: int, message: str) -> web.Response:
-    headers = {"WWW-Authenticate": 'Bearer realm="pykueue"'} if status == 401 else None
+    headers = {"WWW-Authenticate": 'Bearer realm="pykueue"'} if status == 401 else \
+        {"Retry-After": "1"} if status in (429, 503) else None
     return web.Response(status=status, text=message + "\n", headers=headers)
 
 
 def _unavailable(step: str, exc: Exception) -> web.Response:
+    if isinstance(exc, ReviewsThrottled):
+        return _refuse(429, f"Too many requests: {exc}")
     # The exception's type and HTTP status only: nothing of the request, which holds the token.
     status = getattr(exc, "status", None)
     log.warning("metrics: %s failed: %s%s", step, type(exc).__name__, f" ({status})" if status else "")
@@ -70,8 +68,7 @@ def metrics_guard(authenticator: TokenAuthenticator, authorizer: Authorizer) -> 
     return guard
 
 
-def cluster_metrics_guard(api: ApiClient) -> Guard:
-    """The guard the manager serves ``/metrics`` with: TokenReview and SubjectAccessReview on
-    ``api`` (whose identity needs ``create`` on both), cached when positive."""
-    return metrics_guard(CachedTokenAuthenticator(TokenReviewAuthenticator(api)),
-                         CachedAuthorizer(SubjectAccessReviewAuthorizer(api)))
+def cluster_metrics_guard(reviewers: Reviewers) -> Guard:
+    """The guard the manager serves ``/metrics`` with: the process's shared reviewers
+    (:func:`manager.runtime.token_review.cluster_reviewers`)."""
+    return metrics_guard(reviewers.authenticator, reviewers.authorizer)

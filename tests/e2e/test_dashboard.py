@@ -1,7 +1,8 @@
 """The web dashboard in a real (headless) browser, against the dev cluster.
 
-The browser opens the ``dashboard:`` link exactly as ``pykueue dev up`` prints it, and the
-page is compared with what the API reports: ClusterQueues and their pending counts, a Job
+The browser opens the ``dashboard:`` link exactly as ``pykueue dev up`` prints it and signs in
+with the form it leads to (the token filled in from the link), and the page is compared
+with what the API reports: ClusterQueues and their pending counts, a Job
 admitted while the page is open (shown within 2 s, without a reload), a pending workload's
 reason. Real tokens: a bad one gets 401, a ServiceAccount's without rights 403 until a Role
 grants its namespace. Screenshots go to ``$PYKUEUE_E2E_ARTIFACTS/dashboard`` (default: the
@@ -46,7 +47,7 @@ def dashboard_link(dev_cluster: DevCluster) -> str:
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("kubeconfig: "), "kubeconfig stays the last line"
     (link,) = [line.split(": ", 1)[1] for line in lines if line.startswith("dashboard: ")]
-    assert link.startswith("http://") and "/?token=" in link
+    assert link.startswith("http://") and ("/?token=" in link or "/#token=" in link)
     return link
 
 
@@ -58,7 +59,19 @@ def _drop_cluster_queue(dev_cluster: DevCluster, namespace: str) -> Iterator[Non
 
 
 def _base(link: str) -> str:
-    return link.split("/?token=", 1)[0]
+    return link.split("/?token=", 1)[0].split("/#token=", 1)[0]
+
+
+async def _sign_in(page: Page, link: str) -> None:
+    """Open a link carrying a token: it leads to the sign-in form, filled in; sign in there."""
+    await page.goto(link)
+    await page.wait_for("the sign-in form filled in from the link",
+                        "location.pathname === '/login' && document.getElementById('token')?.value")
+    assert "token=" not in await page.evaluate("location.href"), "the token left the address bar"
+    await page.evaluate("document.querySelector('form[action=\"/login\"] button').click()")
+    await page.wait_for("the dashboard after signing in",
+                        "location.pathname === '/' && document.readyState === 'complete' "
+                        "&& !!document.getElementById('live')")
 
 
 def _queues(dev_cluster: DevCluster, namespace: str, cpu: str, cohort: str | None = None) -> str:
@@ -122,8 +135,7 @@ async def test_the_page_lists_the_cluster_queues_with_the_pending_counts_the_api
     wait_until("two of the three Jobs to wait in the ClusterQueue", lambda: (dev_cluster.get_json(
         "clusterqueues.kueue.x-k8s.io", cq).get("status") or {}).get("pendingWorkloads") == 2, 60)
     async with headless_chromium() as page:
-        await page.goto(dashboard_link)
-        assert "token=" not in await page.evaluate("location.href"), "the token left the address bar"
+        await _sign_in(page, dashboard_link)
         await page.wait_for("the live stream", "document.getElementById('live').textContent === 'live'")
 
         def reported() -> dict[str, int]:
@@ -153,7 +165,7 @@ async def test_a_job_admitted_while_the_page_is_open_shows_up_within_two_seconds
         dev_cluster: DevCluster, namespace: str, dashboard_link: str) -> None:
     _queues(dev_cluster, namespace, "2")
     async with headless_chromium() as page:
-        await page.goto(dashboard_link)
+        await _sign_in(page, dashboard_link)
         await page.wait_for("the live stream", "document.getElementById('live').textContent === 'live'")
         await page.evaluate("window.stillTheSamePage = true")
         _job(dev_cluster, namespace, "live")
@@ -190,7 +202,7 @@ async def test_a_pending_workloads_page_shows_why_it_waits(
 
     waiting = wait_until("the second Job's pending reason", pending_reason, 60)
     async with headless_chromium() as page:
-        await page.goto(dashboard_link)
+        await _sign_in(page, dashboard_link)
         await page.evaluate(f"location.hash = '#/workload/{namespace}/{waiting['name']}'")
         # The page follows the core live; the API's condition may be written a moment later.
         wanted = json.dumps([waiting["reason"], waiting["message"]])
@@ -215,7 +227,7 @@ async def test_a_token_needs_rights_and_a_bad_one_is_refused(
     assert _status(f"{base}/api/clusterqueues", token) == 403
     assert _status(mine, token) == 403
     async with headless_chromium() as page:
-        await page.goto(f"{base}/?token={token}")
+        await _sign_in(page, f"{base}/#token={token}")
         error = await page.wait_for("the refusal",
                                     "document.querySelector('#clusterqueues .error')?.textContent")
         assert "Not allowed" in error and "list clusterqueues.kueue.x-k8s.io cluster-wide" in error
@@ -237,7 +249,7 @@ async def test_a_token_needs_rights_and_a_bad_one_is_refused(
     _job(dev_cluster, namespace, "mine")
     wait_until("the Job's admission", lambda: _holds_quota(_workload_of(dev_cluster, namespace, "mine")))
     async with headless_chromium() as page:  # the namespace's own view works for this viewer
-        await page.goto(f"{base}/?token={token}")
+        await _sign_in(page, f"{base}/#token={token}")
         await page.evaluate(f"location.hash = '#/namespace/{namespace}'")
         await page.wait_for("the namespace's admitted workload",
                             f"!!document.querySelector('#admitted tr[data-workload^=\"{namespace}/\"]')")
@@ -254,7 +266,7 @@ async def test_the_topology_page_draws_the_domains_a_workload_was_placed_in(
     assert wl is not None
     key = f"{namespace}/{wl['metadata']['name']}"
     async with headless_chromium() as page:
-        await page.goto(dashboard_link)
+        await _sign_in(page, dashboard_link)
         await page.evaluate("location.hash = '#/topology'")
         shown = await page.wait_for(
             "the workload on its nodes",

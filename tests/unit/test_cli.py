@@ -24,3 +24,11 @@ def test_each_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) ->
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_the_dashboard_listens_on_loopback_unless_a_host_is_named() -> None:
+    from pykueue.run import dashboard_listen
+
+    assert dashboard_listen(":8084") == ("127.0.0.1", 8084)
+    assert dashboard_listen("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert dashboard_listen("0.0.0.0:8084") == ("0.0.0.0", 8084)  # every interface: asked for by name

@@ -23,6 +23,7 @@ from kubernetes_asyncio.client import ApiClient, ApiregistrationV1Api
 from api.keys import VISIBILITY_GROUP
 from certs.rotation import CertRotator
 from manager.runtime.visibility.auth import (
+    Authorizer,
     RequestHeaderAuthenticator,
     SubjectAccessReviewAuthorizer,
     load_request_header_config,
@@ -64,7 +65,8 @@ async def build_visibility_server(api: ApiClient, provider: PendingWorkloadsProv
 
 
 async def build_rotating_visibility_server(api: ApiClient, provider: PendingWorkloadsProvider,
-                                           rotator: CertRotator) -> tuple[web.Application, ssl.SSLContext]:
+                                           rotator: CertRotator, authorizer: Authorizer | None = None,
+                                           ) -> tuple[web.Application, ssl.SSLContext]:
     """The application and the context to serve it with, kept current by ``rotator``.
 
     The context verifies optional client certificates from the requestheader CA (as
@@ -72,14 +74,16 @@ async def build_rotating_visibility_server(api: ApiClient, provider: PendingWork
     the serving pair into it and reloads it in place on every rotation, so the listener
     never restarts. Give the rotator the APIService names (``api_services``): it then publishes
     the CAs there before it serves a certificate of a new one. Runs the first reconcile; the
-    caller starts the rotator's loop.
+    caller starts the rotator's loop. ``authorizer``: the process's cached one (default: a
+    SubjectAccessReview per request).
     """
     if rotator.context is not None:
         raise ValueError("the rotator already has a context: it must get the visibility one")
     request_header = await load_request_header_config(api)
     rotator.context = client_verifying_context(request_header.client_ca_pem)
     await rotator.reconcile()
-    app = make_app(provider, RequestHeaderAuthenticator(request_header), SubjectAccessReviewAuthorizer(api))
+    app = make_app(provider, RequestHeaderAuthenticator(request_header),
+                   authorizer or SubjectAccessReviewAuthorizer(api))
     return app, rotator.context
 
 

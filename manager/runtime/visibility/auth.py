@@ -155,7 +155,14 @@ class AuthorizationDecision:
 
 
 class Authorizer(Protocol):
-    async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> AuthorizationDecision: ...
+    async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> AuthorizationDecision:
+        """The decision; raises when kube-apiserver cannot be asked, and
+        :class:`ReviewsThrottled` when too many new questions are being asked (HTTP 429)."""
+        ...
+
+
+class ReviewsThrottled(Exception):
+    """More new questions than the review budget allows right now (HTTP 429)."""
 
 
 def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> V1SubjectAccessReview:
@@ -177,11 +184,13 @@ def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> V1Su
 class SubjectAccessReviewAuthorizer:
     """Asks kube-apiserver; needs ``create`` on ``subjectaccessreviews``."""
 
-    def __init__(self, api: ApiClient) -> None:
+    def __init__(self, api: ApiClient, timeout_s: float = 5.0) -> None:
         self._api = AuthorizationV1Api(api)
+        self._timeout_s = timeout_s
 
     async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> AuthorizationDecision:
-        review = await self._api.create_subject_access_review(subject_access_review(user, attributes))
+        review = await self._api.create_subject_access_review(subject_access_review(user, attributes),
+                                                              _request_timeout=self._timeout_s)
         status = review.status
         return AuthorizationDecision(allowed=bool(status and status.allowed),
                                      reason=(status.reason or "") if status else "")

@@ -8,6 +8,7 @@ ask the provider for one ClusterQueue snapshot and hand it to the pure paging ru
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,16 +16,20 @@ from typing import Any
 from aiohttp import web
 
 from api.keys import VISIBILITY_GROUP
+from kube.http_limits import KiB, Listener, ServerLimits, serve
 from manager.runtime.visibility import discovery, pagination
 from manager.runtime.visibility.auth import (
     Authorizer,
     RequestAttributes,
     RequestHeaderAuthenticator,
+    ReviewsThrottled,
     UserInfo,
 )
 from manager.runtime.visibility.pagination import PositionedWorkload
 from manager.runtime.visibility.provider import PendingWorkloadsProvider
 from manager.runtime.visibility.status import not_found, status_response
+
+log = logging.getLogger(__name__)
 
 PROVIDER: web.AppKey[PendingWorkloadsProvider] = web.AppKey("provider", PendingWorkloadsProvider)
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
@@ -34,6 +39,13 @@ GROUP_PREFIX = f"/apis/{VISIBILITY_GROUP}"
 ANY_VERSION_PREFIX = GROUP_PREFIX + "/{version:" + "|".join(discovery.VERSIONS) + "}"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Its caller is kube-apiserver's aggregator (and through it kubectl): GETs without bodies, a
+# connection per concurrent call. Without the front-proxy client certificate nothing gets
+# past a 401, so these only have to keep a flood of such 401s from hurting the other servers.
+LIMITS = ServerLimits(name="visibility", max_body_bytes=16 * KiB, max_connections=256, max_in_flight=32,
+                      max_buffered_bytes=256 * KiB, json_bodies=False, header_timeout_s=10.0,
+                      body_timeout_s=5.0, keepalive_s=60.0)
 
 
 def _attributes(request: web.Request) -> RequestAttributes:
@@ -71,7 +83,13 @@ def _auth_middleware(authenticator: RequestHeaderAuthenticator, authorizer: Auth
         if user is None:
             return status_response(401, "Unauthorized")
         attributes = _attributes(request)
-        decision = await authorizer.authorize(user, attributes)
+        try:
+            decision = await authorizer.authorize(user, attributes)
+        except Exception as exc:  # kube-apiserver could not be asked, or too many new questions
+            throttled = isinstance(exc, ReviewsThrottled)
+            log.warning("visibility: access review failed: %s", type(exc).__name__)
+            return status_response(429 if throttled else 503, "too many new requests to authorize; retry"
+                                   if throttled else "authorization is unavailable; retry")
         if not decision.allowed:
             return status_response(403, _forbidden_message(user, attributes))
         return await handler(request)
@@ -191,12 +209,9 @@ def make_app(provider: PendingWorkloadsProvider, authenticator: RequestHeaderAut
 
 
 async def start(app: web.Application, ssl_context: ssl.SSLContext, host: str = "127.0.0.1",
-                port: int = 0) -> tuple[web.AppRunner, int]:
-    """Serve ``app`` over TLS; returns the runner (call ``cleanup()`` to stop) and the bound port."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-    await site.start()
-    # With port 0 the kernel picks one; the runner knows which.
-    bound = port or int(runner.addresses[0][1])
-    return runner, bound
+                port: int = 0) -> tuple[Listener, int]:
+    """Serve ``app`` over TLS under :data:`LIMITS`; returns the listener (call ``cleanup()`` to
+    stop) and the bound port (port 0: the kernel picks one)."""
+    listener = await serve(app, host, port, LIMITS, ssl_context=ssl_context,
+                           render=lambda code, reason: status_response(code, reason))
+    return listener, listener.port

@@ -13,7 +13,9 @@ from aiohttp import web
 from api.keys import VISIBILITY_GROUP
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-            405: "MethodNotAllowed", 500: "InternalError"}
+            405: "MethodNotAllowed", 408: "Timeout", 413: "RequestEntityTooLarge",
+            415: "UnsupportedMediaType", 429: "TooManyRequests", 500: "InternalError",
+            503: "ServiceUnavailable"}
 
 
 def status(code: int, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:

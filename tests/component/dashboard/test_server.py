@@ -1,10 +1,12 @@
 """The dashboard server on loopback, with a fake token authenticator and authorizer: who gets
-in (401/403), the token-to-cookie exchange, the JSON pages and the live event stream."""
+in (401/403), signing in (a same-origin form for an opaque session cookie), the JSON pages and
+the live event stream."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -12,7 +14,7 @@ import aiohttp
 import pytest
 
 from manager.runtime.dashboard.changes import ChangeFeed
-from manager.runtime.dashboard.server import COOKIE, make_app, start
+from manager.runtime.dashboard.server import OLD_TOKEN_COOKIE, SESSION_COOKIE, make_app, start
 from manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
 from manager.scenario.explain import explain_record
 from manager.scenario.runner import Simulation
@@ -73,12 +75,23 @@ async def dashboard() -> AsyncIterator[Dashboard]:
         await runner.cleanup()
 
 
-@pytest.mark.parametrize("path", ["/", "/static/app.js", "/api/overview", "/api/workloads",
+@pytest.mark.parametrize("path", ["/static/app.js", "/api/overview", "/api/workloads",
                                   "/api/events", "/api/workloads/ns-a/big", "/api/topology"])
 async def test_every_path_needs_a_valid_token(dashboard: Dashboard, path: str) -> None:
     assert (await dashboard.get(path, None))[0] == 401
     assert (await dashboard.get(path, "forged"))[0] == 401
     assert (await dashboard.get("/healthz", None))[0] == 200
+
+
+async def test_the_page_sends_a_stranger_to_the_sign_in_form(dashboard: Dashboard) -> None:
+    for token in (None, "forged"):
+        async with aiohttp.ClientSession() as session, session.get(
+                dashboard.url + "/", headers={"Authorization": f"Bearer {token}"} if token else {},
+                allow_redirects=False) as r:
+            assert r.status == 303 and r.headers["Location"] == "/login"
+    status, page = await dashboard.get("/login", None)
+    assert status == 200 and isinstance(page, str) and 'action="/login"' in page
+    assert (await dashboard.get("/static/login.js", None))[0] == 200  # what the form needs is public
 
 
 @pytest.mark.parametrize("path", ["/api/overview", "/api/clusterqueues", "/api/topology", "/api/workloads",
@@ -108,36 +121,86 @@ async def test_nothing_but_reads(dashboard: Dashboard) -> None:
         assert r.status == 405
 
 
-async def test_a_token_in_the_link_becomes_an_httponly_strict_cookie(dashboard: Dashboard) -> None:
+def _form_token(page: str) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert match, page
+    return match.group(1)
+
+
+async def _sign_in(session: aiohttp.ClientSession, url: str, token: str,
+                   origin: str | None = None) -> aiohttp.ClientResponse:
+    async with session.get(url + "/login") as page:
+        csrf = _form_token(await page.text())
+    headers = {"Origin": origin if origin is not None else url}
+    async with session.post(url + "/login", data={"token": token, "csrf": csrf}, headers=headers,
+                            allow_redirects=False) as r:
+        await r.read()
+        return r
+
+
+async def test_signing_in_gives_an_opaque_httponly_strict_session_cookie(dashboard: Dashboard) -> None:
     jar = aiohttp.CookieJar(unsafe=True)
     async with aiohttp.ClientSession(cookie_jar=jar) as session:
-        async with session.get(f"{dashboard.url}/?token={ADMIN}", allow_redirects=False) as r:
-            assert r.status == 303 and r.headers["Location"] == "/"
-            cookie = r.cookies[COOKIE]
-            assert cookie.value == ADMIN and cookie["httponly"] and cookie["samesite"] == "Strict"
+        r = await _sign_in(session, dashboard.url, ADMIN)
+        assert r.status == 303 and r.headers["Location"] == "/"
+        cookie = r.cookies[SESSION_COOKIE]
+        assert cookie["httponly"] and cookie["samesite"] == "Strict" and not cookie["secure"]  # plain HTTP
+        assert ADMIN not in cookie.value and len(cookie.value) >= 32
         async with session.get(dashboard.url + "/api/overview") as r:
             assert r.status == 200 and (await r.json())["clusterQueues"] == 2
         async with session.get(dashboard.url + "/") as r:
             assert r.status == 200 and "/static/app.js" in await r.text()
             assert "default-src 'self'" in r.headers["Content-Security-Policy"]
-        async with session.get(f"{dashboard.url}/?token=forged", allow_redirects=False) as r:
-            assert r.status == 401
+        async with session.post(dashboard.url + "/logout", headers={"Origin": dashboard.url},
+                                allow_redirects=False) as r:
+            assert r.status == 303 and r.headers["Location"] == "/login"
+        async with session.get(dashboard.url + "/api/overview") as r:
+            assert r.status == 401  # the session is gone on the server, not only in the browser
 
 
-async def test_positive_reviews_are_cached_negative_ones_not(dashboard: Dashboard) -> None:
+async def test_a_link_with_a_token_no_longer_signs_in(dashboard: Dashboard) -> None:
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as session:
+        async with session.get(f"{dashboard.url}/?token={ADMIN}", allow_redirects=False) as r:
+            assert r.status == 303 and r.headers["Location"] == f"/login#token={ADMIN}"
+            assert SESSION_COOKIE not in r.cookies and OLD_TOKEN_COOKIE not in r.cookies
+        assert (await session.get(dashboard.url + "/api/overview")).status == 401
+
+
+async def test_a_sign_in_from_elsewhere_or_without_the_form_is_refused(dashboard: Dashboard) -> None:
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        assert (await _sign_in(session, dashboard.url, ADMIN, origin="http://evil.example")).status == 403
+        assert (await _sign_in(session, dashboard.url, ADMIN, origin="http://127.0.0.1:1")).status == 403
+        for csrf in ("", "x.1.y", "forged.99999999999.0000"):  # no form token, or not ours
+            async with session.post(dashboard.url + "/login", data={"token": ADMIN, "csrf": csrf},
+                                    headers={"Origin": dashboard.url}, allow_redirects=False) as r:
+                assert r.status == 403
+        async with session.post(dashboard.url + "/login", json={"token": ADMIN},
+                                headers={"Origin": dashboard.url}, allow_redirects=False) as r:
+            assert r.status == 415
+        r = await _sign_in(session, dashboard.url, "forged")
+        assert r.status == 401 and SESSION_COOKIE not in r.cookies
+        assert (await session.get(dashboard.url + "/api/overview")).status == 401
+
+
+async def test_answers_are_cached_refusals_for_less_time(dashboard: Dashboard) -> None:
     from manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator
 
     now = [0.0]
-    tokens = CachedTokenAuthenticator(dashboard.tokens, ttl_s=10, clock=lambda: now[0])
-    rbac = CachedAuthorizer(dashboard.rbac, ttl_s=10, clock=lambda: now[0])
+    tokens = CachedTokenAuthenticator(dashboard.tokens, ttl_s=10, negative_ttl_s=5, clock=lambda: now[0])
+    rbac = CachedAuthorizer(dashboard.rbac, ttl_s=10, negative_ttl_s=5, clock=lambda: now[0])
+    attributes = RequestAttributes(verb="list", path="/", resource="workloads")
     for _ in range(3):
         assert await tokens.authenticate(ADMIN) == UserInfo("admin")
         assert await tokens.authenticate("forged") is None
-        attributes = RequestAttributes(verb="list", path="/", resource="workloads")
         assert (await rbac.authorize(UserInfo("admin"), attributes)).allowed
         assert not (await rbac.authorize(UserInfo("nobody"), attributes)).allowed
-    assert dashboard.tokens.reviews.count(ADMIN) == 1 and dashboard.tokens.reviews.count("forged") == 3
-    assert [u for u, _ in dashboard.rbac.asked] == ["admin", "nobody", "nobody", "nobody"]
+    assert dashboard.tokens.reviews.count(ADMIN) == 1 and dashboard.tokens.reviews.count("forged") == 1
+    assert [u for u, _ in dashboard.rbac.asked] == ["admin", "nobody"]
+    now[0] = 6.0  # refusals expired, approvals not
+    await tokens.authenticate(ADMIN)
+    await tokens.authenticate("forged")
+    assert dashboard.tokens.reviews.count(ADMIN) == 1 and dashboard.tokens.reviews.count("forged") == 2
     now[0] = 11.0
     await tokens.authenticate(ADMIN)
     assert dashboard.tokens.reviews.count(ADMIN) == 2

@@ -114,7 +114,9 @@ async def server(cluster: MeetingCluster, pki: Pki) -> AsyncIterator[ExtenderSer
 async def _http1(port: int, context: ssl.SSLContext, verb: str, body: Any = None) -> tuple[int, bytes]:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
         url = f"https://localhost:{port}/{verb}"
-        call = session.get(url) if body is None else session.post(url, data=json.dumps(body).encode())
+        headers = {"Content-Type": "application/json"}  # as kube-scheduler sends
+        call = session.get(url) if body is None else session.post(url, data=json.dumps(body).encode(),
+                                                                   headers=headers)
         async with call as resp:
             return resp.status, await resp.read()
 

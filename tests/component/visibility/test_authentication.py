@@ -7,15 +7,27 @@ import ssl
 import aiohttp
 import pytest
 
+from manager.runtime.visibility import make_app
 from manager.runtime.visibility.auth import (
+    AuthorizationDecision,
     RequestAttributes,
     RequestHeaderAuthenticator,
     RequestHeaderConfig,
+    ReviewsThrottled,
     UserInfo,
     request_header_config_from_configmap,
     subject_access_review,
 )
-from tests.component.visibility.conftest import VIEWER_HEADERS, VIEWERS, Identities, Server
+from manager.runtime.visibility.server import start
+from manager.runtime.visibility.tls import ServingCertificate, server_ssl_context
+from tests.component.visibility.conftest import (
+    FRONT_PROXY_CLIENT,
+    VIEWER_HEADERS,
+    VIEWERS,
+    Identities,
+    InMemoryProvider,
+    Server,
+)
 
 PATH = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"
 
@@ -113,3 +125,27 @@ def test_subject_access_review_names_the_subresource() -> None:
     discovery = subject_access_review(UserInfo("alice"), RequestAttributes(verb="get", path="/apis"))
     assert discovery.spec.non_resource_attributes.path == "/apis"
     assert discovery.spec.resource_attributes is None
+
+
+@pytest.mark.parametrize(("failure", "code", "reason"), [
+    (ConnectionError("kube-apiserver is away"), 503, "ServiceUnavailable"),
+    (TimeoutError(), 503, "ServiceUnavailable"),
+    (ReviewsThrottled("too many"), 429, "TooManyRequests")])
+async def test_an_authorizer_that_cannot_answer_is_a_503_or_429_status(
+        identities: Identities, serving: ServingCertificate, failure: Exception, code: int,
+        reason: str) -> None:
+    class Failing:
+        async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> AuthorizationDecision:
+            raise failure
+
+    config = RequestHeaderConfig(client_ca_pem=identities.front_proxy_ca.cert_pem.decode(),
+                                 allowed_names=(FRONT_PROXY_CLIENT,))
+    provider = InMemoryProvider(cluster_queues={"cq": []})
+    runner, port = await start(make_app(provider, RequestHeaderAuthenticator(config), Failing()),
+                               server_ssl_context(serving, config.client_ca_pem))
+    try:
+        server = Server(f"https://127.0.0.1:{port}", serving, provider)
+        status, body = await server.get(PATH, identities.front_proxy_client, VIEWER_HEADERS)
+    finally:
+        await runner.cleanup()
+    assert status == code and isinstance(body, dict) and body["reason"] == reason

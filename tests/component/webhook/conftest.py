@@ -1,10 +1,11 @@
 """A webhook server over real TLS on loopback, with certificates from ``certs``, in a thread.
 
-The server runs in its own event loop thread for the whole module so that hundreds of
-requests cost only their round trips; tests are plain functions that speak HTTPS with
-``http.client`` and verify the server against the generated CA, as kube-apiserver does.
-Each test sets the policy and the cluster facts it needs on the shared ``WebhookDeps``;
-``mutate``/``deny``/``allow`` are the assertions the case modules share.
+The server is served as ``pykueue webhook`` serves it (its limits included), in its own event
+loop thread for the whole module so that hundreds of requests cost only their round trips;
+tests are plain functions that speak HTTPS with ``http.client`` and verify the server against
+the generated CA, as kube-apiserver does. Each test sets the policy and the cluster facts it
+needs on the shared ``WebhookDeps``; ``mutate``/``deny``/``allow`` are the assertions the case
+modules share.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from aiohttp import web
 
 from certs.authority import ensure_bundle
 from certs.rotation import server_context, write_pair
 from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import StaticLookup
+from webhook.server import serve_webhook
 
 
 @dataclass
@@ -141,12 +142,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
     holder: dict[str, Any] = {}
 
     async def start() -> None:
-        runner = web.AppRunner(make_app(deps), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        holder["runner"] = runner
-        holder["port"] = runner.addresses[0][1]
+        # As the webhook process serves it: its limits, its TLS.
+        listener = await serve_webhook(make_app(deps), "127.0.0.1", 0, context)
+        holder["runner"] = listener
+        holder["port"] = listener.port
 
     def run() -> None:
         asyncio.set_event_loop(loop)

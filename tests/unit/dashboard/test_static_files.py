@@ -16,7 +16,7 @@ STATIC = REPO / "manager" / "runtime" / "dashboard" / "static"
 def test_every_served_file_is_package_data() -> None:
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
         "manager.runtime.dashboard"]
-    served = {"index.html", *server.STATIC_FILES}
+    served = {"index.html", "login.html", *server.STATIC_FILES}
     assert served == {p.name for p in STATIC.iterdir()}
     for name in served:
         assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in patterns), name

@@ -17,7 +17,8 @@ class _FakeAuthenticationApi:
         self.status = status
         self.sent: list[V1TokenReview] = []
 
-    async def create_token_review(self, body: V1TokenReview) -> V1TokenReview:
+    async def create_token_review(self, body: V1TokenReview, _request_timeout: float) -> V1TokenReview:
+        assert 0 < _request_timeout <= 10  # a review never holds a request for long
         self.sent.append(body)
         return V1TokenReview(spec=body.spec, status=self.status)
 

@@ -289,6 +289,9 @@ def test_the_dashboard_service_reaches_the_port_the_configuration_enables() -> N
     assert parsed.dashboard is not None and parsed.dashboard.bind_address == ":8084"
     address = run.dashboard_address(argparse.Namespace(dashboard_bind_address=None), config)
     assert address is not None
+    # Plain HTTP, so the install's address (no host) is loopback only: kubectl port-forward
+    # reaches it in the pod, nothing else does.
+    assert run.dashboard_listen(address) == ("127.0.0.1", 8084)
     (service,) = (s for s in _of_kind("Service") if s["metadata"]["name"] == "pykueue-dashboard")
     (port,) = service["spec"]["ports"]
     assert address == f":{port['targetPort']}"

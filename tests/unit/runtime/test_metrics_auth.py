@@ -140,8 +140,9 @@ async def test_probes_need_no_token(server: Server) -> None:
     assert server.tokens.reviews == []
 
 
-async def test_positive_answers_are_cached_refusals_are_not() -> None:
-    """Both tokens are valid (one review each); only the stranger's refusal is asked again."""
+async def test_answers_and_refusals_are_cached() -> None:
+    """Both tokens are valid (one review each), and the stranger's refusal is asked once too
+    (refusals are kept for a few seconds: a client repeating itself costs no more reviews)."""
     runner, served = await _serve(FakeTokens(), FakeRbac(), cached=True)
     try:
         for _ in range(3):
@@ -151,7 +152,7 @@ async def test_positive_answers_are_cached_refusals_are_not() -> None:
         await runner.cleanup()
     assert served.tokens.reviews == [READER, STRANGER]
     assert [name for name, _ in served.rbac.asked] == ["system:serviceaccount:pykueue-system:scraper",
-                                                       "stranger", "stranger", "stranger"]
+                                                       "stranger"]
 
 
 @pytest.mark.parametrize(("header", "token"), [
@@ -159,3 +160,23 @@ async def test_positive_answers_are_cached_refusals_are_not() -> None:
     ("Bearer  ", None), ("Basic abc", None), ("", None), (None, None)])
 def test_bearer_token(header: str | None, token: str | None) -> None:
     assert bearer_token(header) == token
+
+
+async def test_a_flood_of_new_tokens_beyond_the_review_budget_is_429() -> None:
+    from manager.runtime.token_review import ReviewBudget
+
+    tokens = FakeTokens()
+    clock = [0.0]
+    authenticator = CachedTokenAuthenticator(tokens, clock=lambda: clock[0],
+                                             budget=ReviewBudget(rate=1.0, burst=2, clock=lambda: clock[0]))
+    app = build_app(KueueMetrics(), metrics_guard=metrics_guard(authenticator, CachedAuthorizer(FakeRbac())))
+    runner, port = await start_site(app, "127.0.0.1", 0)
+    try:
+        served = Server(f"http://127.0.0.1:{port}", tokens, FakeRbac())
+        statuses = [(await served.get("/metrics", f"Bearer made-up-{i}"))[0] for i in range(4)]
+        status, body, headers = await served.get("/metrics", "Bearer made-up-9")
+    finally:
+        await runner.cleanup()
+    assert statuses == [401, 401, 429, 429] and status == 429
+    assert "Too many" in body and headers["Retry-After"] == "1"
+    assert len(tokens.reviews) == 2  # kube-apiserver was asked twice, not five times

@@ -2,8 +2,8 @@
 //
 // The server sends a small "change" event (a revision and the totals) whenever the queueing
 // core changed; the page then refetches only what it shows (one page of each list), never
-// reloading. The bearer token lives in an HttpOnly cookie the server set; this script never
-// sees it.
+// reloading. The browser holds only an opaque session id, in an HttpOnly cookie the server
+// set at sign-in (/login); this script never sees it, nor the token.
 "use strict";
 
 const PAGES = { tree: 0, pending: 0, admitted: 0, lq: 0 };
@@ -267,8 +267,8 @@ async function refresh() {
         document.getElementById("revision").textContent = revision;
         document.body.dataset.revision = String(revision);
       } catch (e) {
-        const msg = e.status === 401 ? "Not signed in: open the dashboard link with ?token=… again."
-          : e.status === 403 ? `Not allowed: ${e.message}` : `Could not load: ${e.message}`;
+        if (e.status === 401) { location.assign("/login"); return; }
+        const msg = e.status === 403 ? `Not allowed: ${e.message}` : `Could not load: ${e.message}`;
         document.getElementById("view").replaceChildren(h("p", { class: "error", id: "error" }, msg));
       }
     } while (reloadAgain || latestRevision > shownRevision);
