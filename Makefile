@@ -2,10 +2,20 @@
 # exactly what .ci/run executes: it installs everything it needs, lints, then runs the suite.
 PY ?= python3
 
-.PHONY: install lint test crds devcluster-bin
+.PHONY: install lock lint test crds devcluster-bin
+
+# Runtime dependencies at the versions requirements.lock pins (the image installs exactly those,
+# hash-checked), so the suite tests what ships; the test tools come unpinned.
+PINS := $(or $(TMPDIR),/tmp)/pykueue-pins.txt
 
 install:
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	sed -n 's/^\([A-Za-z0-9_.-]*==[^ ;\\]*\).*/\1/p' requirements.lock > $(PINS)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c $(PINS) -e '.[test]'
+
+# Re-pins requirements.lock (with hashes) from pyproject.toml's dependencies; needs pip-tools.
+lock:
+	$(PY) -m piptools compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 # ruff and mypy --strict, then the import contract of pyproject.toml ([tool.importlinter]):
 # an upward import or one process importing another fails the build.

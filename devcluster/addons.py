@@ -155,7 +155,7 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     # the install-named configurations, this copies it into the dev-named ones.
     register_webhooks(client, webhook_url)
     extender_url = f"https://{addresses['--extender-bind-address']}"
-    dashboard_url = f"http://{addresses['--dashboard-bind-address']}/?token={identity.dashboard_token(client)}"
+    dashboard_url = f"http://{addresses['--dashboard-bind-address']}/#token={identity.dashboard_token(client)}"
     # /metrics wants a bearer token: the dev metrics reader is there to mint one
     # (``kubectl -n pykueue-system create token pykueue-dev-metrics``).
     identity.ensure_metrics_reader(client)

@@ -50,8 +50,8 @@ def _load(module_name: str) -> ModuleType | None:
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        # Only a missing command module means "not implemented"; a missing dependency
-        # inside an existing module is a real error and must surface.
+        # Only a missing command module means "not installed" (the image leaves the dev
+        # cluster out); a missing dependency inside an existing module is a real error.
         if exc.name is not None and module_name.startswith(exc.name):
             return None
         raise
@@ -59,7 +59,8 @@ def _load(module_name: str) -> ModuleType | None:
 
 def _not_implemented(name: str) -> Callable[[argparse.Namespace], int]:
     def run(_: argparse.Namespace) -> int:
-        print(f"pykueue {name}: not implemented yet", file=sys.stderr)
+        print(f"pykueue {name}: not part of this installation (run it from a source checkout)",
+              file=sys.stderr)
         return EXIT_USAGE
 
     return run
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(command.module)
         if module is None:
             p = sub.add_parser(command.name, help=command.summary,
-                               description=f"{command.summary} (not implemented yet)")
+                               description=f"{command.summary} (not part of this installation)")
             p.set_defaults(handler=_not_implemented(command.name))
             continue
         p = sub.add_parser(command.name, help=command.summary, description=command.summary)

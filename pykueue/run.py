@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dashboard-bind-address", default=None,
                         help="host:port of the read-only web dashboard (default: the Configuration's "
                              "dashboard.bindAddress; off when neither is set)")
+    parser.add_argument("--dashboard-cert-dir", default=None,
+                        help="tls.crt and tls.key the dashboard serves when bound beyond loopback "
+                             "(default: a self-signed pair made at start-up)")
     parser.add_argument("--visibility-service-name", default=VISIBILITY_SERVICE,
                         help="the Service the APIService names (its DNS names go in the serving certificate)")
     from webhook import server as webhook_server
@@ -160,6 +164,16 @@ def dashboard_listen(address: str) -> tuple[str, int]:
     return ("127.0.0.1" if not address.rpartition(":")[0] else host), port
 
 
+def dashboard_tls(cert_dir: str | None) -> ssl.SSLContext:
+    """The dashboard's server context when it is exposed: the pair in ``cert_dir``, else a
+    self-signed one (kept in that directory, or a private temporary one), as for /metrics."""
+    files = manager_cli.serving_pair(cert_dir, "pykueue-dashboard-")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(files["cert_file"], files["key_file"])
+    return context
+
+
 def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra | None:
     """The read-only web dashboard over the manager's core, on every replica (each keeps the
     same queues from its informers); callers authenticate with a bearer token."""
@@ -178,11 +192,10 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
         # Only the Lease holder evaluates workloads; a follower shows the reasons it stored.
         feed = ChangeFeed(manager.core, follower=lambda: manager.metrics.role is ReplicaRole.FOLLOWER)
         app = make_app(feed, reviewers.authenticator, reviewers.authorizer, explain_record)
-        runner, bound = await start_dashboard(app, host, port)
-        log.info("dashboard on http://%s:%d/", host, bound)
-        if host not in LOOPBACK_HOSTS:
-            log.warning("the dashboard serves plain HTTP on %s: put TLS in front of it, or bind it to "
-                        "127.0.0.1 and use kubectl port-forward", host)
+        # Beyond loopback the session cookie and the sign-in's token cross a network: HTTPS.
+        context = None if host in LOOPBACK_HOSTS else dashboard_tls(args.dashboard_cert_dir)
+        runner, bound = await start_dashboard(app, host, port, context)
+        log.info("dashboard on %s://%s:%d/", "http" if context is None else "https", host, bound)
 
         async def stop() -> None:
             await runner.cleanup()

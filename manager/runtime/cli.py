@@ -114,7 +114,13 @@ def metrics_tls_files(settings: Settings) -> dict[str, str]:
     """
     if not settings.metrics_secure:
         return {}
-    directory = Path(settings.metrics_cert_dir or tempfile.mkdtemp(prefix="pykueue-metrics-"))
+    return serving_pair(settings.metrics_cert_dir, "pykueue-metrics-")
+
+
+def serving_pair(cert_dir: str | None, prefix: str) -> dict[str, str]:
+    """``cert_file``/``key_file``: tls.crt and tls.key of ``cert_dir`` when there, else a
+    self-signed pair written there (or into a private temporary directory)."""
+    directory = Path(cert_dir or tempfile.mkdtemp(prefix=prefix))
     cert, key = directory / "tls.crt", directory / "tls.key"
     if not (cert.exists() and key.exists()):
         serving = self_signed_serving_certificate(("localhost", socket.gethostname()))

@@ -32,3 +32,15 @@ def test_the_dashboard_listens_on_loopback_unless_a_host_is_named() -> None:
     assert dashboard_listen(":8084") == ("127.0.0.1", 8084)
     assert dashboard_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert dashboard_listen("0.0.0.0:8084") == ("0.0.0.0", 8084)  # every interface: asked for by name
+
+
+def test_a_command_whose_package_is_absent_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The image leaves the dev cluster out: `pykueue dev` must then fail in one line."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "devcluster.cli", None)  # import fails as if absent
+    monkeypatch.setitem(sys.modules, "devcluster", None)
+    assert main(["dev"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "pykueue dev: not part of this installation (run it from a source checkout)"

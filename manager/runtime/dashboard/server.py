@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -440,9 +441,10 @@ def make_app(feed: ChangeFeed, authenticator: TokenAuthenticator, authorizer: Au
     return app
 
 
-async def start(app: web.Application, host: str, port: int) -> tuple[Listener, int]:
-    """Serve ``app`` under :data:`LIMITS` (plain HTTP: reach it through ``kubectl port-forward``
-    or a TLS-terminating proxy); returns the listener (``cleanup()`` stops it) and the bound
-    port. No access log: a request line may carry a token."""
-    listener = await serve(app, host, port, LIMITS, render=_error)
+async def start(app: web.Application, host: str, port: int,
+                ssl_context: ssl.SSLContext | None = None) -> tuple[Listener, int]:
+    """Serve ``app`` under :data:`LIMITS`: plain HTTP on loopback (reached through ``kubectl
+    port-forward``), HTTPS with ``ssl_context`` elsewhere. Returns the listener (``cleanup()``
+    stops it) and the bound port. No access log: a request line may carry a token."""
+    listener = await serve(app, host, port, LIMITS, ssl_context=ssl_context, render=_error)
     return listener, listener.port

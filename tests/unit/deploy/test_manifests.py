@@ -178,8 +178,15 @@ def test_pdb_and_apiservice_point_at_pykueue() -> None:
 DOCKERFILE = (REPO / "Dockerfile").read_text()
 
 
+def _base_images() -> list[str]:
+    """Each stage's base, with the build arguments' defaults filled in."""
+    args = dict(re.findall(r"^ARG\s+(\w+)=(\S+)", DOCKERFILE, re.M))
+    return [re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], image)
+            for image in re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.M)]
+
+
 def test_dockerfile_is_multi_stage_non_root_and_probe_driven() -> None:
-    stages = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.M)
+    stages = _base_images()
     assert len(stages) >= 2 and all("slim" in s for s in stages)
     assert "pip wheel" in DOCKERFILE and "--from=build /wheels" in DOCKERFILE
     (user,) = re.findall(r"^USER\s+(\S+)", DOCKERFILE, re.M)
@@ -196,15 +203,35 @@ def test_dockerfile_pins_the_project_version() -> None:
     assert f'"pykueue=={version}"' in DOCKERFILE
 
 
-def test_dockerfile_copies_every_packaged_directory() -> None:
+# Packaged for a checkout's `pykueue dev`, never run in a cluster: the image leaves it out.
+DEV_ONLY = {"devcluster"}
+
+
+def test_dockerfile_copies_every_runtime_package_and_no_dev_tooling() -> None:
     """The wheel is built from what the build stage copies: a package the project ships but
-    the Dockerfile leaves out builds an image whose commands fail on import."""
+    the Dockerfile leaves out builds an image whose commands fail on import; the dev cluster's
+    tooling (binary builds, process launchers) has no business in a cluster's image."""
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"][
         "include"]
     shipped = {p.removesuffix("*") for p in patterns}
-    copied = set(re.findall(r"^COPY\s+(\S+)\s+\./\1\s*$", DOCKERFILE.split("\nFROM ")[1], re.M))
-    assert shipped <= copied, f"packaged but not copied into the build stage: {sorted(shipped - copied)}"
+    build_stage = DOCKERFILE.split("\nFROM ")[1].split("\nFROM ")[0]
+    copied = set(re.findall(r"^COPY\s+(\S+)\s+\./\1\s*$", build_stage, re.M))
+    missing = sorted(shipped - DEV_ONLY - copied)
+    assert not missing, f"not copied into the build stage: {missing}"
+    assert not copied & DEV_ONLY
     assert all((REPO / name).is_dir() for name in shipped)
+
+
+def test_dockerfile_pins_its_base_by_digest() -> None:
+    for image in _base_images():
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", image), image
+
+
+def test_dockerfile_installs_dependencies_only_from_the_hashed_lock() -> None:
+    installs = [line for line in DOCKERFILE.splitlines() if "pip install" in line]
+    assert any("--require-hashes" in line and "-r /tmp/requirements.lock" in line for line in installs)
+    # pykueue's own wheel comes after, without dependencies: nothing unpinned can slip in.
+    assert all("--require-hashes" in line or "--no-deps" in line for line in installs), installs
 
 
 def test_dockerfile_passes_hadolint() -> None:
