@@ -28,8 +28,10 @@ from api import keys
 from certs.authority import service_dns_names
 from certs.rotation import CertRotator
 from kube import resources as res
+from kube.client import KubeClient
 from kube.http_limits import KiB, Listener, MiB, ServerLimits, serve
 from kube.informer import Informer
+from kube.ratelimit import TokenBucket
 from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
 from webhook.facts import ApiLookup
@@ -64,6 +66,17 @@ FACT_KINDS = (
     res.RESOURCE_FLAVORS,  # a pod's implied topology (ClusterQueue of TAS flavors only)
 )
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+# The webhook's own API budget (fact lookups that miss the informers, and the informers).
+LOOKUP_QPS = 20.0
+LOOKUP_BURST = 40
+
+
+def webhook_reads(client: KubeClient) -> KubeClient:
+    """The client the webhook reads with: the same connections, a rate limit of its own.
+    Crafted reviews that miss the informers must not spend the budget Lease renewals and
+    status writes draw from (a starved renewal costs the leader its Lease)."""
+    return client.sharing_pool(TokenBucket(LOOKUP_QPS, LOOKUP_BURST))
 
 # Anyone in the cluster can reach :9443 (kube-apiserver has no client certificate for it), so
 # these limits are what keeps a flood from the admission path. Bodies: see webhook.review.
@@ -143,12 +156,13 @@ async def start_webhook(client: Any, settings: WebhookSettings) -> tuple[Callabl
         crds=CONVERTED_CRDS,
     )
     await rotator.reconcile()
-    informers = {ref.kind: Informer(client, ref) for ref in FACT_KINDS}
+    reads = webhook_reads(client)
+    informers = {ref.kind: Informer(reads, ref) for ref in FACT_KINDS}
     for informer in informers.values():
         informer.start()
     deps = WebhookDeps(
         policy=AdmissionPolicy.from_config(settings.config),
-        lookup=ApiLookup(client, informers),
+        lookup=ApiLookup(reads, informers),
         ready=lambda: rotator.ready,
     )
     host, port = split_address(settings.address)
