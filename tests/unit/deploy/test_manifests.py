@@ -333,3 +333,49 @@ def test_the_dashboard_service_reaches_the_port_the_configuration_enables() -> N
             "verbs": ["create"]} in rules
     bindings = [b for b in _of_kind("ClusterRoleBinding") if b["roleRef"]["name"] == "pykueue-auth-delegator"]
     assert any(s["name"] == "pykueue-controller-manager" for b in bindings for s in b["subjects"])
+
+
+# -- NetworkPolicies --------------------------------------------------------------------------
+def _admitted(pod_labels: dict[str, str]) -> dict[int, list[dict[str, Any]]]:
+    """Port -> the peers the policies let reach it on pods with these labels."""
+    admitted: dict[int, list[dict[str, Any]]] = {}
+    for policy in _of_kind("NetworkPolicy"):
+        wanted = policy["spec"]["podSelector"].get("matchLabels") or {}
+        if any(pod_labels.get(k) != v for k, v in wanted.items()):
+            continue
+        for rule in policy["spec"].get("ingress") or ():
+            for port in rule["ports"]:
+                admitted.setdefault(int(port["port"]), []).extend(rule["from"])
+    return admitted
+
+
+def test_ingress_is_denied_unless_a_policy_admits_it() -> None:
+    (deny,) = (p for p in _of_kind("NetworkPolicy") if not p["spec"].get("ingress"))
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+
+
+# Ports no peer needs: the kubelet's probes come from the node (always allowed) and the
+# dashboard listens on loopback, reached by `kubectl port-forward` only.
+UNEXPOSED = {"probes", "dashboard", "https-probes"}
+
+
+@pytest.mark.parametrize("name", sorted(DEPLOYMENTS))
+def test_every_served_port_has_exactly_its_callers(name: str) -> None:
+    pod = _deployment(name)["spec"]["template"]
+    admitted = _admitted(pod["metadata"]["labels"])
+    for container in pod["spec"]["containers"]:
+        for port in container.get("ports") or ():
+            number, peers = port["containerPort"], admitted.get(port["containerPort"], [])
+            if port["name"] in UNEXPOSED:
+                assert not peers, f"{name}:{number} is admitted but serves no peer"
+            elif port["name"] == "metrics":
+                assert peers and all(set(p) == {"namespaceSelector"} for p in peers), peers
+            else:
+                assert peers, f"{name}:{number} ({port['name']}) has no caller admitted"
+    assert set(admitted) <= {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+
+
+def test_the_api_servers_ports_are_admitted_only_by_address() -> None:
+    admitted = _admitted(_deployment()["spec"]["template"]["metadata"]["labels"])
+    for port in (9443, 8082):
+        assert admitted[port] and all(set(peer) == {"ipBlock"} for peer in admitted[port]), admitted[port]
