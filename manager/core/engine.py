@@ -1396,10 +1396,6 @@ def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
     return EvictionNote(f"Evicted: {reason}", reporter)
 
 
-def creation_time(obj: dict[str, Any]) -> float | None:
-    return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
-
-
 def held_usage(assignment: Assignment, wl: WorkloadDef) -> dict[FR, int]:
     """The quota an admission holds for the workload's pod sets as they are now: Kueue
     counts a pod set that shrank below its admitted count (an elastic job scaled down,
