@@ -2,7 +2,7 @@
 # exactly what .ci/run executes: it installs everything it needs, lints, then runs the suite.
 PY ?= python3
 
-.PHONY: install lint test crds devcluster-bin
+.PHONY: install lint test test-fast crds devcluster-bin
 
 install:
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -27,3 +27,8 @@ devcluster-bin:
 
 test: install lint devcluster-bin
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The fast path: every test but the e2e ones, as the code stands (no install, no binaries,
+# no cluster; tests/e2e is marked e2e by its conftest). Lint separately: `make lint test-fast`.
+test-fast:
+	$(PY) -m pytest -q -p no:cacheprovider -m "not e2e"
