@@ -2,7 +2,7 @@
 # exactly what .ci/run executes: it installs everything it needs, lints, then runs the suite.
 PY ?= python3
 
-.PHONY: install lock lint test crds devcluster-bin
+.PHONY: install lock lint test test-fast crds devcluster-bin
 
 # Runtime dependencies at the versions requirements.lock pins (the image installs exactly those,
 # hash-checked), so the suite tests what ships; the test tools come unpinned.
@@ -37,3 +37,8 @@ devcluster-bin:
 
 test: install lint devcluster-bin
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The fast path: every test but the e2e ones, as the code stands (no install, no binaries,
+# no cluster; tests/e2e is marked e2e by its conftest). Lint separately: `make lint test-fast`.
+test-fast:
+	$(PY) -m pytest -q -p no:cacheprovider -m "not e2e"

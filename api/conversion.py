@@ -64,11 +64,6 @@ def _drop(node: Any, key: str) -> None:
         node.pop(key, None)
 
 
-def _drop_empty(parent: Any, key: str) -> None:
-    if isinstance(parent, dict) and parent.get(key) == {}:
-        del parent[key]
-
-
 # -- ClusterQueue ----------------------------------------------------------------------------
 def _cq_up(obj: Obj) -> None:
     spec = obj.get("spec")

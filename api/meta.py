@@ -110,10 +110,6 @@ def tolerations_field() -> Any:
     return f(max_items=8, list_type="atomic", rules=TOLERATION_RULES)
 
 
-def name_field(required: bool = False, max_length: int = 253) -> Any:
-    return f(required=required, max_length=max_length, pattern=DNS1123_SUBDOMAIN)
-
-
 
 
 NAME_ITEMS = Items(max_length=253, pattern=DNS1123_SUBDOMAIN)

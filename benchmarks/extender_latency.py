@@ -163,9 +163,6 @@ class StaticCluster:
     async def list_podset_pods(self, namespace: str, workload: str, podset: str) -> list[dict[str, Any]]:
         return self.pods
 
-    async def list_pods_on_node(self, node: str) -> list[dict[str, Any]]:
-        return [p for p in self.pods if p["spec"]["nodeName"] == node]
-
     async def list_nodes(self) -> list[dict[str, Any]]:
         return self.nodes
 

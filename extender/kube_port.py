@@ -71,9 +71,6 @@ class KubeClusterPort:
             if ((p.get("metadata") or {}).get("annotations") or {}).get(keys.WORKLOAD_ANNOTATION) == workload
         ]
 
-    async def list_pods_on_node(self, node: str) -> list[JSON]:
-        return await self._items(PODS.collection_path(), {"fieldSelector": f"spec.nodeName={node}"})
-
     async def list_nodes(self) -> list[JSON]:
         return await self._items(NODES.collection_path())
 

@@ -41,10 +41,6 @@ class ClusterPort(Protocol):
         """Pods of one PodSet of one Workload (podset label + workload annotation), fresh from the API."""
         ...
 
-    async def list_pods_on_node(self, node: str) -> list[JSON]:
-        """Pods bound to ``node`` (``spec.nodeName``), fresh from the API."""
-        ...
-
     async def list_nodes(self) -> list[JSON]:
         ...
 

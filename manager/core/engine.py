@@ -29,7 +29,7 @@ from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
 from .cycle import Scheduler
-from .fair_sharing import FairSharingPreemption, WeightError, parse_weight, tournament
+from .fair_sharing import FairSharingPreemption, WeightError, dominant_share, parse_weight, tournament
 from .flavor_assigner import FlavorAssigner
 from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .objects import (
@@ -1356,6 +1356,14 @@ class QueueingCore:
         node = self.nodes.get(cq)
         return dict(self.usage.of(node)) if node is not None else {}
 
+    def cohort_shares(self) -> dict[str, float]:
+        """Each cohort's weighted dominant resource share on the quota it holds now (Kueue's
+        Cohort ``status.fairSharing.weightedShare``): 0 at a root or within its quota, inf
+        for a borrower of weight 0."""
+        self._ensure()
+        return {name: dominant_share(node, self.usage, self.fair_weights)
+                for name, node in self.cohort_nodes.items()}
+
 
 def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
     """Kueue's wording of an eviction for ``reason``, from what the record says at that moment
@@ -1386,10 +1394,6 @@ def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
         return EvictionNote(f"{deactivated} due to {detail}", WORKLOAD_CONTROLLER, detail)
     reporter = TAS_NODE_CONTROLLER if reason == keys.Reason.NODE_FAILURES else WORKLOAD_CONTROLLER
     return EvictionNote(f"Evicted: {reason}", reporter)
-
-
-def creation_time(obj: dict[str, Any]) -> float | None:
-    return parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
 
 
 def held_usage(assignment: Assignment, wl: WorkloadDef) -> dict[FR, int]:

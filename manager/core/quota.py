@@ -15,7 +15,7 @@ limits into account. Both are O(depth).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from .objects import FR, Quota
 
@@ -132,15 +132,6 @@ class Usage:
         for fr, v in amounts.items():
             self.add(node, fr, sign * v)
 
-    def reset_cohorts(self, nodes: Iterable[QuotaNode]) -> None:
-        """Rebuild cohort usage from ClusterQueue usage (after the tree changed)."""
-        cqs = [(n, dict(self.of(n))) for n in nodes if n.is_cq]
-        for n in nodes:
-            self._own[n] = {}
-        for node, row in cqs:
-            for fr, v in row.items():
-                self.add(node, fr, v)
-
     def forget(self, node: QuotaNode) -> None:
         self._own.pop(node, None)
 
@@ -193,7 +184,3 @@ def borrowing_level(node: QuotaNode, usage: Usage, fr: FR, value: int) -> tuple[
             return n.height(), False
         n = n.parent
     return 1, False
-
-
-def is_borrowing(node: QuotaNode, usage: Usage, fr: FR) -> bool:
-    return usage.get(node, fr) > node.subtree.get(fr, 0)

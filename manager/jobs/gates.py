@@ -17,6 +17,7 @@ DEFAULT_GATES: Mapping[str, bool] = {
     "MultiKueue": True,
     "LWSImmutableGroupSize": True,
     "PartialAdmission": True,
+    "MetricForWorkloadCreationLatency": True,
 }
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from api import keys
@@ -62,9 +62,3 @@ def get_path(obj: Mapping[str, Any], *path: str) -> Any:
             return None
         node = node.get(part)
     return node
-
-
-def each_template(templates: Iterable[tuple[str, Any]]) -> Iterable[tuple[str, Mapping[str, Any]]]:
-    for path, tmpl in templates:
-        if isinstance(tmpl, dict):
-            yield path, tmpl

@@ -12,7 +12,10 @@ typed helpers are what reconcilers call; they keep label spelling in one place.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
+import platform
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -142,6 +145,26 @@ CLUSTER_QUEUE_STATUSES = ("pending", "active", "terminating")
 LOCAL_QUEUE_ACTIVE_VALUES = ("True", "False", "Unknown")
 
 
+# Go's names of the machines Python reports, for ``platform`` as Kueue writes it (GOOS/GOARCH).
+_GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386"}
+
+
+def build_labels() -> tuple[str, str, str, str, str, str]:
+    """``kueue_build_info``'s labels for this process, each meaning what it means in Kueue.
+
+    Kueue's release tag is ours (the installed distribution's version); no commit or build
+    date is stamped into a Python distribution, so those say ``unknown``; the runtime that
+    Kueue names with Go's version and compiler is Python's here.
+    """
+    try:
+        version = f"v{importlib.metadata.version('pykueue')}"
+    except importlib.metadata.PackageNotFoundError:
+        version = "v0.0.0-unknown"
+    machine = platform.machine().lower()
+    return (version, "unknown", "unknown", f"python{platform.python_version()}", sys.implementation.name,
+            f"{sys.platform}/{_GO_ARCH.get(machine, machine)}")
+
+
 class _Unchecked:
     """Registers a collector without its names.
 
@@ -200,6 +223,8 @@ class KueueMetrics:
         self._withdrawn = Counter("pykueue_withdrawn_reservations",
                                   "Quota reservations taken back by a preemption before any "
                                   "write carried them", ("cluster_queue",), registry=self.registry)
+        # Set once, as Kueue sets it when its metrics are made.
+        self.build_info(*build_labels())
 
     # -- generic access --------------------------------------------------------------------
     def metric(self, name: str) -> Any:
@@ -274,6 +299,10 @@ class KueueMetrics:
         result = "success" if success else "inadmissible"
         self._child("kueue_admission_attempts_total", result).inc()
         self._child("kueue_admission_attempt_duration_seconds", result).observe(duration_s)
+
+    def workload_creation_latency(self, job_kind: str, seconds: float) -> None:
+        """From a job's creation to its Workload's (both the API server's timestamps)."""
+        self._child("kueue_workload_creation_latency_seconds", job_kind).observe(seconds)
 
     def build_info(self, git_version: str, git_commit: str, build_date: str, go_version: str,
                    compiler: str, platform: str) -> None:

@@ -13,12 +13,14 @@ Two kinds of series, fed two ways:
   manager must not count the previous leader's admissions again.
 
 Times come from the core's own timestamps (``reserved_at``, ``admitted_at``) and the
-caller's clock, so the computation is testable without a cluster or a real clock.
+caller's clock, so the computation is testable without a cluster or a real clock. The one
+time neither knows, when the pods of a workload found admitted at start-up became ready, is
+the PodsReady condition's, which the caller reads from the stored Workload (``baseline``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,7 @@ class _Seen:
     queued_since: float
     first_admitted: float | None = None
     evicted_for: set[str] = field(default_factory=set)
+    ready_since: float | None = None  # when its pods became ready, while they are
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,27 @@ def cohort_path(core: QueueingCore, cluster_queue: str) -> tuple[str, str]:
     return parent, root
 
 
+def cohort_tree(core: QueueingCore) -> dict[str, tuple[str, str]]:
+    """(parent cohort, root cohort) of every cohort of the tree, a Cohort object or a name
+    only referenced as a parent (Kueue's implicit cohort); the parent is empty at a root, which
+    is its own root. Cohorts in a cycle, or below one, are left out, as Kueue leaves them."""
+    parents = {name: cohort.parent or "" for name, cohort in core.cohort_defs.items()}
+    for node in (*core.cq_defs.values(), *core.cohort_defs.values()):
+        if node.parent:
+            parents.setdefault(node.parent, "")
+    out: dict[str, tuple[str, str]] = {}
+    for name, parent in parents.items():
+        root, seen = name, {name}
+        while parents.get(root):
+            root = parents[root]
+            if root in seen:
+                break
+            seen.add(root)
+        else:
+            out[name] = (parent, root)
+    return out
+
+
 def _held_back(rec: WorkloadRecord) -> bool:
     """A reservation no write has carried out yet may still be taken back as if it never
     was (``CoreConfig.withdraw_unpublished``): its transitions are counted once published."""
@@ -177,39 +201,54 @@ class MetricsFeed:
     """Feeds :class:`KueueMetrics` from a :class:`QueueingCore`."""
 
     def __init__(self, core: QueueingCore, metrics: KueueMetrics, *, cluster_queue_resources: bool = False,
-                 local_queue_metrics: bool = True) -> None:
+                 local_queue_metrics: bool = True, cohort_metrics: bool = True) -> None:
         self.core = core
         self.metrics = metrics
         self.cluster_queue_resources = cluster_queue_resources
         self.local_queue_metrics = local_queue_metrics
+        # Kueue's MetricsForCohorts gate: the hierarchy's info series (ClusterQueue and Cohort).
+        self.cohort_metrics = cohort_metrics
         self._seen: dict[str, _Seen] = {}
         # Workloads changed outside the core's decisions (finished or deleted by another
         # writer), for the next observe; PodsReady changes come from the core itself.
         self._touched: set[str] = set()
         self._queues: set[str] = set()
         self._local_queues: set[str] = set()
+        self._cohorts: set[str] = set()
 
     @classmethod
     def from_config(cls, core: QueueingCore, metrics: KueueMetrics, config: Mapping[str, Any]) -> MetricsFeed:
-        """Honours Configuration ``metrics.enableClusterQueueResources`` and ``localQueueMetrics.enable``."""
+        """Honours Configuration ``metrics.enableClusterQueueResources``, ``localQueueMetrics.enable``
+        and the ``MetricsForCohorts`` feature gate (on unless set false)."""
         section = config.get("metrics") or {}
         lq = section.get("localQueueMetrics") or {}
+        gates = config.get("featureGates") or {}
+        cohorts = not isinstance(gates, Mapping) or gates.get("MetricsForCohorts") is not False
         return cls(core, metrics, cluster_queue_resources=bool(section.get("enableClusterQueueResources")),
-                   local_queue_metrics=lq.get("enable", True) is not False)
+                   local_queue_metrics=lq.get("enable", True) is not False, cohort_metrics=cohorts)
 
     # -- transitions -------------------------------------------------------------------------
-    def baseline(self, keys: Iterable[str] | None = None) -> None:
-        """Remember workloads as they are now without counting anything (start-up, adoption)."""
+    def baseline(self, keys: Iterable[str] | None = None,
+                 ready_since: Callable[[str], float | None] | None = None) -> None:
+        """Remember workloads as they are now without counting anything (start-up, adoption).
+
+        ``ready_since`` gives, for a workload whose pods are ready, when they became so (its
+        PodsReady condition's time), for the time from ready to a later eviction."""
         for key in self.core.workloads if keys is None else keys:
             rec = self.core.workloads.get(key)
             if rec is not None:
-                self._remember(rec, self._seen.get(key))
+                seen = self._remember(rec, self._seen.get(key))
+                if seen.pods_ready and seen.ready_since is None and ready_since is not None:
+                    seen.ready_since = ready_since(key)
 
     def _remember(self, rec: WorkloadRecord, prev: _Seen | None) -> _Seen:
-        seen = _Seen(rec.status, len(rec.evictions), rec.pods_ready, rec.wl.created)
+        ready = rec.status == ADMITTED and rec.pods_ready
+        seen = _Seen(rec.status, len(rec.evictions), ready, rec.wl.created)
         if prev is not None:
             seen.queued_since, seen.first_admitted = prev.queued_since, prev.first_admitted
             seen.evicted_for = prev.evicted_for
+            if seen.pods_ready:
+                seen.ready_since = prev.ready_since
         elif rec.status == ADMITTED:
             seen.first_admitted = rec.admitted_at
         self._seen[rec.key] = seen
@@ -261,6 +300,8 @@ class MetricsFeed:
                     preemptors: Mapping[str, str]) -> bool:
         m, cq, pc = self.metrics, rec.cluster_queue or "", rec.wl.priority_class or ""
         lq = (rec.wl.namespace, rec.wl.queue_name) if self.local_queue_metrics else None
+        # Kueue times every eviction of a workload whose pods are ready from their becoming so.
+        ready_since = prev.ready_since if prev.status == ADMITTED and prev.pods_ready else None
         for reason in rec.evictions[prev.evictions:]:
             label, cause = eviction_labels(reason)
             unique_label, unique_cause = eviction_labels(reason, unique=True)
@@ -269,6 +310,9 @@ class MetricsFeed:
             m.evicted(cq, label, cause, pc, local_queue=lq)
             if first:
                 m.evicted_once(cq, unique_label, unique_cause, pc)
+            if ready_since is not None:
+                m.pods_ready_to_evicted(cq, label, cause, max(0.0, now - ready_since))
+                ready_since = None  # a later eviction in the same batch found them stopped
             if reason == "Preempted":
                 m.preempted(preemptors.get(rec.key, cq),
                             self.core.preempted_reasons.get(rec.key, "InClusterQueue"))
@@ -287,6 +331,7 @@ class MetricsFeed:
         if ready_now and not (prev.status == ADMITTED and prev.pods_ready):
             admitted = rec.admitted_at if rec.admitted_at is not None else now
             m.pods_ready(cq, pc, max(0.0, now - prev.queued_since), max(0.0, now - admitted), local_queue=lq)
+            prev.ready_since = now
         if rec.status == FINISHED and prev.status != FINISHED:
             start = prev.first_admitted if prev.first_admitted is not None else now
             m.finished_workload(cq, pc, max(0.0, now - start), local_queue=lq)
@@ -306,9 +351,11 @@ class MetricsFeed:
             m.report_finished(name, c.finished)
             m.cluster_queue_status(name, "pending" if name in core.inactive else "active")
             parent, root = cohort_path(core, name)
-            m.cluster_queue_info(name, parent, root)
+            if self.cohort_metrics:
+                m.cluster_queue_info(name, parent, root)
             if self.cluster_queue_resources:
                 self._resources(name, parent)
+        self._refresh_cohorts()
         if self.local_queue_metrics:
             self._refresh_local_queues()
         if core.config.tiered_reasons:  # Kueue: only under UnadmittedWorkloadsObservability
@@ -316,6 +363,23 @@ class MetricsFeed:
             m.report_unadmitted(per_cq)
             if self.local_queue_metrics:
                 m.report_local_queue_unadmitted(per_lq)
+
+    def _refresh_cohorts(self) -> None:
+        """``kueue_cohort_info`` per cohort (MetricsForCohorts) and, with fair sharing, each
+        cohort's ``kueue_cohort_weighted_share`` (Kueue's Cohort status ``fairSharing``)."""
+        core, m = self.core, self.metrics
+        tree = cohort_tree(core)
+        shares = core.cohort_shares() if core.config.fair_sharing is not None else {}
+        names = {n for n in tree if self.cohort_metrics or n in shares}
+        for gone in self._cohorts - names:
+            m.forget_cohort(gone)
+        self._cohorts = names
+        for name in sorted(names):
+            parent, root = tree[name]
+            if self.cohort_metrics:
+                m.cohort_info(name, parent, root)
+            if name in shares:
+                m.cohort_weighted_share(name, shares[name])
 
     def _resources(self, name: str, cohort: str) -> None:
         cq = self.core.cq_defs[name]

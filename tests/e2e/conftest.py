@@ -3,6 +3,10 @@
 The session fixture reuses a dev cluster that is already up (``pykueue dev up``) and
 leaves it running, or starts one and stops it at the end of the session. It never skips:
 without built binaries it fails and says how to build them (``make test`` does).
+
+Every test under this directory is marked ``e2e`` by where it lives (the collection hook
+below), whether or not its module says so: each needs the dev cluster, a control plane of
+its own or the binaries ``make test`` builds, so ``pytest -m "not e2e"`` leaves them all out.
 """
 
 from __future__ import annotations
@@ -28,6 +32,16 @@ from devcluster.build import missing_binaries
 from devcluster.paths import bin_root
 
 REPO = Path(__file__).resolve().parents[2]
+E2E_DIR = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by mark
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test collected from this directory ``e2e`` (pytest calls this hook with
+    the items of the whole session, so each is checked for where it lives)."""
+    for item in items:
+        if item.path.resolve().is_relative_to(E2E_DIR):
+            item.add_marker(pytest.mark.e2e)
 
 
 def wait_until(what: str, check: Callable[[], Any], deadline_s: float = 60.0, poll_s: float = 0.25) -> Any:

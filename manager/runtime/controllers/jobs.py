@@ -15,7 +15,9 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
 
 Each action that Kueue's job reconciler reports is followed by its Event (``CreatedWorkload``,
 ``Started``, ``Stopped``, ``FinishedWorkload``, ``DeletedWorkload``, ``UpdatedAdmissionCheck``; see
-``manager.jobs.events``), handed to the recorder without waiting.
+``manager.jobs.events``), handed to the recorder without waiting. A Workload created for a
+job not changed since its creation (generation 1) also gives Kueue's creation latency: from
+the job's creation timestamp to the Workload's, both the API server's.
 
 Pod groups (capability ``GroupedObjects``) are keyed by group name; an index from group to
 member pods, kept by the pod informer's handler, assembles the group for the lifecycle.
@@ -40,7 +42,7 @@ from kube.informer import EventType, Informer
 from kube.resources import ResourceRef, object_key
 from kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
 from manager.core.engine import QueueingCore
-from manager.core.objects import ObjectError
+from manager.core.objects import ObjectError, parse_time
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs import events as job_events
 from manager.jobs.admission import AdmissionPolicy
@@ -70,6 +72,7 @@ from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice,
 log = logging.getLogger(__name__)
 
 FAILED_TO_START = "FailedToStart"
+CREATION_LATENCY_GATE = "MetricForWorkloadCreationLatency"
 NAMESPACE_RETRY_S = 1.0
 UNGATE_RETRY_S = 1.0
 
@@ -85,8 +88,11 @@ class JobReconciler:
     def __init__(self, client: KubeClient, core: QueueingCore, informers: dict[str, Informer],
                  registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
                  finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None,
-                 events: EventSink | None = None) -> None:
+                 events: EventSink | None = None,
+                 creation_latency: Callable[[str, float], None] | None = None) -> None:
+        """``creation_latency(job kind, seconds)`` receives each Workload's creation latency."""
         self.client = client
+        self._creation_latency = creation_latency
         self.events: EventSink = events if events is not None else DiscardEvents()
         self.core = core
         self.informers = informers
@@ -473,15 +479,32 @@ class JobReconciler:
         for ref in wl["metadata"].get("ownerReferences") or ():
             ref["blockOwnerDeletion"] = True
         try:
-            await self.client.create(res.WORKLOADS.collection_path(wl["metadata"]["namespace"]), wl)
+            created = await self.client.create(res.WORKLOADS.collection_path(wl["metadata"]["namespace"]), wl)
             log.info("created Workload %s for %s %s", object_key(wl), job.get("kind"), object_key(job))
         except ApiError as exc:
             if not exc.already_exists:
                 raise
             return
+        self._observe_creation(lc, job, created)
         subject = self._subject(lc, job)
         if subject is not None:
             self.events.record(job_events.created_workload(lc.integration, subject, wl))
+
+    def _observe_creation(self, lc: WorkloadOwner, job: JSON, created: JSON) -> None:
+        """Kueue's ``kueue_workload_creation_latency_seconds``: only for a job still at its first
+        generation (a later one was changed after its creation, which the time would include),
+        and only under the MetricForWorkloadCreationLatency gate."""
+        if self._creation_latency is None or not self.policy.gates.enabled(CREATION_LATENCY_GATE):
+            return
+        if int(meta(job).get("generation") or 0) > 1:
+            return
+        try:
+            job_at = parse_time(meta(job).get("creationTimestamp"))
+            workload_at = parse_time(meta(created).get("creationTimestamp"))
+        except ObjectError:
+            return
+        if job_at is not None and workload_at is not None:
+            self._creation_latency(lc.integration.kind, workload_at - job_at)
 
     async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
         pods = self.informers.get("Pod")

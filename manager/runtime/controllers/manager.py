@@ -54,7 +54,7 @@ from manager.core.assignment import Outcome
 from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.events import workload_events
-from manager.core.objects import ObjectError
+from manager.core.objects import ObjectError, parse_time
 from manager.core.status import accumulate_execution, carry_check_details, workload_status
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
@@ -179,7 +179,8 @@ class QueueManager:
         self._finished: dict[str, Finished] = {}
         policy = AdmissionPolicy.from_config(job_config or {})
         self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
-                                  self._kick.set, self._finished, timing=self.metrics, events=self.events)
+                                  self._kick.set, self._finished, timing=self.metrics, events=self.events,
+                                  creation_latency=self.metrics.workload_creation_latency)
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
@@ -241,7 +242,8 @@ class QueueManager:
                 # controller): adopt it instead of overwriting it with our pending view.
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
                 self.core.apply(obj)
-                self.metrics_feed.baseline((object_key(obj),))  # not our admission: not counted
+                # Not our admission: not counted.
+                self.metrics_feed.baseline((object_key(obj),), ready_since=lambda _: pods_ready_since(obj))
             else:
                 self.core.apply(obj)
                 if kind == "Workload" and condition_true(obj, keys.WorkloadCondition.FINISHED):
@@ -304,6 +306,10 @@ class QueueManager:
             condition_true(obj, keys.WorkloadCondition.QUOTA_RESERVED)
             or condition_true(obj, keys.WorkloadCondition.ADMITTED))
 
+    def _pods_ready_since(self, key: str) -> float | None:
+        stored = self.informers["Workload"].get(key)
+        return None if stored is None else pods_ready_since(stored)
+
     def _check_verdict(self, key: str, check: str, state: str, retry_after_s: float | None = None) -> None:
         """An in-process check controller's verdict, already written to the Workload."""
         if self.core.set_check_state(key, check, state, retry_after_s):
@@ -357,7 +363,7 @@ class QueueManager:
         if self.metrics.role is ReplicaRole.FOLLOWER:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
-        self.metrics_feed.baseline()
+        self.metrics_feed.baseline(ready_since=self._pods_ready_since)
         # A term cut short may have taken the flag and lost its writes: catch up once.
         self._queues_dirty.set()
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
@@ -803,6 +809,18 @@ def _keep_times(old: JSON, new: JSON) -> JSON:
             cond = {**cond, "lastTransitionTime": prev["lastTransitionTime"]}
         conditions.append(cond)
     return {**new, "conditions": conditions}
+
+
+def pods_ready_since(workload: JSON) -> float | None:
+    """When the stored Workload's pods became ready (its PodsReady condition's time), or None
+    while they are not."""
+    for cond in (workload.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == keys.WorkloadCondition.PODS_READY and cond.get("status") == "True":
+            try:
+                return parse_time(cond.get("lastTransitionTime"))
+            except ObjectError:
+                return None
+    return None
 
 
 def _pods_ready_condition(ready: bool, now: float) -> JSON:

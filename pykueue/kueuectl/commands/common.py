@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -103,19 +102,6 @@ def list_request_limit() -> int:
         return int(text)
     except ValueError:
         raise CommandError("invalid list request limit") from None
-
-
-def paged(fetch: Callable[[dict[str, Any]], dict[str, Any]], query: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every page of a list, following continue tokens."""
-    pages = []
-    query = dict(query)
-    while True:
-        page = fetch(query)
-        pages.append(page)
-        token = (page.get("metadata") or {}).get("continue")
-        if not token:
-            return pages
-        query["continue"] = token
 
 
 def list_query(label_selector: str, field_selector: str, limit: int) -> dict[str, Any]:

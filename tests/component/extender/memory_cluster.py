@@ -91,11 +91,6 @@ class MemoryCluster:
             and (p["metadata"].get("annotations") or {}).get(keys.WORKLOAD_ANNOTATION) == workload
         ]
 
-    async def list_pods_on_node(self, node: str) -> list[JSON]:
-        await asyncio.sleep(0)
-        self.calls.append("list_pods_on_node")
-        return [copy.deepcopy(p) for p in self.pods.values() if (p.get("spec") or {}).get("nodeName") == node]
-
     async def list_nodes(self) -> list[JSON]:
         await asyncio.sleep(0)
         self.calls.append("list_nodes")

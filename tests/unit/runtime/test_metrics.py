@@ -6,9 +6,12 @@ so a typo in a name, a missing label or a wrong bucket bound fails here.
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import math
+import platform
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +200,20 @@ def test_forgetting_a_queue_removes_its_series_only() -> None:
     assert 'cluster_queue="a"' not in text and 'cluster_queue="b"' in text
     assert m.registry.get_sample_value("pykueue_withdrawn_reservations_total", {"cluster_queue": "b"}) == 2
     assert 'name="lq"' not in text and 'name="other"' in text
+
+
+def test_build_info_is_set_at_creation_with_our_version_and_outlives_a_role_change() -> None:
+    m = KueueMetrics(ReplicaRole.FOLLOWER)
+    [sample_] = exposed(m)["kueue_build_info"].samples
+    try:
+        version = f"v{importlib.metadata.version('pykueue')}"
+    except importlib.metadata.PackageNotFoundError:
+        version = "v0.0.0-unknown"
+    assert sample_.value == 1
+    assert sample_.labels["git_version"] == version
+    assert sample_.labels["go_version"] == f"python{platform.python_version()}"
+    assert sample_.labels["platform"].startswith(f"{sys.platform}/")
+    assert set(sample_.labels) == {"git_version", "git_commit", "build_date", "go_version", "compiler",
+                                   "platform"}  # no replica_role, as in Kueue
+    m.set_role(ReplicaRole.LEADER)  # clears the follower's gauges, not this one
+    assert [s.labels for s in exposed(m)["kueue_build_info"].samples] == [sample_.labels]

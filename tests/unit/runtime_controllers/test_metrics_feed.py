@@ -8,6 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from manager.core.config import CoreConfig, config_from
 from manager.core.engine import QueueingCore
+from manager.runtime.controllers.manager import pods_ready_since
 from manager.runtime.metrics import KueueMetrics
 from manager.runtime.metrics_feed import (
     MetricsFeed,
@@ -244,3 +245,162 @@ def _workload(name: str, cpu: int, priority: int) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"queueName": "lq", "priority": priority, "podSets": [
                 {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}]}}
+
+
+# -- the hierarchy, fair sharing and pods-ready-to-evicted (Kueue v0.19 feeds these too) --------
+
+API = "kueue.x-k8s.io/v1beta2"
+
+
+def _queue(kind: str, name: str, parent: str | None, cpu: str | None = None,
+           weight: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parent is not None:
+        spec["parentName" if kind == "Cohort" else "cohortName"] = parent
+    if cpu is not None:
+        spec["resourceGroups"] = [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]
+    if kind == "ClusterQueue":
+        spec["namespaceSelector"] = {}
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
+    return {"apiVersion": API, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def _cohort_series(metrics: KueueMetrics, family: str) -> dict[str, dict[str, str | float]]:
+    return {dict(labels)["cohort"]: {**dict(labels), "value": value}
+            for (name, labels), value in _samples(metrics).items() if name == family}
+
+
+def test_cohort_info_names_each_cohorts_parent_and_root_and_leaves_cycles_out() -> None:
+    core = QueueingCore(now=1767225600.0)
+    core.apply({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "on-demand"}})
+    for obj in (_queue("Cohort", "org", None), _queue("Cohort", "team", "org"),
+                _queue("ClusterQueue", "cq", "team", cpu="2"),
+                _queue("ClusterQueue", "solo", "named-only", cpu="1"),  # an implicit cohort
+                _queue("Cohort", "a", "b"), _queue("Cohort", "b", "a"), _queue("Cohort", "below", "a")):
+        core.apply(obj)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    feed.refresh()
+    info = _cohort_series(metrics, "kueue_cohort_info")
+    assert {name: (s["parent_cohort"], s["root_cohort"], s["value"]) for name, s in info.items()} == {
+        "org": ("", "org", 1.0), "team": ("org", "org", 1.0), "named-only": ("", "named-only", 1.0)}
+    assert _value(metrics, "kueue_cluster_queue_info", cluster_queue="cq", parent_cohort="team",
+                  root_cohort="org") == 1
+
+    core.apply(_queue("Cohort", "team", None))  # moved out of org: one series, the new one
+    core.delete("ClusterQueue", None, "solo")  # named by nothing now: gone
+    feed.refresh()
+    info = _cohort_series(metrics, "kueue_cohort_info")
+    assert {name: (s["parent_cohort"], s["root_cohort"]) for name, s in info.items()} == {
+        "org": ("", "org"), "team": ("", "team")}
+
+    off = KueueMetrics()
+    MetricsFeed.from_config(core, off, {"featureGates": {"MetricsForCohorts": False}}).refresh()
+    assert not _cohort_series(off, "kueue_cohort_info")
+    assert not [k for k in _samples(off) if k[0] == "kueue_cluster_queue_info"]
+
+
+def _fair_core(fair_sharing: bool) -> QueueingCore:
+    config = {"fairSharing": {"enable": True}} if fair_sharing else None
+    core = QueueingCore(config_from(config), now=1767225600.0)
+    core.apply({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "on-demand"}})
+    for obj in (_queue("Cohort", "org", None), _queue("Cohort", "left", "org", weight="2"),
+                _queue("Cohort", "right", "org"), _queue("ClusterQueue", "busy", "left", cpu="2"),
+                _queue("ClusterQueue", "idle", "right", cpu="6")):
+        core.apply(obj)
+    core.apply({"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+                "spec": {"clusterQueue": "busy"}})
+    for i in range(5):  # 5 cpu in a subtree whose quota is 2: 3 borrowed
+        wl = _workload(f"w{i}", cpu=1, priority=0)
+        core.apply(wl)
+    core.run_until_idle()
+    return core
+
+
+def test_cohort_weighted_share_is_fed_with_fair_sharing_only() -> None:
+    core = _fair_core(fair_sharing=True)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    feed.refresh()
+    shares = {name: s["value"] for name, s in _cohort_series(metrics, "kueue_cohort_weighted_share").items()}
+    # left borrows 3 cpu of the 8 its parent holds (375 per mille), weight 2; org is the root.
+    assert shares == {"org": 0.0, "left": 187.5, "right": 0.0}
+    assert shares == core.cohort_shares()
+
+    core.finish("ns/w0")
+    core.finish("ns/w1")
+    feed.refresh()
+    assert _cohort_series(metrics, "kueue_cohort_weighted_share")["left"]["value"] == 62.5  # 1 of 8
+
+    plain = KueueMetrics()
+    MetricsFeed(_fair_core(fair_sharing=False), plain).refresh()
+    assert not _cohort_series(plain, "kueue_cohort_weighted_share")
+    assert _cohort_series(plain, "kueue_cohort_info")  # the hierarchy is there all the same
+
+
+def _ready_to_evicted(metrics: KueueMetrics, reason: str, cause: str) -> tuple[float | None, float | None]:
+    labels = {"cluster_queue": "cq", "reason": reason, "underlying_cause": cause}
+    return (_value(metrics, "kueue_pods_ready_to_evicted_time_seconds_count", **labels),
+            _value(metrics, "kueue_pods_ready_to_evicted_time_seconds_sum", **labels))
+
+
+def test_pods_ready_to_evicted_times_an_eviction_from_the_pods_becoming_ready() -> None:
+    config = {"waitForPodsReady": {"timeout": "10s", "requeuingStrategy": {"backoffBaseSeconds": 1}}}
+    core = QueueingCore(config_from(config), now=1767225600.0)
+    objects = _objects()
+    for obj in objects:
+        if obj["kind"] == "Workload":
+            obj["spec"]["maximumExecutionTimeSeconds"] = 60
+        core.apply(obj)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    core.run_until_idle()  # w0 and w1 admitted at the epoch
+    feed.observe(core.take_changes(), core.now)
+    core.fire_timers(core.now + 5)
+    assert core.set_pods_ready("ns/w0")  # w1's pods never become ready
+    feed.observe((), core.now)
+    core.fire_timers(core.now + 6)  # w1 times out waiting for its pods: nothing to time
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/w1"].evictions == ["PodsReadyTimeout"]
+    assert _ready_to_evicted(metrics, "PodsReadyTimeout", "") == (None, None)
+
+    core.fire_timers(core.now + 49)  # 60 s after its admission w0 runs out of time, 55 s after ready
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/w0"].evictions == ["DeactivatedDueToMaximumExecutionTimeExceeded"]
+    assert _ready_to_evicted(metrics, "Deactivated", "MaximumExecutionTimeExceeded") == (1, 55.0)
+
+
+def test_pods_ready_before_a_restart_are_timed_from_the_stored_condition() -> None:
+    config = {"waitForPodsReady": {"timeout": "10s"}}
+    core = QueueingCore(config_from(config), now=1767225600.0 + 100)
+    objects = _objects()
+    for obj in objects[:3]:
+        core.apply(obj)
+    stored = objects[3]
+    stored["spec"]["maximumExecutionTimeSeconds"] = 120
+    stored["status"] = {
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}, "resourceUsage": {"cpu": "1"}}]},
+        "conditions": [{"type": t, "status": "True", "reason": t, "message": "",
+                        "lastTransitionTime": at} for t, at in (
+            ("QuotaReserved", "2026-01-01T00:00:10Z"), ("Admitted", "2026-01-01T00:00:10Z"),
+            ("PodsReady", "2026-01-01T00:00:30Z"))]}
+    core.apply(stored)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    feed.baseline(ready_since=lambda key: 1767225600.0 + 30 if key == "ns/w0" else None)
+    core.fire_timers(1767225600.0 + 130)  # admitted at 10 s, 120 s to run
+    feed.observe(core.take_changes(), core.now)
+    assert _ready_to_evicted(metrics, "Deactivated", "MaximumExecutionTimeExceeded") == (1, 100.0)
+
+
+def test_the_manager_reads_when_pods_became_ready_from_the_stored_condition() -> None:
+    def stored(status: str) -> dict[str, Any]:
+        return {"status": {"conditions": [{"type": "PodsReady", "status": status,
+                                           "lastTransitionTime": "2026-01-01T00:00:30Z"}]}}
+
+    assert pods_ready_since(stored("True")) == 1767225600.0 + 30
+    assert pods_ready_since(stored("False")) is None
+    assert pods_ready_since({"status": {}}) is None
