@@ -10,8 +10,9 @@ from hypothesis import settings
 
 # Property tests draw the same examples on every run (the suite's verdict must not depend on
 # the day's random seed); HYPOTHESIS_PROFILE=explore draws new ones, to look for failures.
-settings.register_profile("repeatable", derandomize=True)
-settings.register_profile("explore", derandomize=False)
+# No per-example deadline: on a loaded 2-core machine a slow example is not a wrong one.
+settings.register_profile("repeatable", derandomize=True, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 REPO = Path(__file__).resolve().parent.parent
