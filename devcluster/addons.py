@@ -107,13 +107,13 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     (``devcluster.identity``), so every e2e test proves those rights suffice. As in the install,
     it serves no extender (``--no-extender``): ``start_extender`` runs ``pykueue extender`` as a
     process of its own under the extender's ServiceAccount, and the TAS scheduler calls that.
-    The admission webhook
-    listens on loopback with a serving certificate for 127.0.0.1; the webhook configurations are
-    registered here with ``url`` client configs pointing at it, and pykueue injects their caBundle
-    itself before it reports ready. The CRD conversion stanzas point at the same loopback server
-    (``v1beta1`` objects are converted by this process, as in an install). The
-    visibility API listens on loopback too; its APIService goes through an ExternalName Service
-    (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
+    The admission webhook listens on loopback with a serving certificate for 127.0.0.1; the
+    webhook configurations are registered here with ``url`` client configs pointing at it, and
+    pykueue injects their caBundle itself before it reports ready. The CRD conversion stanzas
+    point at the same loopback server (``v1beta1`` objects are converted by this process, as in
+    an install). The visibility API listens on loopback too; its APIService goes through an
+    ExternalName Service (``devcluster.aggregation``) and pykueue injects its certificate as
+    caBundle.
     A running pykueue whose Configuration (``config``, default ``DEV_CONFIG``) changed is
     replaced. Without ``with_tas_scheduler`` (a MultiKueue worker) neither extender nor TAS
     scheduler runs.
