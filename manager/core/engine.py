@@ -1010,7 +1010,8 @@ class QueueingCore:
             if key is None:
                 continue
             rec = self.workloads[key]
-            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting,
+            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts,
+                               preempting=rec.preempting and self.config.prioritize_preemptors,
                                replaces=rec.wl.replaces if self.config.workload_slices else None))
         return heads
 

@@ -134,8 +134,7 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
             conditions.append(_condition(WorkloadCondition.ADMITTED, True, Reason.ADMITTED,
                                          "The workload is admitted", rec.admitted_at or now))
         elif not tiered:
-            conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
-                                         "The workload has not all checks ready", now))
+            pass  # Kueue writes Admitted only when it flips (see legacy_admitted)
         else:
             waits = any(v == DELAYED_PENDING for v in delayed.values())
             conditions.append(_not_admitted(admitted_reason(rec, waits) or AdmittedReason.UNSATISFIED_CHECKS,
@@ -173,6 +172,43 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         status["resourceRequests"] = resource_requests(rec)
     status["conditions"] = conditions
     return status
+
+
+# Admitted=False as Kueue writes it without UnadmittedWorkloadsObservability, by (reservation
+# held, checks all Ready); delayed topology requests come after both.
+_LEGACY_NOT_ADMITTED = {
+    (False, False): ("NoReservationUnsatisfiedChecks",
+                     "The workload has no reservation and not all checks ready"),
+    (False, True): ("NoReservation", "The workload has no reservation"),
+    (True, False): (Reason.UNSATISFIED_CHECKS, "The workload has not all checks ready"),
+}
+
+
+def legacy_admitted(stored: Mapping[str, Any], rendered: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """The ``Admitted`` condition without Kueue's UnadmittedWorkloadsObservability: written
+    only when admission flips. A workload never admitted has none; once admitted, the
+    condition stays, turned False (with why) when the admission ends, and then kept as it is
+    until the workload is admitted again. ``rendered`` is :func:`workload_status` with
+    ``tiered=False``, ``stored`` the status it is written over."""
+    conditions = list(rendered.get("conditions") or ())
+    if any(c.get("type") == WorkloadCondition.ADMITTED for c in conditions):
+        return dict(rendered)
+    was = next((c for c in stored.get("conditions") or ()
+                if c.get("type") == WorkloadCondition.ADMITTED), None)
+    if was is None:
+        return dict(rendered)
+    if was.get("status") != "True":
+        conditions.append(dict(was))
+        return {**rendered, "conditions": conditions}
+    reserved = any(c.get("type") == WorkloadCondition.QUOTA_RESERVED and c.get("status") == "True"
+                   for c in conditions)
+    ready = all(c.get("state") == "Ready" for c in rendered.get("admissionChecks") or ())
+    if reserved and ready:
+        reason, message = "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+    else:
+        reason, message = _LEGACY_NOT_ADMITTED[(reserved, ready)]
+    conditions.append(_condition(WorkloadCondition.ADMITTED, False, reason, message, now))
+    return {**rendered, "conditions": conditions}
 
 
 def resource_requests(rec: WorkloadRecord) -> list[dict[str, Any]]:

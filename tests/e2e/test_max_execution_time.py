@@ -65,7 +65,8 @@ def test_a_job_is_stopped_after_its_maximum_execution_time(dev_cluster: DevClust
 
         wl = wait_until("the Job stopped and its Workload deactivated", stopped, 60.0)
         evicted = _condition(wl, "Evicted")
-        assert (evicted.get("status"), evicted.get("reason"), evicted.get("message")) == ("True", REASON, MESSAGE)
+        assert (evicted.get("status"), evicted.get("reason"), evicted.get("message")) == \
+            ("True", REASON, MESSAGE)
         # Counted from the Admitted transition (times are whole seconds on both sides).
         admitted_at = parse_time(_condition(wl, "Admitted").get("lastTransitionTime"))
         evicted_at = parse_time(evicted.get("lastTransitionTime"))
@@ -73,21 +74,25 @@ def test_a_job_is_stopped_after_its_maximum_execution_time(dev_cluster: DevClust
         assert LIMIT_S - 1 <= evicted_at - admitted_at <= LIMIT_S + 15, (admitted_at, evicted_at)
 
         wait_until("the quota freed", lambda: cq_cpu_usage(dev_cluster, cq) in ("0", None), 30.0)
-        released = wait_until("the Workload released",
-                              lambda: next((w for w in workloads_owned_by(dev_cluster, namespace, "Job", "limited")
-                                            if _condition(w, "QuotaReserved").get("status") == "False"), None),
-                              30.0)
-        stats = (released["status"].get("schedulingStats") or {}).get("evictions")
-        assert stats == [{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]
+        def released() -> dict[str, Any] | None:
+            return next((w for w in workloads_owned_by(dev_cluster, namespace, "Job", "limited")
+                         if _condition(w, "QuotaReserved").get("status") == "False"), None)
+
+        wl = wait_until("the Workload released", released, 30.0)
+        stats = (wl["status"].get("schedulingStats") or {}).get("evictions")
+        assert stats == [{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded",
+                          "count": 1}]
 
         def workload_events() -> list[tuple[str, str, str]] | None:
             said = _events(dev_cluster, namespace, "Workload", name)
-            wanted = {("Warning", "MaximumExecutionTimeExceeded", f"The maximum execution time ({LIMIT_S}s) exceeded"),
+            wanted = {("Warning", "MaximumExecutionTimeExceeded",
+                       f"The maximum execution time ({LIMIT_S}s) exceeded"),
                       ("Normal", f"EvictedDueTo{REASON}", MESSAGE)}
             return said if wanted <= set(said) else None
 
         wait_until("Kueue's Events on the Workload", workload_events, 30.0)
+        stopped_event = ("Normal", "Stopped", MESSAGE)
         wait_until("the Stopped Event on the Job",
-                   lambda: ("Normal", "Stopped", MESSAGE) in _events(dev_cluster, namespace, "Job", "limited"), 30.0)
+                   lambda: stopped_event in _events(dev_cluster, namespace, "Job", "limited"), 30.0)
     finally:
         remove_queues(dev_cluster, namespace, cq)

@@ -34,6 +34,7 @@ def test_the_deactivation_for_time_starts_the_total_afresh() -> None:
     # Released in the same write: the same.
     assert accumulate_execution(admitted, released, NOW)[PAST_EXECUTION] == 30
     # Any other eviction keeps adding up.
-    preempted = {"conditions": [{"type": "Admitted", "status": "False", "lastTransitionTime": format_time(NOW)},
-                                {**evicted, "reason": "Preempted"}]}
+    preempted = {"conditions": [
+        {"type": "Admitted", "status": "False", "lastTransitionTime": format_time(NOW)},
+        {**evicted, "reason": "Preempted"}]}
     assert accumulate_execution(admitted, preempted, NOW)[PAST_EXECUTION] == 100

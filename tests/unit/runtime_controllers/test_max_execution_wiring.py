@@ -41,7 +41,8 @@ class SpecPatchingApi(FakeApi):
         name = path.rsplit("/", 1)[1]
         self.spec_patches.append((name, body["spec"]))
         current = self.objects[path]
-        return self._store(path, {**current, "spec": apply_merge_patch(current.get("spec") or {}, body["spec"])})
+        spec = apply_merge_patch(current.get("spec") or {}, body["spec"])
+        return self._store(path, {**current, "spec": spec})
 
 
 def _limited(limit_s: int, admitted_ago_s: int, past_s: int | None = None) -> dict[str, Any]:
@@ -58,8 +59,8 @@ def _limited(limit_s: int, admitted_ago_s: int, past_s: int | None = None) -> di
              "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": since},
             {"type": "Admitted", "status": "True", "reason": "Admitted",
              "message": "The workload is admitted", "lastTransitionTime": since},
-            {"type": "PodsReady", "status": "True", "reason": "Started",
-             "message": "All pods reached readiness and the workload is running", "lastTransitionTime": since}]}
+            {"type": "PodsReady", "status": "True", "reason": "Started", "lastTransitionTime": since,
+             "message": "All pods reached readiness and the workload is running"}]}
     if past_s is not None:
         wl["status"][max_execution.PAST] = past_s
     return wl
