@@ -157,3 +157,44 @@ def test_time_run_before_that_is_read_after_the_admission_brings_the_wake_up_for
     asyncio.run(go())
     rec = manager.core.workloads["ns/w0"]
     assert rec.deactivated and rec.evictions == ["DeactivatedDueToMaximumExecutionTimeExceeded"]
+
+
+class _Replaces:
+    def __init__(self) -> None:
+        self.replaced: list[dict[str, Any]] = []
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.replaced.append(body)
+        return body
+
+
+def test_a_pending_workload_follows_its_suspended_jobs_limit() -> None:
+    """The label may change while the job is suspended (the webhook allows it then): the
+    Workload not yet holding quota takes the new limit (Kueue deletes and recreates such a
+    Workload; it is updated in place here, as for the queue name)."""
+    manager = QueueManager(KubeClient(object()))
+    client = _Replaces()
+    manager.jobs.client = cast(KubeClient, client)
+    lc = manager.jobs.registry.get("Job")
+    stored = copy.deepcopy(_objects()[3])
+    stored["spec"]["maximumExecutionTimeSeconds"] = 10
+    manager.jobs.informers["Workload"]._store["ns/w0"] = stored
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": ""}}
+    wanted = copy.deepcopy(stored)
+    wanted["spec"]["maximumExecutionTimeSeconds"] = 20
+
+    asyncio.run(manager.jobs._sync_workloads(lc, job, [wanted], create=False))
+    [replaced] = client.replaced
+    assert replaced["spec"]["maximumExecutionTimeSeconds"] == 20
+    assert replaced["spec"]["queueName"] == "lq" and replaced["spec"]["podSets"] == stored["spec"]["podSets"]
+
+    del wanted["spec"]["maximumExecutionTimeSeconds"]  # the label removed
+    asyncio.run(manager.jobs._sync_workloads(lc, job, [wanted], create=False))
+    assert "maximumExecutionTimeSeconds" not in client.replaced[-1]["spec"]
+
+    stored["status"] = _limited(10, 0)["status"]  # holds quota: its spec stays
+    asyncio.run(manager.jobs._sync_workloads(lc, job, [wanted], create=False))
+    assert len(client.replaced) == 2
+    del stored["status"]
+    asyncio.run(manager.jobs._sync_workloads(lc, job, [copy.deepcopy(stored)], create=False))
+    assert len(client.replaced) == 2, "nothing to follow: no write"
