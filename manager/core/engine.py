@@ -787,8 +787,8 @@ class QueueingCore:
         reason = stop.reason
         if stop.deactivated_by is not None:
             rec.deactivated = True
-            # not the user's own doing: spec.active is still to be written
-            rec.deactivation_unwritten = stop.deactivated_by != "InactiveWorkload"
+            # Not the user's own doing: spec.active was to be written from the eviction on
+            # (``deactivation_unwritten``, set by _evict, cleared once a copy shows it).
             rec.requeue_at = None
             rec.pending = PendingReason(Pending.DEACTIVATED, detail=stop.deactivated_by)
             if rec.cluster_queue in self.queues:

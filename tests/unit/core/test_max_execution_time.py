@@ -5,6 +5,7 @@ from admission, less what it ran before (``status.accumulatedPastExecutionTimeSe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from api import keys
@@ -167,3 +168,22 @@ def test_a_workload_that_is_not_admitted_is_never_stopped_for_time() -> None:
     core.fire_timers(core.now + 3600)
     core.run_until_idle()
     assert not core.workloads["ns/bigger"].deactivated
+
+
+def test_spec_active_is_owed_from_the_eviction_not_from_the_stop() -> None:
+    """Kueue sets spec.active first and evicts after: while the job stops, the deactivation
+    is already to be written, and a copy showing it written is not taken for a user's."""
+    core = _core()
+    core.config = replace(core.config, hold_quota_until_stopped=True)
+    wl = _wl("held", 10)
+    core.apply(wl)
+    core.run_until_idle()
+    core.fire_timers(core.now + 10)
+    core.run_until_idle()
+    rec = core.workloads["ns/held"]
+    assert rec.stopping is not None and rec.holds_quota and rec.deactivation_unwritten
+    core.apply({**wl, "spec": {**wl["spec"], "active": False}})  # the spec write read back
+    assert not rec.deactivation_unwritten and rec.stopping is not None
+    assert core.job_stopped("ns/held")
+    assert rec.deactivated and not rec.holds_quota and not rec.deactivation_unwritten
+    assert rec.evictions == [keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED]

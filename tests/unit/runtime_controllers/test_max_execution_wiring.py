@@ -33,9 +33,11 @@ class SpecPatchingApi(FakeApi):
     def __init__(self, objects: list[dict[str, Any]]) -> None:
         super().__init__(objects)
         self.spec_patches: list[tuple[str, dict[str, Any]]] = []
+        self.order: list[str] = []  # "spec" or "status", as the patches came
 
     async def patch(self, path: str, body: dict[str, Any], content_type: str = MERGE_PATCH,
                     query: Any = None) -> dict[str, Any]:
+        self.order.append("spec" if "spec" in body else "status")
         if "spec" not in body:
             return await super().patch(path, body, content_type, query)
         name = path.rsplit("/", 1)[1]
@@ -104,6 +106,7 @@ def test_a_workload_past_its_time_is_deactivated_with_kueues_reason_events_and_m
         await manager.events.queue.join(5)
 
         assert api.spec_patches == [("w0", {"active": False})]
+        assert api.order[0] == "spec", "deactivated first, then evicted, as Kueue does"
         stored = api.objects[WORKLOADS + "w0"]
         assert stored["spec"]["active"] is False
         status = stored["status"]
