@@ -261,6 +261,9 @@ DEV_CONFIG: dict[str, Any] = {
                                     "leaderworkerset.x-k8s.io/leaderworkerset", "pod"]},
     # The optional per-flavor quota/usage gauges too, so tests can compare them with the API.
     "metrics": {"enableClusterQueueResources": True},
+    # Kueue v0.19.2 leaves the tiered pending reasons off; the dev cluster shows them (the
+    # tests of the tiers, the what-if and the dashboard read them off live Workloads).
+    "featureGates": {"UnadmittedWorkloadsObservability": True},
 }
 WEBHOOK_CONFIG_PATHS = {
     "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",

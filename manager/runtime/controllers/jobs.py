@@ -413,14 +413,21 @@ class JobReconciler:
                 if create:
                     await self._create_workload(lc, job, wl)
                 continue
-            queue = (wl.get("spec") or {}).get("queueName") or ""
             held = bool((current.get("status") or {}).get("admission"))
-            if not held and ((current.get("spec") or {}).get("queueName") or "") != queue:
-                # A pending Workload follows its job's queue name (mJWQN: the label came later).
+            # A pending Workload follows its job's queue name (mJWQN: the label came later) and
+            # maximum execution time (its label may change while the job is suspended; Kueue
+            # recreates the Workload then, here it is updated in place).
+            followed = ("queueName", "maximumExecutionTimeSeconds")
+            wanted_spec = {k: (wl.get("spec") or {}).get(k) for k in followed}
+            current_spec = {k: (current.get("spec") or {}).get(k) for k in followed}
+            if not wanted_spec["queueName"]:
+                wanted_spec["queueName"] = None
+            if not current_spec["queueName"]:
+                current_spec["queueName"] = None
+            if not held and wanted_spec != current_spec:
                 path = res.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"])
-                spec = {k: v for k, v in current["spec"].items() if k != "queueName"}
-                if queue:
-                    spec["queueName"] = queue
+                spec = {k: v for k, v in current["spec"].items() if k not in followed}
+                spec.update({k: v for k, v in wanted_spec.items() if v is not None})
                 await self.client.replace(path, {**current, "spec": spec})
         uid = str(meta(job).get("uid") or "")
         for key in sorted(self._by_job_uid.get(uid, set()) - wanted if uid else set()):

@@ -55,7 +55,7 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.events import workload_events
 from manager.core.objects import ObjectError, parse_time
-from manager.core.status import accumulate_execution, carry_check_details, workload_status
+from manager.core.status import accumulate_execution, carry_check_details, legacy_admitted, workload_status
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
@@ -602,6 +602,8 @@ class QueueManager:
             if "admissionChecks" in status:  # states are ours, the rest their controllers'
                 status["admissionChecks"] = carry_check_details(old_status.get("admissionChecks") or (),
                                                                 status["admissionChecks"], self.core.now)
+            if not self.core.config.tiered_reasons and rec.status != FINISHED:
+                status = legacy_admitted(old_status, status, self.core.now)
             if release_only:
                 if not reserved(old_status):
                     return None  # the API shows it released already
