@@ -19,7 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import ApiAccess
+from certs import rotation
 from certs.rotation import CertRotator
+from kube import resources as res
 from kube.logging import configure_cli_logging
 from kube.startup import exit_code
 from manager.runtime import cli as manager_cli
@@ -66,6 +69,21 @@ EXTENDER_SECRET = "pykueue-extender-server-cert"
 # The TAS scheduler's client identity, kept by the extender's rotator; the scheduler mounts it.
 TAS_SCHEDULER_CLIENT_SECRET = "pykueue-tas-scheduler-client-cert"
 TAS_SCHEDULER_CLIENT = "pykueue-tas-scheduler"
+# What the extender asks of the API (``extender.kube_port``) while it runs in this process,
+# under the manager's ServiceAccount, as RBAC (``api.access``): pods, nodes, Workloads, the
+# flavor and Topology of a replacement plan read; pods bound; bind claims recorded on
+# Workloads (annotations, by merge patch); a failed node's assignment rewritten (PUT of the
+# status); and its rotator's Secrets.
+IN_PROCESS_EXTENDER: tuple[ApiAccess, ...] = (
+    res.PODS.access("get", "list"),
+    res.PODS.access("create", subresource="binding"),
+    res.NODES.access("get", "list"),
+    res.WORKLOADS.access("get", "list", "patch"),
+    res.WORKLOADS.access("update", subresource="status"),
+    res.RESOURCE_FLAVORS.access("get"),
+    res.TOPOLOGIES.access("get"),
+    *rotation.api_access(),
+)
 
 
 def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.Extra | None:
@@ -201,6 +219,17 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
             await runner.cleanup()
         return stop
     return start
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """What ``pykueue run`` asks of the API, as RBAC (``api.access``): the manager (with the
+    reviews the dashboard and /metrics make), the webhook, the extender and the visibility
+    API. The install's roles grant exactly this (``tests/unit/deploy``)."""
+    from manager.runtime.visibility import assembly
+    from webhook import server as webhook_server
+
+    return (*manager_cli.api_access(), *webhook_server.api_access(), *IN_PROCESS_EXTENDER,
+            *assembly.API_ACCESS)
 
 
 def main(args: argparse.Namespace) -> int:
