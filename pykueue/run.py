@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import ApiAccess
 from certs.rotation import CertRotator
 from kube.logging import configure_cli_logging
 from kube.startup import exit_code
@@ -201,6 +202,17 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
             await runner.cleanup()
         return stop
     return start
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """What ``pykueue run --no-extender`` (the install's manager) asks of the API, as RBAC
+    (``api.access``): the manager (with the reviews the dashboard and /metrics make), the
+    webhook and the visibility API. The install's roles grant exactly this
+    (``tests/unit/deploy``); the extender's are ``extender.kube_port.API_ACCESS``."""
+    from manager.runtime.visibility import assembly
+    from webhook import server as webhook_server
+
+    return (*manager_cli.api_access(), *webhook_server.api_access(), *assembly.API_ACCESS)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -58,24 +58,39 @@ MANAGER = "system:serviceaccount:pykueue-system:pykueue-controller-manager"
 
 # What the manager must be able to do (verb, resource, namespace or None) ...
 NEEDED = [
-    ("watch", "jobs.batch", "team-a"), ("patch", "jobs.batch", "team-a"),
-    ("create", "workloads.kueue.x-k8s.io", "team-a"), ("update", "workloads.kueue.x-k8s.io/status", "team-a"),
-    ("patch", "clusterqueues.kueue.x-k8s.io/status", None), ("list", "nodes", None),
-    ("patch", "pods", "team-a"),
-    ("update", "leases.coordination.k8s.io", "pykueue-system"), ("update", "secrets", "pykueue-system"),
-    ("create", "events", "team-a"), ("watch", "leaderworkersets.leaderworkerset.x-k8s.io", "team-a"),
+    ("watch", "jobs.batch", "team-a"), ("update", "jobs.batch", "team-a"),
+    ("create", "workloads.kueue.x-k8s.io", "team-a"), ("patch", "workloads.kueue.x-k8s.io/status", "team-a"),
+    ("update", "clusterqueues.kueue.x-k8s.io/status", None), ("list", "nodes", None),
+    ("update", "pods", "team-a"), ("delete", "pods", "team-a"),
+    *((verb, resource, "pykueue-system") for verb in ("get", "create", "update")
+      for resource in ("leases.coordination.k8s.io", "secrets")),
+    ("create", "events.events.k8s.io", "team-a"), ("patch", "events.events.k8s.io", "team-a"),
+    ("watch", "leaderworkersets.leaderworkerset.x-k8s.io", "team-a"),
     ("create", "tokenreviews.authentication.k8s.io", None),
+    # Workloads block their job's deletion: OwnerReferencesPermissionEnforcement asks for this
+    ("update", "jobs.batch/finalizers", "team-a"),
     # the resource-in-use finalizer of deleted ClusterQueues and ResourceFlavors is released
     ("patch", "clusterqueues.kueue.x-k8s.io", None), ("patch", "resourceflavors.kueue.x-k8s.io", None),
 ]
-# ... and what least privilege forbids.
+# ... and what least privilege forbids (rights no code path uses, some granted once).
 FORBIDDEN = [
     ("get", "secrets", "team-a"), ("delete", "nodes", None), ("create", "pods", "team-a"),
     ("update", "clusterroles.rbac.authorization.k8s.io", None),
     ("update", "customresourcedefinitions.apiextensions.k8s.io", None),
     ("delete", "namespaces", None), ("create", "jobs.batch", "team-a"),
-    # binding pods is the extender's, under its own ServiceAccount
+    # the CA keys are in pykueue's Secrets: read by name only, never listed or watched
+    ("list", "secrets", "pykueue-system"), ("watch", "secrets", "pykueue-system"),
+    ("delete", "leases.coordination.k8s.io", "pykueue-system"),
+    ("list", "leases.coordination.k8s.io", "pykueue-system"),
+    ("patch", "pods", "team-a"), ("patch", "pods/status", "team-a"), ("patch", "jobs.batch", "team-a"),
+    ("update", "leaderworkersets.leaderworkerset.x-k8s.io", "team-a"), ("create", "events", "team-a"),
+    ("list", "mutatingwebhookconfigurations.admissionregistration.k8s.io", None),
+    ("list", "limitranges", "team-a"), ("list", "priorityclasses.scheduling.k8s.io", None),
+    ("update", "clusterqueues.kueue.x-k8s.io", None),
+    # binding pods, and what it takes (rewriting an assignment, reading a node), is the
+    # extender's, under its own ServiceAccount
     ("create", "pods/binding", "team-a"), ("create", "bindings", "team-a"),
+    ("update", "workloads.kueue.x-k8s.io/status", "team-a"), ("get", "nodes", None),
 ]
 
 EXTENDER = "system:serviceaccount:pykueue-system:pykueue-extender"

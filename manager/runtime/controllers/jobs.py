@@ -30,10 +30,11 @@ training-operator or LWS); the others run. Writes carry the object's resourceVer
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.events import DiscardEvents, EventRecord, EventSink
 from api.wire import JSON, meta
 from kube import resources as res
@@ -66,7 +67,7 @@ from manager.jobs.lifecycle import (
     podset_infos,
     prebuilt_workload_name,
 )
-from manager.jobs.registry import Registry
+from manager.jobs.registry import JobKind, Registry
 from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,31 @@ UNGATE_RETRY_S = 1.0
 def resource_of(lc: WorkloadOwner) -> ResourceRef:
     i = lc.integration
     return ResourceRef(i.group, i.version, i.plural, True, i.kind)
+
+
+# Kubernetes' OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift, for
+# one) admits an object whose owner reference has blockOwnerDeletion only from a user who may
+# ``update`` the owner's ``finalizers`` subresource (plugin/pkg/admission/gc/gc_admission.go).
+BLOCKS_OWNER_DELETION = ("created with an owner reference that blocks the owner's deletion: "
+                         "OwnerReferencesPermissionEnforcement wants update on the owner's finalizers")
+
+
+def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
+    """What the reconciler asks of the API for these kinds, as RBAC (``api.access``): per
+    kind, an informer of its objects (a one-item list first tells whether the API is served),
+    the writes of its lifecycle's actions (``JobKind.rbac``: :meth:`JobReconciler._apply`
+    PUTs a ``Replace`` and DELETEs a ``Delete``), ``update`` on its finalizers for the Workloads
+    it owns (``_create_workload`` sets blockOwnerDeletion), and a list of an elastic kind's pods
+    (the ungater). For all kinds: Workloads created, their queue name or slice updated, surplus
+    ones deleted."""
+    rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
+    for kind in job_kinds:
+        ref = resource_of(kind.lifecycle)
+        rows += [ref.access("list", "watch"), *kind.rbac,
+                 ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
+        if isinstance(kind.lifecycle, ScalesBySlices):
+            rows.append(res.PODS.access("list"))
+    return tuple(rows)
 
 
 class JobReconciler:

@@ -263,15 +263,15 @@ def test_aggregated_roles_leave_rules_to_the_aggregation_controller() -> None:
 
 
 def test_the_manager_role_grants_what_every_registered_job_kind_needs() -> None:
-    """The job registry states each kind's RBAC; the shipped ClusterRole must grant all of it."""
+    """The job registry states what each kind's lifecycle writes; the shipped ClusterRole must
+    grant all of it (``test_rbac_covers_code_paths`` checks the rest of each kind's needs)."""
     (role,) = (r for r in _of_kind("ClusterRole") if r["metadata"]["name"] == "pykueue-manager-role")
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule.get("apiGroups", [])
                for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
     kinds = registry.kinds()
     assert {k.integration.kind for k in kinds} >= {"Job", "PyTorchJob", "LeaderWorkerSet", "Pod"}
-    missing = [f"{k.name}: {rule.api_group or 'core'} {resource} {verb}" for k in kinds for rule in k.rbac
-               for resource in rule.resources for verb in rule.verbs
-               if (rule.api_group, resource, verb) not in granted]
+    missing = [f"{k.name}: {row.group or 'core'} {row.resource} {verb}" for k in kinds for row in k.rbac
+               for verb in row.verbs if (row.group, row.resource, verb) not in granted]
     assert all(k.rbac for k in kinds), "every kind states the rights it needs"
     assert not missing, "manifests/02-rbac.yaml lacks: " + "; ".join(missing)
 
@@ -423,7 +423,8 @@ def test_every_served_port_has_exactly_its_callers(name: str) -> None:
                 assert peers and all(set(p) == {"namespaceSelector"} for p in peers), peers
             else:
                 assert peers, f"{name}:{number} ({port['name']}) has no caller admitted"
-    assert set(admitted) <= {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+    served = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+    assert set(admitted) <= served
 
 
 def test_the_api_servers_ports_are_admitted_only_by_address() -> None:
