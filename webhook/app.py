@@ -24,9 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+import orjson
 from aiohttp import web
 
-from api.conversion import ConversionError, convert
 from api.field_errors import aggregate
 from api.fields import FieldError
 from api.wire import JSON
@@ -42,17 +42,15 @@ from manager.jobs.admission import (
 from manager.jobs.ownership import may_be_managed
 from manager.jobs.registry import GVK, webhook_path, webhooks
 from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
-from webhook import crd_rules
+from webhook import conversion, crd_rules
 from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
 from webhook.offload import WorkerLane
 from webhook.review import (
     MAX_CONVERSION_BYTES,
     AdmissionRequest,
     admission_response,
-    conversion_response,
     json_patch,
     parse_admission_review,
-    parse_conversion_review,
 )
 
 log = logging.getLogger(__name__)
@@ -123,7 +121,7 @@ async def _answer(deps: WebhookDeps, size: int, payload: JSON) -> web.Response:
 
 
 def _encode(payload: JSON) -> bytes:
-    return _dumps(payload).encode()
+    return orjson.dumps(payload)
 
 
 def _admission_handler(deps: WebhookDeps, gvk: GVK, decide: Decide, mutating: bool) -> Handler:
@@ -264,22 +262,14 @@ def _crd_validator(kind: str) -> Decide:
     return decide
 
 
-def _converted(body: bytes) -> JSON:
-    """The ConversionReview's answer. Pure: a large list is converted off the event loop."""
-    review = parse_conversion_review(body)
-    try:
-        # The objects were parsed for this request alone: no copy needed.
-        converted = [convert(obj, review.desired_api_version, in_place=True) for obj in review.objects]
-    except ConversionError as exc:
-        return conversion_response(review.uid, error=_short(exc, 1000))
-    return conversion_response(review.uid, converted)
-
-
 def _converter(deps: WebhookDeps) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
         try:
             body = await read_body(request)
-            return await _answer(deps, len(body), await deps.lane.run(len(body), _converted, body))
+            # A large list is converted in a worker process: parsing and converting thousands
+            # of objects holds the GIL, and threads would stall the event loop all the same.
+            answer = await deps.lane.run_apart(len(body), conversion.answer, body)
+            return web.Response(body=answer, content_type="application/json")
         except BadRequest as exc:
             return _bad(str(exc))
         except RecursionError:

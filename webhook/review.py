@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
+import orjson
 
 from api.wire import JSON
 from kube.endpoints import BadRequest
@@ -49,10 +50,12 @@ def decode_json(body: bytes, limit: int = MAX_REVIEW_BYTES) -> Any:
     if len(body) > limit:
         raise BadRequest(f"request body larger than {limit} bytes")
     try:
-        return json.loads(body)
-    except RecursionError:
-        raise BadRequest("request body is JSON nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+        # orjson: a few times faster than the standard library on the large bodies that matter,
+        # and it stops at 1,024 levels of nesting by itself.
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion limit" in str(exc).lower():
+            raise BadRequest("request body is JSON nested too deeply") from None
         raise BadRequest(f"request body is not JSON: {str(exc)[:200]}") from None
 
 

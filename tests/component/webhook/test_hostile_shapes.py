@@ -37,7 +37,7 @@ def _job(**spec: Any) -> dict[str, Any]:
             "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}, **spec}}
 
 
-@pytest.mark.parametrize("depth", [1000, 5000, 200_000])
+@pytest.mark.parametrize("depth", [1100, 5000, 200_000])  # the parser stops past 1,024
 @pytest.mark.parametrize("path", [JOB_M, "/validate-batch-v1-job", "/convert"])
 def test_json_nested_thousands_deep_is_a_400(webhook: WebhookServer, path: str, depth: int) -> None:
     deep = "[" * depth + "]" * depth
