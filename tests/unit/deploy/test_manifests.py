@@ -372,7 +372,8 @@ def test_every_served_port_has_exactly_its_callers(name: str) -> None:
                 assert peers and all(set(p) == {"namespaceSelector"} for p in peers), peers
             else:
                 assert peers, f"{name}:{number} ({port['name']}) has no caller admitted"
-    assert set(admitted) <= {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+    declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+    assert set(admitted) <= declared
 
 
 def test_the_api_servers_ports_are_admitted_only_by_address() -> None:
