@@ -4,10 +4,10 @@ Dashboards and alerts written for Kueue must work unchanged, so the families bel
 ``pkg/metrics`` (see ../shared/spec/ops-perf.md §1), including the v0.12 additions (ready
 wait time per ClusterQueue and LocalQueue, admitted-until-ready, unique evictions). Every
 family except ``kueue_build_info`` carries ``replica_role`` (leader / follower / standalone).
-They are the families of Kueue v0.19.2, the release whose API pykueue speaks; Kueue's later
-``kueue_pending_scheduling_hashes`` and ``kueue_preemption_target_recomputations_total`` are
-not here (:data:`NOT_DECLARED` says why). Each family declared is fed: an empty one would be
-a promise the manager never keeps.
+Each family declared is fed: an empty one would be a promise the manager never keeps. Two
+families of a Kueue later than v0.19.2 (the release whose API pykueue speaks) are left out,
+``kueue_pending_scheduling_hashes`` and ``kueue_preemption_target_recomputations_total``:
+:data:`NOT_DECLARED` says why.
 
 Metrics live in a dedicated ``CollectorRegistry`` owned by ``KueueMetrics`` -- never the
 process-global one -- so tests and several managers in one process do not collide. The
@@ -146,12 +146,13 @@ FAMILIES: tuple[Family, ...] = (
 # Families of Kueue's main branch after v0.19.2 that pykueue leaves out, and why.
 NOT_DECLARED: Mapping[str, str] = {
     "kueue_pending_scheduling_hashes":
-        "not in Kueue v0.19.2: a later Kueue added it (distinct scheduling-equivalence hashes "
-        "pending per ClusterQueue); a v0.19.2 dashboard never reads it",
+        "not in Kueue v0.19.2; a later Kueue counts the distinct values of its scheduling "
+        "equivalence hash (the whole pod spec's shape among them) among pending workloads, and "
+        "pykueue's equivalence shapes are coarser, so the count would not be Kueue's",
     "kueue_preemption_target_recomputations_total":
-        "not in Kueue v0.19.2; counts a later Kueue's recomputation of overlapping preemption "
-        "targets, which pykueue (like v0.19.2) never does: an overlapping entry is skipped, "
-        "counted in kueue_admission_cycle_preemption_skips",
+        "not in Kueue v0.19.2; it counts a later Kueue's recomputation of overlapping "
+        "preemption targets, which pykueue (like v0.19.2) never does: an entry whose targets "
+        "overlap is skipped, counted in kueue_admission_cycle_preemption_skips",
 }
 
 CLUSTER_QUEUE_STATUSES = ("pending", "active", "terminating")
