@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from api.access import OWN_NAMESPACE, ApiAccess
 from certs.authority import (
     CA_CRT,
     TLS_CRT,
@@ -58,6 +59,23 @@ VALIDATING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfig
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 API_SERVICE_PATH = "/apis/apiregistration.k8s.io/v1/apiservices"
 MAX_CONFLICTS = 5
+
+
+def api_access(*, mutating: Sequence[str] = (), validating: Sequence[str] = (), crds: Sequence[str] = (),
+               api_services: Sequence[str] = ()) -> tuple[ApiAccess, ...]:
+    """What a rotator given these object names asks of the API, as RBAC (``api.access``): its
+    Secrets in its own namespace (read, created once, compare-and-swapped; never listed: the
+    CA key is in them), and a GET and a compare-and-swap PUT of each named object whose
+    caBundle it keeps (never listed or patched)."""
+    rows = [ApiAccess("", "secrets", ("get", "create", "update"), namespace=OWN_NAMESPACE)]
+    for group, resource, names in (
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", mutating),
+            ("admissionregistration.k8s.io", "validatingwebhookconfigurations", validating),
+            ("apiextensions.k8s.io", "customresourcedefinitions", crds),
+            ("apiregistration.k8s.io", "apiservices", api_services)):
+        if names:
+            rows.append(ApiAccess(group, resource, ("get", "update"), tuple(names)))
+    return tuple(rows)
 
 
 def write_pair(directory: Path, bundle: CertBundle) -> tuple[Path, Path]:

@@ -104,26 +104,32 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     stops it; a second ``dev up`` reuses it while it runs and starts a new one when it died. Its log
     is ``logs/pykueue.log`` in the state directory. It campaigns for its Lease in ``pykueue-system``.
     It runs as the install manifests' ServiceAccount with their RBAC
-    (``devcluster.identity``), so every e2e test proves those rights suffice. The admission webhook
-    listens on loopback with a serving certificate for 127.0.0.1; the webhook configurations are
-    registered here with ``url`` client configs pointing at it, and pykueue injects their caBundle
-    itself before it reports ready. The CRD conversion stanzas point at the same loopback server
-    (``v1beta1`` objects are converted by this process, as in an install). The
-    visibility API listens on loopback too; its APIService goes through an ExternalName Service
-    (``devcluster.aggregation``) and pykueue injects its certificate as caBundle.
+    (``devcluster.identity``), so every e2e test proves those rights suffice. As in the install,
+    it serves no extender (``--no-extender``): ``start_extender`` runs ``pykueue extender`` as a
+    process of its own under the extender's ServiceAccount, and the TAS scheduler calls that.
+    The admission webhook listens on loopback with a serving certificate for 127.0.0.1; the
+    webhook configurations are registered here with ``url`` client configs pointing at it, and
+    pykueue injects their caBundle itself before it reports ready. The CRD conversion stanzas
+    point at the same loopback server (``v1beta1`` objects are converted by this process, as in
+    an install). The visibility API listens on loopback too; its APIService goes through an
+    ExternalName Service (``devcluster.aggregation``) and pykueue injects its certificate as
+    caBundle.
     A running pykueue whose Configuration (``config``, default ``DEV_CONFIG``) changed is
-    replaced. Without ``with_tas_scheduler`` (a MultiKueue worker) no TAS scheduler runs.
+    replaced. Without ``with_tas_scheduler`` (a MultiKueue worker) neither extender nor TAS
+    scheduler runs.
     """
     client.apply(f"{NAMESPACES_PATH}/{PYKUEUE_NAMESPACE}",
                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PYKUEUE_NAMESPACE}})
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
-    record = _pykueue_record(state)
+    record = _process_record(state, PYKUEUE)
     running = record is not None and processes.is_running(record)
     config_file = layout.state_file.parent / "pykueue-config.yaml"
     wanted = json.dumps(DEV_CONFIG if config is None else config)
     same_config = config_file.exists() and config_file.read_text() == wanted
-    if record is None or not running or "--dashboard-bind-address" not in record.argv or not same_config:
-        metrics, health, extender, webhook, visibility, dashboard = ports.free_ports(6)
+    # An older pykueue (no dashboard, the extender inside, another config) is replaced.
+    current = record is not None and {"--dashboard-bind-address", "--no-extender"} <= set(record.argv)
+    if record is None or not running or not current or not same_config:
+        metrics, health, webhook, visibility, dashboard = ports.free_ports(5)
         config_file.write_text(wanted)
         kubeconfig = identity.service_account_kubeconfig(
             client, layout.state_file.parent / "pykueue-sa.kubeconfig", layout.pem("ca").read_bytes())
@@ -133,7 +139,7 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
                 "--config", str(config_file),
                 "--metrics-bind-address", f"{ports.LOOPBACK}:{metrics}",
                 "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}",
-                "--extender-bind-address", f"{ports.LOOPBACK}:{extender}",
+                "--no-extender",
                 "--webhook-bind-address", f"{ports.LOOPBACK}:{webhook}",
                 "--webhook-cert-dir", str(layout.state_file.parent / "webhook-certs"),
                 "--webhook-ip", ports.LOOPBACK,
@@ -141,7 +147,7 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
                 "--visibility-service-name", DEV_VISIBILITY_SERVICE,
                 "--dashboard-bind-address", f"{ports.LOOPBACK}:{dashboard}"]
         if record is not None and running:
-            processes.stop(record)  # an older pykueue (no dashboard, another config): replace it
+            processes.stop(record)
         # Registered before the process starts, so its first reconcile finds them to inject into.
         register_webhooks(client, f"https://{ports.LOOPBACK}:{webhook}")
         register_visibility(client, visibility)
@@ -154,15 +160,15 @@ def start_pykueue(client: BlockingClient, layout: Layout, config: dict[str, Any]
     # Only once pykueue is ready is its CA in the Secret: pykueue injects the caBundle into
     # the install-named configurations, this copies it into the dev-named ones.
     register_webhooks(client, webhook_url)
-    extender_url = f"https://{addresses['--extender-bind-address']}"
     dashboard_url = f"http://{addresses['--dashboard-bind-address']}/#token={identity.dashboard_token(client)}"
     # /metrics wants a bearer token: the dev metrics reader is there to mint one
     # (``kubectl -n pykueue-system create token pykueue-dev-metrics``).
     identity.ensure_metrics_reader(client)
+    extender_url = start_extender(client, layout) if with_tas_scheduler else None
     return PykueueEndpoints(metrics=f"http://{addresses['--metrics-bind-address']}/metrics",
                             webhook=webhook_url, extender=extender_url,
-                            tas_scheduler=start_tas_scheduler(client, layout, extender_url)
-                            if with_tas_scheduler else None,
+                            tas_scheduler=None if extender_url is None
+                            else start_tas_scheduler(client, layout, extender_url),
                             dashboard=dashboard_url)
 
 
@@ -177,11 +183,45 @@ def _record_process(layout: Layout, state: dict[str, Any] | None, record: proces
     tmp.replace(layout.state_file)
 
 
+# The install's extender (Deployment pykueue-extender): its process name in the state file,
+# its ServiceAccount and the Secret of its serving pair (the client pair's is the scheduler's).
+EXTENDER = "pykueue-extender"
+EXTENDER_SERVICE_ACCOUNT = "pykueue-extender"
+EXTENDER_SECRET = "pykueue-extender-server-cert"
+
+
+def start_extender(client: BlockingClient, layout: Layout) -> str:
+    """Run the install's extender as one more process: ``pykueue extender`` keeping its
+    certificates in the install's Secrets (``--cert-secret``), as the ``pykueue-extender``
+    ServiceAccount with the manifests' RBAC (a token minted as pykueue's is), on loopback.
+    Reused while it runs; recorded in the state file, so ``dev down`` stops it. Returns its
+    URL once it is ready (its certificates, and the scheduler's client pair, are in place)."""
+    state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
+    record = _process_record(state, EXTENDER)
+    if record is None or not processes.is_running(record) or "--cert-secret" not in record.argv:
+        if record is not None:
+            processes.stop(record)
+        port, health = ports.free_ports(2)
+        kubeconfig = identity.service_account_kubeconfig(
+            client, layout.state_file.parent / "extender-sa.kubeconfig", layout.pem("ca").read_bytes(),
+            EXTENDER_SERVICE_ACCOUNT)
+        argv = [sys.executable, "-m", "pykueue", "extender", "--kubeconfig", str(kubeconfig),
+                "--host", ports.LOOPBACK, "--port", str(port),
+                "--cert-secret", EXTENDER_SECRET, "--namespace", PYKUEUE_NAMESPACE,
+                "--health-probe-bind-address", f"{ports.LOOPBACK}:{health}"]
+        record = processes.spawn(EXTENDER, argv, layout.logs / f"{EXTENDER}.log", cwd=REPO_ROOT)
+        _record_process(layout, state, record)
+    flags = _flag_values(record.argv)
+    ready = f"http://{flags['--health-probe-bind-address']}/readyz"
+    wait_for("the extender's readiness", lambda: http_ok(ready), PYKUEUE_DEADLINE_S, record)
+    return f"https://{flags['--host']}:{flags['--port']}"
+
+
 def start_tas_scheduler(client: BlockingClient, layout: Layout, extender_url: str) -> str:
     """Run the install's TAS scheduler (``manifests/09-tas-scheduler.yaml``) as one more
     process: its configuration with loopback addresses, its ServiceAccount and RBAC, and the
-    client certificate pykueue keeps for it. Reused while it runs with the same configuration;
-    restarted when pykueue's extender moved (a new pykueue process). Returns its URL."""
+    client certificate the extender keeps for it. Reused while it runs with the same
+    configuration; restarted when the extender moved (a new extender process). Returns its URL."""
     root = layout.state_file.parent
     state = json.loads(layout.state_file.read_text()) if layout.state_file.exists() else None
     tls = tas_scheduler.write_client_secret(client, root / "tas-scheduler-client", PYKUEUE_NAMESPACE)
@@ -221,6 +261,9 @@ DEV_CONFIG: dict[str, Any] = {
                                     "leaderworkerset.x-k8s.io/leaderworkerset", "pod"]},
     # The optional per-flavor quota/usage gauges too, so tests can compare them with the API.
     "metrics": {"enableClusterQueueResources": True},
+    # Kueue v0.19.2 leaves the tiered pending reasons off; the dev cluster shows them (the
+    # tests of the tiers, the what-if and the dashboard read them off live Workloads).
+    "featureGates": {"UnadmittedWorkloadsObservability": True},
 }
 WEBHOOK_CONFIG_PATHS = {
     "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
@@ -330,9 +373,9 @@ def _webhook_ca(client: BlockingClient) -> str | None:
         return str(data[CA_CRT])
 
 
-def _pykueue_record(state: dict[str, Any] | None) -> processes.ProcessRecord | None:
+def _process_record(state: dict[str, Any] | None, name: str) -> processes.ProcessRecord | None:
     for entry in (state or {}).get("processes") or ():
-        if entry.get("name") == PYKUEUE:
+        if entry.get("name") == name:
             return processes.ProcessRecord.from_json(entry)
     return None
 

@@ -3,9 +3,10 @@
 ``dev up`` applies the namespace and the RBAC of the install manifests
 (``manifests/00-namespace.yaml``, ``manifests/02-rbac.yaml``), asks the TokenRequest API for
 a token of the ``pykueue-controller-manager`` ServiceAccount and writes a kubeconfig that
-carries only that token. Every e2e test then exercises the manifests' RBAC: a right the
-manager needs but the ClusterRole lacks shows up as a failing test, never as a silent
-admin privilege. The token is requested again whenever pykueue is (re)started.
+carries only that token; the extender and the TAS scheduler get theirs the same way, for
+their own ServiceAccounts. Every e2e test then exercises the manifests' RBAC: a right a
+component needs but its role lacks shows up as a failing test, never as a silent admin
+privilege. A token is requested again whenever its component is (re)started.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """Several pykueue replicas on the dev cluster behind one loopback "Service", for fault tests.
 
 An install runs two replicas, leader election on, behind Services: kube-apiserver reaches
-the admission webhooks, the visibility API and the extender of whichever replica is ready,
-so a replica that restarts takes none of them down. The dev cluster registers one loopback
-address for each instead, its single ``pykueue run``'s. With every webhook on
+the admission webhooks and the visibility API of whichever replica is ready, so a replica
+that restarts takes none of them down. The dev cluster registers one loopback address for
+each instead, its single ``pykueue run``'s. (The extender is a process of its own, as in an
+install: replacing pykueue leaves it and the TAS scheduler running.) With every webhook on
 ``failurePolicy: Fail``, that replica down would block pod creation and Workload status
 writes cluster-wide, which is a property of the dev cluster, not of pykueue.
 
 :class:`Replicas` therefore takes the dev cluster's pykueue over for a while: it stops it,
-listens on its webhook, visibility and extender addresses itself (:class:`LoopbackService`
+listens on its webhook and visibility addresses itself (:class:`LoopbackService`
 forwards each connection to a ready replica, as a Service's endpoints would) and runs N
 replicas with the same command line on ports of their own. Like a Deployment it starts a
 replica again when it exits unasked (after a pause that grows while it keeps exiting) and
@@ -43,8 +44,8 @@ from devcluster.health import StartupError, http_ok
 from devcluster.ports import LOOPBACK, free_ports
 
 LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"
-# Addresses kube-apiserver and the TAS scheduler are configured with: served by the Service.
-SERVICE_FLAGS = ("--webhook-bind-address", "--visibility-bind-address", "--extender-bind-address")
+# Addresses kube-apiserver is configured with: served by the Service.
+SERVICE_FLAGS = ("--webhook-bind-address", "--visibility-bind-address")
 # Addresses only a client of one replica uses (probes, metrics, dashboard): one per replica.
 OWN_FLAGS = ("--metrics-bind-address", "--health-probe-bind-address", "--dashboard-bind-address")
 READY_DEADLINE_S = 120.0

@@ -3,8 +3,9 @@
 Extenders are global to a kube-scheduler process, so pykueue ships its extender as the
 profile ``pykueue-tas-scheduler`` of a dedicated scheduler (``manifests/09-tas-scheduler.yaml``:
 ServiceAccount, RBAC, the configuration in a ConfigMap, the Deployment). ``dev up`` runs
-that configuration as one more process against the extender inside ``pykueue run``
-(``dev_config`` and friends below; ``devcluster.addons`` starts it). Tests and benchmarks
+that configuration as one more process against the dev cluster's extender, itself the
+install's ``pykueue extender`` run as a process (``dev_config`` and friends below;
+``devcluster.addons`` starts both). Tests and benchmarks
 that need an extender of their own (to stop it, or to measure it alone) use
 ``start_extender``, which runs ``pykueue extender`` on a loopback port, and
 ``start_tas_scheduler``, which runs one more kube-scheduler with the shipped configuration
@@ -196,7 +197,7 @@ def dev_config(extender_url: str, tls: ClientTLS, kubeconfig: Path) -> dict[str,
 
 
 def write_client_secret(client: BlockingClient, directory: Path, namespace: str) -> ClientTLS:
-    """Copy the client pair pykueue keeps for the TAS scheduler (what the install mounts)."""
+    """Copy the client pair the extender keeps for the TAS scheduler (what the install mounts)."""
     secret = client.get(f"/api/v1/namespaces/{namespace}/secrets/{CLIENT_SECRET}")
     data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
     tls = ClientTLS(directory / "ca.crt", directory / "tls.crt", directory / "tls.key")

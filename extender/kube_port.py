@@ -7,13 +7,28 @@ quorum read: bind-time checks need the latest state, not a watch cache.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from api import keys
 from api.wire import JSON
 from extender.port import ConflictError, NotFoundError, PortError
 from kube.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
-from kube.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS
+from kube.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS, ResourceRef
+
+# Every request the methods below make, as RBAC: (resource, subresource, verbs). The
+# extender's ServiceAccount is granted exactly these (ClusterRole ``pykueue-extender-role``
+# in ``manifests/02-rbac.yaml``); a unit test calls each method and checks that its requests
+# are in this table and that the table is the role.
+API_ACCESS: Final[tuple[tuple[ResourceRef, str, tuple[str, ...]], ...]] = (
+    (PODS, "", ("get", "list")),  # the pod at bind time, a PodSet's pods; bound pods (replacements)
+    (PODS, "binding", ("create",)),  # the bind itself
+    (NODES, "", ("get", "list")),  # the node cache, the bind-time node checks
+    (WORKLOADS, "", ("get", "list", "patch")),  # assignments, all of them to plan a replacement;
+                                                # bind claims are annotations
+    (WORKLOADS, "status", ("update",)),  # a failed node's assignment rewritten at bind time
+    (RESOURCE_FLAVORS, "", ("get",)),  # the flavor and Topology of a replacement plan
+    (TOPOLOGIES, "", ("get",)),
+)
 
 
 def _error(status: int, reason: str) -> PortError:

@@ -37,17 +37,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
+from api.access import ApiAccess
 from api.events import EventRecord, truncate_note
 from api.wire import JSON
 from kube import resources as res
 from kube.client import MERGE_PATCH, ApiError, KubeClient
-from kube.resources import ResourceRef
 from kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
-# The writes this module makes, for the RBAC check (tests/unit/deploy).
-WRITES: Final[tuple[tuple[ResourceRef, tuple[str, ...]], ...]] = ((res.EVENTS, ("create", "patch")),)
+# The calls this module makes, as RBAC (``api.access``): events.k8s.io Events are created
+# and their series patched; core (v1) Events are never written, nor Events read.
+API_ACCESS: Final[tuple[ApiAccess, ...]] = (res.EVENTS.access("create", "patch"),)
 
 # Defaults (see the module docstring). Per object: 25 at once, then one every 5 s. For all:
 # 100 at once, then 20 a second, a small share of the 300 QPS Kueue's configuration gives

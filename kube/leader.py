@@ -27,8 +27,9 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
+from api.access import OWN_NAMESPACE, ApiAccess
 from api.wire import JSON
 from kube.client import ApiError, KubeClient
 from kube.resources import LEASES
@@ -36,6 +37,11 @@ from kube.resources import LEASES
 log = logging.getLogger(__name__)
 
 KUEUE_LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"
+# The calls below, as RBAC: the Lease is read, created once, and compare-and-swapped (PUT) to
+# acquire, renew and release it. Nothing lists, watches, patches or deletes it.
+API_ACCESS: Final[tuple[ApiAccess, ...]] = (
+    LEASES.access("get", "create", "update", namespace=OWN_NAMESPACE),
+)
 LEASE_DURATION_S = 15.0
 RENEW_DEADLINE_S = 10.0
 RETRY_PERIOD_S = 2.0

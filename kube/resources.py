@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from api import keys
+from api.access import EVERY_NAMESPACE, ApiAccess
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ class ResourceRef:
             raise ValueError(f"{self.plural} is namespaced: a namespace is required for {name!r}")
         path = f"{self.collection_path(namespace if self.namespaced else None)}/{quote(name, safe='')}"
         return f"{path}/{subresource}" if subresource else path
+
+    def access(self, *verbs: str, subresource: str = "", names: tuple[str, ...] = (),
+               namespace: str = EVERY_NAMESPACE, why: str = "") -> ApiAccess:
+        """The RBAC row of using ``verbs`` on this resource (or its ``subresource``)."""
+        resource = f"{self.plural}/{subresource}" if subresource else self.plural
+        return ApiAccess(self.group, resource, verbs, names, namespace, why)
 
 
 CONFIG_MAPS = ResourceRef("", "v1", "configmaps", True, "ConfigMap")

@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from api.access import ApiAccess
 from certs.rotation import CertRotator
 from kube.logging import configure_cli_logging
 from kube.startup import exit_code
@@ -33,8 +34,12 @@ VISIBILITY_SERVICE = "pykueue-visibility-server"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     manager_cli.add_arguments(parser)
-    parser.add_argument("--extender-bind-address", default="127.0.0.1:0",
-                        help="host:port of the kube-scheduler extender (port 0 picks one)")
+    extender = parser.add_mutually_exclusive_group()
+    extender.add_argument("--extender-bind-address", default="127.0.0.1:0",
+                          help="host:port of the kube-scheduler extender (port 0 picks one)")
+    extender.add_argument("--no-extender", action="store_true",
+                          help="serve no extender in this process (the install runs `pykueue extender` "
+                               "under a ServiceAccount of its own)")
     parser.add_argument("--visibility-bind-address", default=DEFAULT_VISIBILITY_ADDRESS,
                         help="host:port of the visibility API server (Kueue's is :8082)")
     parser.add_argument("--dashboard-bind-address", default=None,
@@ -61,49 +66,45 @@ def _webhook(args: argparse.Namespace, settings: manager_cli.Settings) -> manage
     return start
 
 
-EXTENDER_SERVICE = "pykueue-extender-service"
-EXTENDER_SECRET = "pykueue-extender-server-cert"
-# The TAS scheduler's client identity, kept by the extender's rotator; the scheduler mounts it.
-TAS_SCHEDULER_CLIENT_SECRET = "pykueue-tas-scheduler-client-cert"
-TAS_SCHEDULER_CLIENT = "pykueue-tas-scheduler"
+# The extender's Secrets and the TAS scheduler's client identity: ``extender.certificates``.
 
 
 def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.Extra | None:
+    if args.no_extender:
+        log.info("extender off (--no-extender)")
+        return None
     try:
         app_module = importlib.import_module("extender.app")
+        certificates = importlib.import_module("extender.certificates")
         port_module = importlib.import_module("extender.kube_port")
         server_module = importlib.import_module("extender.server")
     except ImportError as exc:
         log.info("extender skipped: %s", exc)
         return None
-    from certs.authority import service_dns_names
     from manager.jobs.admission import AdmissionPolicy
 
     scheduler_name = AdmissionPolicy.from_config(settings.config).tas_scheduler
+    client_name = certificates.TAS_SCHEDULER_CLIENT
 
     async def start(client: Any) -> Callable[[], Awaitable[None]]:
         # Mutual TLS: a serving pair and the scheduler's client pair from one CA of our own,
         # kept in Secrets like the webhook's; only that client may call.
-        rotator = CertRotator(
-            client=client, namespace=settings.namespace, secret_name=EXTENDER_SECRET,
-            dns_names=("localhost", *service_dns_names(EXTENDER_SERVICE, settings.namespace)),
-            ip_addresses=("127.0.0.1", *args.webhook_ip),
-            cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-extender-")),
-            client_ca=True, clients={TAS_SCHEDULER_CLIENT_SECRET: TAS_SCHEDULER_CLIENT})
+        rotator = certificates.secret_rotator(client, settings.namespace,
+                                              ip_addresses=("127.0.0.1", *args.webhook_ip))
         await rotator.reconcile()
         rotator.start()
         # The manager's connection pool, but a rate limit of its own: kube-scheduler's
         # binds must not queue behind the manager's status writes.
         kube = client.sharing_pool()
         app: web.Application = app_module.make_app(app_module.ExtenderDeps(
-            port=port_module.KubeClusterPort(kube), allowed_clients=frozenset({TAS_SCHEDULER_CLIENT}),
+            port=port_module.KubeClusterPort(kube), allowed_clients=frozenset({client_name}),
             scheduler_name=scheduler_name))
         host, port = manager_cli.split_address(args.extender_bind_address)
         # HTTP/2 for the TAS scheduler (ALPN), HTTP/1.1 for probes and other callers.
         server = await server_module.serve(app, host, port, rotator.context)
         bound = server.port
         log.info("extender on %s:%d (mutual TLS; client %s; binds pods of %s)", host, bound,
-                 TAS_SCHEDULER_CLIENT, scheduler_name)
+                 client_name, scheduler_name)
 
         async def stop() -> None:
             await rotator.stop()
@@ -201,6 +202,17 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
             await runner.cleanup()
         return stop
     return start
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """What ``pykueue run --no-extender`` (the install's manager) asks of the API, as RBAC
+    (``api.access``): the manager (with the reviews the dashboard and /metrics make), the
+    webhook and the visibility API. The install's roles grant exactly this
+    (``tests/unit/deploy``); the extender's are ``extender.kube_port.API_ACCESS``."""
+    from manager.runtime.visibility import assembly
+    from webhook import server as webhook_server
+
+    return (*manager_cli.api_access(), *webhook_server.api_access(), *assembly.API_ACCESS)
 
 
 def main(args: argparse.Namespace) -> int:

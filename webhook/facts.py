@@ -21,12 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api import keys
+from api.access import ApiAccess
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name
 from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
-from manager.jobs.integrations import MAX_OWNER_HOPS, REPLICA_SET, OwnerKey, OwnerLookupNeeded
+from manager.jobs.integrations import (
+    KNOWN_ELSEWHERE,
+    MAX_OWNER_HOPS,
+    REPLICA_SET,
+    OwnerKey,
+    OwnerLookupNeeded,
+)
 from manager.jobs.ownership import find_managed_ancestor, may_be_managed
-from manager.jobs.registry import integration_for
+from manager.jobs.registry import integration_for, kinds
 from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
 
 GET_TIMEOUT_S = 2.0
@@ -77,6 +84,18 @@ class StaticLookup:
 
     async def queue_tas_only(self, namespace: str, queue: str) -> bool:
         return (namespace, queue) in self.tas_only_queues
+
+
+def owner_access() -> tuple[ApiAccess, ...]:
+    """The owners :class:`ApiLookup` may GET, as RBAC (``api.access``). The ancestor walk
+    (``manager.jobs.ownership``) reads the controller owner of an object when its kind is one
+    Kueue integrates, run here or not (:func:`integration_for`: the registered kinds and
+    ``KNOWN_ELSEWHERE``), or the ReplicaSet between a Deployment and its pods, in the owned
+    object's namespace. Owners of kinds named only in the Configuration's
+    ``externalFrameworks`` are read too; the install cannot know those (as with Kueue, their
+    RBAC is the installer's)."""
+    walked = [*(k.integration for k in kinds()), *KNOWN_ELSEWHERE, REPLICA_SET]
+    return tuple(ApiAccess(i.group, i.plural, ("get",)) for i in walked)
 
 
 def _object_path(key: OwnerKey) -> str:

@@ -25,6 +25,8 @@ from typing import Any
 from aiohttp import web
 
 from api import keys
+from api.access import ApiAccess
+from certs import rotation
 from certs.authority import service_dns_names
 from certs.rotation import CertRotator
 from kube import resources as res
@@ -34,7 +36,7 @@ from kube.informer import Informer
 from kube.ratelimit import TokenBucket
 from manager.jobs.admission import AdmissionPolicy
 from webhook.app import WebhookDeps, make_app
-from webhook.facts import ApiLookup
+from webhook.facts import ApiLookup, owner_access
 from webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,17 @@ FACT_KINDS = (
     res.ADMISSION_CHECKS,
     res.RESOURCE_FLAVORS,  # a pod's implied topology (ClusterQueue of TAS flavors only)
 )
+# The calls of :func:`start_webhook`, as RBAC (``api.access``): an informer of each fact kind
+# (a GET of one while it has not synced), and the rotator's Secret and named caBundle targets.
+API_ACCESS: tuple[ApiAccess, ...] = (
+    *(ref.access("get", "list", "watch") for ref in FACT_KINDS),
+    *rotation.api_access(mutating=(MUTATING_CONFIG,), validating=(VALIDATING_CONFIG,), crds=CONVERTED_CRDS),
+)
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """:data:`API_ACCESS` and the GETs of the ancestor walk (``webhook.facts.owner_access``)."""
+    return (*API_ACCESS, *owner_access())
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 
 # The webhook's own API budget (fact lookups that miss the informers, and the informers).

@@ -2,9 +2,12 @@
 
 Scenario configs follow pykueue's reading of Kueue's Configuration, which also accepts the
 v1beta1 spelling ``enable: false|true`` of ``fairSharing`` and ``waitForPodsReady``; v1beta2
-has no ``enable`` field (the section's presence turns the feature on). Keys Kueue's
-Configuration does not have are reported, so the scenario is skipped rather than run with a
-configuration that silently differs.
+has no ``enable`` field. ``fairSharing`` is on when present; ``waitForPodsReady`` is on in
+Kueue v0.19.2 even when absent, so a scenario that turns it off gets Kueue's
+``DisableWaitForPodsReady`` gate. A scenario's ``featureGates`` are passed as they are
+(Kueue's defaults otherwise, as ``simulate`` takes them). Keys Kueue's Configuration does
+not have are reported, so the scenario is skipped rather than run with a configuration
+that silently differs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ WEBHOOK_SECRET = "kueue-webhook-server-cert"
 FRAMEWORKS = ("batch/job",)
 
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 # Sections a scenario may set, passed through after the renames below.
 _PASSED = (
     "waitForPodsReady",
@@ -77,11 +81,17 @@ def scenario_sections(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]
     for key, value in config.items():
         if key in ("fairSharing", "waitForPodsReady"):
             section = _without_enable(value)
+            if section is None and key == "waitForPodsReady":
+                # Absent, Kueue v0.19.2 still waits for pods ready (30 minutes): off takes its gate.
+                gates = sections.setdefault("featureGates", {})
+                gates.setdefault(DISABLE_WAIT_FOR_PODS_READY, True)
             if section is not None:
                 if key == "fairSharing" and not section.get("preemptionStrategies"):
                     # v1beta2 requires them; these are the defaults the scenario relies on.
                     section["preemptionStrategies"] = list(FAIR_SHARING_STRATEGIES)
                 sections[key] = section
+        elif key == "featureGates":
+            sections.setdefault("featureGates", {}).update(copy.deepcopy(value) or {})
         elif key in _PASSED:
             sections[key] = copy.deepcopy(value)
         elif key in _OWNED:

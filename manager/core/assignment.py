@@ -64,7 +64,9 @@ class Entry:
     inadmissible: PendingReason | None = None  # set when rejected before flavor assignment
     requeue_reason: str = ""
     target_reasons: dict[str, str] = field(default_factory=dict)  # target -> Preempted condition reason
-    preempting: bool = False  # already waiting for victims it chose in an earlier cycle
+    # Waiting for victims it chose in an earlier cycle, under Kueue's PrioritizePreemptorWorkloads
+    # (off: always False): it goes first in the cycle and holds its room with no candidates.
+    preempting: bool = False
     # Set during nomination when the assignment needs topology-aware preemption: whether the
     # TAS pod sets fit once the given admitted workloads are gone.
     fits_topology: Callable[[frozenset[str]], bool] | None = field(default=None, repr=False, compare=False)

@@ -1,7 +1,13 @@
-"""The subset of Kueue's Configuration (config.kueue.x-k8s.io) the core obeys.
+"""The subset of Kueue's Configuration (config.kueue.x-k8s.io) the core obeys, defaulted as
+Kueue v0.19.2 defaults it.
 
-``waitForPodsReady``: in v1beta2 the block's presence enables it; a v1beta1
-``enable: false`` turns it off. Durations are Go-style strings ("5m", "1h30m").
+``waitForPodsReady`` follows the Configuration's apiVersion, as Kueue's decoding does:
+in ``v1beta2`` (and with no apiVersion, as with no configuration file at all) it is on
+unless the ``DisableWaitForPodsReady`` gate is set, the section only tuning it (timeout
+30m when unset); a ``v1beta1`` Configuration keeps it off unless ``enable: true`` (timeout
+5m and blockAdmission true when unset). ``enable: false`` also turns it off in a
+Configuration without apiVersion (scenario files use that spelling). Durations are
+Go-style strings ("5m", "1h30m").
 """
 
 from __future__ import annotations
@@ -9,14 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.config import CONFIG_API_VERSION_V1BETA1
 from api.config import parse_duration as go_duration
 from api.quantity import Quantity, QuantityError
 
 from .admission_fair_sharing import AfsConfig, config_from_dict
+from .features import gate_enabled
 from .resources import Transformation
 
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
+PRIORITIZE_PREEMPTORS_GATE = "PrioritizePreemptorWorkloads"
+DISABLE_WAIT_FOR_PODS_READY_GATE = "DisableWaitForPodsReady"
+# Kueue's waitForPodsReady timeout when the section leaves it unset: v1beta2, v1beta1.
+DEFAULT_PODS_READY_TIMEOUT = "30m"
+V1BETA1_PODS_READY_TIMEOUT = "5m"
 
 
 class ConfigError(ValueError):
@@ -89,9 +102,14 @@ class CoreConfig:
     # manager runtime sets this and calls ``QueueingCore.publish`` as a write starts; in
     # simulate every reservation takes effect at once.
     withdraw_unpublished: bool = False
-    # Kueue's UnadmittedWorkloadsObservability gate (beta, on by default at Kueue's HEAD):
+    # Kueue's UnadmittedWorkloadsObservability gate (beta, off by default in v0.19.2):
     # tiered QuotaReserved=False reasons and the unadmitted-workloads metrics.
-    tiered_reasons: bool = True
+    tiered_reasons: bool = False
+    # Kueue's PrioritizePreemptorWorkloads gate (alpha, off by default in v0.19.2): a
+    # workload waiting for its victims goes first in a scheduling cycle (before the
+    # non-borrowing ones; first in a fair-sharing tournament too), and with no candidates
+    # left it holds what it needs even where its queue may always reclaim.
+    prioritize_preemptors: bool = False
     # Kueue's AdmissionGatedBy gate (beta, on by default): the admission-gated-by annotation
     # keeps a workload out of its queue.
     admission_gated_by: bool = True
@@ -124,8 +142,9 @@ def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[st
 
 
 def config_from(obj: dict[str, Any] | None) -> CoreConfig:
-    if not obj:
-        return CoreConfig()
+    """The core's settings from a Kueue Configuration dict, with Kueue v0.19.2's defaults
+    (no Configuration at all is Kueue's defaults too)."""
+    obj = {} if obj is None else obj
     if not isinstance(obj, dict):
         raise ConfigError("config is not a mapping")
     transformations, excluded = _resources(obj)
@@ -145,14 +164,17 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     gates = obj.get("featureGates") or {}
     if not isinstance(gates, dict):
         gates = {}
-    tiered = gates.get(TIERED_REASONS_GATE, True) is not False
-    gated_by = gates.get("AdmissionGatedBy", True) is not False
-    slices = gates.get(WORKLOAD_SLICES_GATE, True) is not False
-    wfpr = obj.get("waitForPodsReady")
-    if wfpr is None or (isinstance(wfpr, dict) and wfpr.get("enable") is False):
-        return CoreConfig(transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
-                          admission_fair_sharing=afs, tiered_reasons=tiered,
-                          admission_gated_by=gated_by, workload_slices=slices)
+    common: dict[str, Any] = dict(
+        transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
+        admission_fair_sharing=afs, tiered_reasons=gate_enabled(gates, TIERED_REASONS_GATE),
+        admission_gated_by=gate_enabled(gates, "AdmissionGatedBy"),
+        workload_slices=gate_enabled(gates, WORKLOAD_SLICES_GATE),
+        prioritize_preemptors=gate_enabled(gates, PRIORITIZE_PREEMPTORS_GATE),
+        partial_admission=gate_enabled(gates, "PartialAdmission"))
+    wfpr = wait_for_pods_ready_section(obj)
+    if wfpr is None:
+        return CoreConfig(**common)
+    v1beta1 = obj.get("apiVersion") == CONFIG_API_VERSION_V1BETA1
     rs = wfpr.get("requeuingStrategy") or {}
     limit = rs.get("backoffLimitCount")
     strategy = RequeuingStrategy(
@@ -162,19 +184,33 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         backoff_max_seconds=float(rs.get("backoffMaxSeconds", 3600)),
     )
     recovery = wfpr.get("recoveryTimeout")
+    timeout = parse_duration(wfpr.get("timeout") or (V1BETA1_PODS_READY_TIMEOUT if v1beta1 else "0s"))
+    if timeout == 0 and not v1beta1:  # v1beta2 takes a zero timeout for an unset one
+        timeout = parse_duration(DEFAULT_PODS_READY_TIMEOUT)
     return CoreConfig(
         wait_for_pods_ready=WaitForPodsReady(
-            timeout=parse_duration(wfpr.get("timeout", "5m")),
-            block_admission=bool(wfpr.get("blockAdmission", False)),
+            timeout=timeout,
+            block_admission=bool(wfpr.get("blockAdmission", v1beta1)),
             recovery_timeout=None if recovery is None else parse_duration(recovery),
             requeuing=strategy,
         ),
         requeuing=strategy,
-        transformations=transformations,
-        excluded_prefixes=excluded,
-        fair_sharing=fair,
-        admission_fair_sharing=afs,
-        tiered_reasons=tiered,
-        admission_gated_by=gated_by,
-        workload_slices=slices,
+        **common,
     )
+
+
+def wait_for_pods_ready_section(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The Configuration's ``waitForPodsReady`` as Kueue v0.19.2 reads it: None when it is
+    off, else the section (possibly empty: every field at its default)."""
+    obj = obj or {}
+    gates = obj.get("featureGates")
+    if gate_enabled(gates if isinstance(gates, dict) else None, DISABLE_WAIT_FOR_PODS_READY_GATE):
+        return None
+    section = obj.get("waitForPodsReady")
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError("waitForPodsReady is not a mapping")
+    if obj.get("apiVersion") == CONFIG_API_VERSION_V1BETA1:
+        return section if section is not None and section.get("enable") is True else None
+    if section is None:
+        return {}
+    return None if section.get("enable") is False else section

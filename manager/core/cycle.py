@@ -3,9 +3,10 @@
 1. *Nominate*: each head is checked (ClusterQueue active, namespace selected, checks
    not failed) and gets a flavor assignment against the snapshot taken at cycle start.
    Entries whose assignment needs preemption ask the preemption hook for targets.
-2. *Order*: a preemptor waiting for its victims first, then entries that do not borrow,
-   then higher priority, then earlier queue-order timestamp (then key, for determinism).
-   With fair sharing, a tournament by dominant resource share instead.
+2. *Order*: entries that do not borrow, then higher priority, then earlier queue-order
+   timestamp (then key, for determinism); under Kueue's PrioritizePreemptorWorkloads a
+   preemptor waiting for its victims goes before all of them. With fair sharing, a
+   tournament by dominant resource share instead.
 3. *Process* in that order on the cycle's usage view: an entry is admitted only if it
    still fits after the entries before it took their share, so two heads of one cohort
    cannot both take the last free capacity. An entry that must wait for preemption
@@ -295,8 +296,9 @@ class Scheduler:
         if self.order is not None:
             ordered = self.order(entries, snap, usage)
         else:
-            # A preemptor already waiting for its victims first, so the quota they release
-            # goes to it; then non-borrowing, higher priority, earlier queue order.
+            # A preemptor already waiting for its victims first (PrioritizePreemptorWorkloads),
+            # so the quota they release goes to it; then non-borrowing, higher priority,
+            # earlier queue order.
             ordered = sorted(entries, key=lambda e: (not e.preempting, e.assignment.borrowing if e.assignment
                                                      else 0, -e.priority, e.timestamp, e.workload.key))
         victims: set[str] = set()
@@ -312,7 +314,7 @@ class Scheduler:
                 continue
             if a.mode.needs_preemption and not e.targets:
                 reclaim = snap.cluster_queues[e.cluster_queue].preemption.get("reclaimWithinCohort", "Never")
-                if reclaim != "Any":
+                if reclaim != "Any" or e.preempting:
                     hold = _preemption_hold(node, usage, {fr: a.usage[fr] for fr in a.preempt_frs
                                                           if fr in a.usage}, a.borrowing > 0)
                     usage.add_all(node, hold)

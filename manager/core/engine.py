@@ -25,6 +25,7 @@ from typing import Any
 
 from api import keys
 
+from . import max_execution
 from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource
 from .assignment import Assignment, CycleResult, Decision, Entry, Mode, Outcome, PodSetAssignment
 from .config import CoreConfig
@@ -260,15 +261,18 @@ class QueueingCore:
             if held and (prio, wl.uid) != (old.priority, old.wl.uid):
                 self._holders_changed(old.cluster_queue)
             resized = old.wl.podsets != wl.podsets
+            limit_moved = old.wl.max_execution_s != wl.max_execution_s
             old.wl, old.priority = wl, prio
+            if limit_moved:
+                self._limit_execution(old)
             old.shape = scheduling_shape(prio, wl.podsets)
             if old.holds_quota:
                 self._follow_counts(old)
+            if not wl.active:
+                old.deactivation_unwritten = False  # it is stored now
             if old.stopping is not None:
                 self._follow_active_while_stopping(old, wl.active)
                 return old
-            if not wl.active:
-                old.deactivation_unwritten = False  # it is stored now
             flipped = old.deactivated != (not wl.active)
             if flipped and old.status != FINISHED and not old.deactivation_unwritten:
                 self._set_active(old, wl.active)
@@ -379,10 +383,10 @@ class QueueingCore:
             wfpr = self.config.wait_for_pods_ready
             rec.pods_ready = pods_ready or wfpr is None
             since = times.get("Admitted")
-            admitted_since = self.now if since is None else min(since, self.now)
+            rec.admitted_since = admitted_since = self.now if since is None else min(since, self.now)
             if wfpr is not None and not rec.pods_ready:
                 self._timer(admitted_since + wfpr.timeout, _PODS_READY, rec)
-            self._limit_execution(rec, admitted_since)
+            self._limit_execution(rec)
         self.holding.setdefault(cq_name, {})[rec.key] = rec
         self._holders_changed(cq_name)
         node = self.nodes.get(cq_name)
@@ -633,7 +637,8 @@ class QueueingCore:
         rec.assignment = None
         rec.took_over = None
         rec.status = PENDING
-        rec.admitted_at = rec.reserved_at = None
+        rec.admitted_at = rec.reserved_at = rec.admitted_since = None
+        rec.execution_timer = None
         rec.pods_ready = False
 
     def _requeue_tree(self, node: QuotaNode) -> None:
@@ -707,6 +712,9 @@ class QueueingCore:
         quota (Evicted while QuotaReserved) until :meth:`job_stopped`; a second eviction
         meanwhile changes nothing but may turn it into a deactivation. ``note``: Kueue's
         wording of it, when the caller knows more than the reason (see ``eviction_note``)."""
+        if deactivate and reason != "InactiveWorkload":
+            # Kueue sets spec.active first and then evicts: written before the eviction.
+            rec.deactivation_unwritten = True
         if rec.stopping is not None:
             if deactivate:
                 rec.stopping = replace(rec.stopping, deactivated_by=reason)
@@ -779,8 +787,8 @@ class QueueingCore:
         reason = stop.reason
         if stop.deactivated_by is not None:
             rec.deactivated = True
-            # not the user's own doing: spec.active is still to be written
-            rec.deactivation_unwritten = stop.deactivated_by != "InactiveWorkload"
+            # Not the user's own doing: spec.active was to be written from the eviction on
+            # (``deactivation_unwritten``, set by _evict, cleared once a copy shows it).
             rec.requeue_at = None
             rec.pending = PendingReason(Pending.DEACTIVATED, detail=stop.deactivated_by)
             if rec.cluster_queue in self.queues:
@@ -853,19 +861,34 @@ class QueueingCore:
     def _admit(self, rec: WorkloadRecord) -> None:
         self.changed.add(rec.key)
         rec.status = ADMITTED
-        rec.admitted_at = self.now
+        rec.admitted_at = rec.admitted_since = self.now
         rec.pods_ready = False
         rec.generation += 1
         wfpr = self.config.wait_for_pods_ready
         if wfpr is not None:
             self._timer(self.now + wfpr.timeout, _PODS_READY, rec)
-        self._limit_execution(rec, self.now)
+        self._limit_execution(rec)
 
-    def _limit_execution(self, rec: WorkloadRecord, admitted_since: float) -> None:
-        """Kueue's maximum execution time: counted from the Admitted transition, what is left
-        of ``spec.maximumExecutionTimeSeconds`` (less the time it ran before an eviction)."""
-        if rec.wl.max_execution_s is not None:
-            self._timer(admitted_since + rec.wl.max_execution_s, _MAX_EXECUTION, rec)
+    def _execution_due(self, rec: WorkloadRecord) -> float | None:
+        """When an admitted workload's maximum execution time is up (see ``max_execution``)."""
+        if rec.status != ADMITTED or rec.stopping is not None:
+            return None
+        return max_execution.due_at(rec.wl.max_execution_s, rec.admitted_since)
+
+    def _limit_execution(self, rec: WorkloadRecord) -> None:
+        """Kueue's maximum execution time: a timer for when what is left of
+        ``spec.maximumExecutionTimeSeconds`` (less what earlier admissions ran) has run since
+        the Admitted transition. Called again when the Workload changes (a stored
+        ``accumulatedPastExecutionTimeSeconds`` read after the admission moves it earlier);
+        a timer that fires early finds the time not up and sets the next one."""
+        due = self._execution_due(rec)
+        if due is None:
+            return
+        armed = rec.execution_timer
+        if armed is not None and armed[0] == rec.generation and self.now < armed[1] <= due:
+            return  # one already fires by then
+        rec.execution_timer = (rec.generation, due)
+        self._timer(due, _MAX_EXECUTION, rec)
 
     def set_pods_ready(self, key: str, ready: bool = True) -> bool:
         rec = self.workloads.get(key)
@@ -924,9 +947,12 @@ class QueueingCore:
                 self._route(rec)
             elif kind == _PODS_READY and rec.status == ADMITTED and not rec.pods_ready:
                 self._pods_ready_timeout(rec)
-            elif kind == _MAX_EXECUTION and rec.status == ADMITTED:
-                reason = keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
-                self._evict(rec, reason, deactivate=True)
+            elif kind == _MAX_EXECUTION:
+                if max_execution.exceeded(self._execution_due(rec), self.now):
+                    reason = keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
+                    self._evict(rec, reason, deactivate=True)
+                else:
+                    self._limit_execution(rec)
         return fired
 
     def _pods_ready_timeout(self, rec: WorkloadRecord) -> None:
@@ -984,7 +1010,8 @@ class QueueingCore:
             if key is None:
                 continue
             rec = self.workloads[key]
-            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts, preempting=rec.preempting,
+            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts,
+                               preempting=rec.preempting and self.config.prioritize_preemptors,
                                replaces=rec.wl.replaces if self.config.workload_slices else None))
         return heads
 
@@ -1403,7 +1430,7 @@ def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
     elif reason == keys.Reason.DEACTIVATED_DUE_TO_REQUEUING_LIMIT_EXCEEDED:
         detail = "exceeding the maximum number of re-queuing retries"
     elif reason == keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED:
-        detail = "exceeding the maximum execution time"
+        detail = max_execution.DETAIL
     if detail:
         return EvictionNote(f"{deactivated} due to {detail}", WORKLOAD_CONTROLLER, detail)
     reporter = TAS_NODE_CONTROLLER if reason == keys.Reason.NODE_FAILURES else WORKLOAD_CONTROLLER

@@ -23,6 +23,7 @@ from typing import Any
 from api import keys
 from api.events import WARNING, EventRecord, ObjectReference
 
+from . import max_execution
 from .objects import parse_time
 from .reasons import SCHEDULER, SCHEDULER_VERDICTS, WORKLOAD_CONTROLLER
 from .workload_state import WorkloadRecord
@@ -92,9 +93,10 @@ def _evicted(regarding: ObjectReference, old: Mapping[str, Mapping[str, Any]],
         # The workload controller tells first why it deactivates, then evicts.
         out.append(EventRecord(regarding, "AdmissionCheckRejected", f"Deactivated due to {detail}",
                                WORKLOAD_CONTROLLER, WARNING))
-    limit = rec.wl.source.get("spec", {}).get("maximumExecutionTimeSeconds") if rec is not None else None
+    limit = max_execution.limit_of(rec.wl.source.get("spec") or {}) if rec is not None else None
     if reason == keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED and limit is not None:
-        out.append(EventRecord(regarding, "MaximumExecutionTimeExceeded",
+        # The workload controller tells first that the time is up, then deactivates.
+        out.append(EventRecord(regarding, max_execution.CAUSE,
                                f"The maximum execution time ({limit}s) exceeded", WORKLOAD_CONTROLLER,
                                WARNING))
     event_reason = evicted_event_reason(reason)

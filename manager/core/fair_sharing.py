@@ -296,7 +296,8 @@ def borrows_on(node: QuotaNode, usage: Usage, requested: Mapping[FR, int]) -> bo
 
 
 def _key(e: Entry, borrows: bool, share: Share) -> _Key:
-    """Order at one cohort: a preemptor waiting for its victims, not borrowing on what it
+    """Order at one cohort: a preemptor waiting for its victims (only under Kueue's
+    PrioritizePreemptorWorkloads, see ``Entry.preempting``), not borrowing on what it
     requests, lower share, higher priority, queue order; the workload key only breaks exact
     ties (Kueue leaves those to map order)."""
     return (not e.preempting, borrows, share, -e.priority, e.timestamp, e.workload.key)

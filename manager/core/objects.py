@@ -15,6 +15,7 @@ from typing import Any
 from api import keys
 from api.quantity import QuantityError, parse_quantity, resource_value
 
+from .max_execution import remaining_budget
 from .resources import pod_requests, requests_over_limits
 
 FR = tuple[str, str]
@@ -365,16 +366,8 @@ def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
         invalid_resources=invalid_resources,
         source=obj,
         replaces=_replaced_slice(meta, ns),
-        max_execution_s=_max_execution(spec, obj.get("status") or {}),
+        max_execution_s=remaining_budget(spec, obj.get("status") or {}),
     )
-
-
-def _max_execution(spec: dict[str, Any], status: dict[str, Any]) -> float | None:
-    limit = spec.get("maximumExecutionTimeSeconds")
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        return None
-    past = status.get("accumulatedPastExecutionTimeSeconds")
-    return float(limit - (past if isinstance(past, int) and not isinstance(past, bool) else 0))
 
 
 def _replaced_slice(meta: dict[str, Any], ns: str) -> str | None:

@@ -277,6 +277,23 @@ class EvictionNote:
     deactivation_detail: str = ""
 
 
+# The core records a deactivation by Kueue as ``DeactivatedDueTo<Cause>`` (the Evicted
+# condition's reason) and one by the user as ``InactiveWorkload``.
+DEACTIVATED_BY_KUEUE_PREFIX: Final = "DeactivatedDueTo"
+USER_DEACTIVATION: Final = "InactiveWorkload"
+
+
+def eviction_cause(core_reason: str) -> tuple[str, str]:
+    """(reason, underlyingCause) of an eviction the core recorded, as Kueue counts it in
+    ``status.schedulingStats.evictions`` and its eviction metrics: every deactivation is
+    ``Deactivated``, with the cause apart when Kueue deactivated it."""
+    if core_reason.startswith(DEACTIVATED_BY_KUEUE_PREFIX):
+        return "Deactivated", core_reason.removeprefix(DEACTIVATED_BY_KUEUE_PREFIX)
+    if core_reason == USER_DEACTIVATION:
+        return "Deactivated", ""
+    return core_reason, ""
+
+
 # The pending kinds a scheduling cycle decides. Kueue's scheduler records a Pending event
 # (Warning) for each such verdict it writes; reasons found while routing (a missing or
 # stopped queue), backoffs and bypassed evaluations are the workload controller's, which

@@ -13,8 +13,9 @@ from typing import Any
 from api.keys import Reason, WorkloadCondition
 from api.quantity import resource_quantity
 
+from . import max_execution
 from .objects import format_time, parse_time
-from .reasons import PREEMPTION_WORDING, Pending
+from .reasons import PREEMPTION_WORDING, Pending, eviction_cause
 from .tas_hook import DELAYED_PENDING
 from .tiers import AdmittedReason, admitted_reason, record_tier
 from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
@@ -133,8 +134,7 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
             conditions.append(_condition(WorkloadCondition.ADMITTED, True, Reason.ADMITTED,
                                          "The workload is admitted", rec.admitted_at or now))
         elif not tiered:
-            conditions.append(_condition(WorkloadCondition.ADMITTED, False, Reason.UNSATISFIED_CHECKS,
-                                         "The workload has not all checks ready", now))
+            pass  # Kueue writes Admitted only when it flips (see legacy_admitted)
         else:
             waits = any(v == DELAYED_PENDING for v in delayed.values())
             conditions.append(_not_admitted(admitted_reason(rec, waits) or AdmittedReason.UNSATISFIED_CHECKS,
@@ -150,12 +150,13 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         conditions.append(_condition(WorkloadCondition.QUOTA_RESERVED, False, reason, rec.reason, now))
     if rec.evictions:
         conditions.extend(_eviction_conditions(rec, now))
-        counts: dict[str, int] = {}
+        counts: dict[tuple[str, str], int] = {}
         for r in rec.evictions:
-            counts[r] = counts.get(r, 0) + 1
+            key = eviction_cause(r)
+            counts[key] = counts.get(key, 0) + 1
         # underlyingCause is required by the CRD (list-map key with reason); empty when none.
-        status["schedulingStats"] = {"evictions": [{"reason": r, "underlyingCause": "", "count": n}
-                                                   for r, n in counts.items()]}
+        status["schedulingStats"] = {"evictions": [{"reason": r, "underlyingCause": c, "count": n}
+                                                   for (r, c), n in counts.items()]}
     if rec.status == FINISHED:
         reason, message = rec.finished_as or (Reason.SUCCEEDED, "Job finished")
         conditions.append(_condition(WorkloadCondition.FINISHED, True, reason, message, now))
@@ -171,6 +172,43 @@ def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mappin
         status["resourceRequests"] = resource_requests(rec)
     status["conditions"] = conditions
     return status
+
+
+# Admitted=False as Kueue writes it without UnadmittedWorkloadsObservability, by (reservation
+# held, checks all Ready); delayed topology requests come after both.
+_LEGACY_NOT_ADMITTED = {
+    (False, False): ("NoReservationUnsatisfiedChecks",
+                     "The workload has no reservation and not all checks ready"),
+    (False, True): ("NoReservation", "The workload has no reservation"),
+    (True, False): (Reason.UNSATISFIED_CHECKS, "The workload has not all checks ready"),
+}
+
+
+def legacy_admitted(stored: Mapping[str, Any], rendered: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """The ``Admitted`` condition without Kueue's UnadmittedWorkloadsObservability: written
+    only when admission flips. A workload never admitted has none; once admitted, the
+    condition stays, turned False (with why) when the admission ends, and then kept as it is
+    until the workload is admitted again. ``rendered`` is :func:`workload_status` with
+    ``tiered=False``, ``stored`` the status it is written over."""
+    conditions = list(rendered.get("conditions") or ())
+    if any(c.get("type") == WorkloadCondition.ADMITTED for c in conditions):
+        return dict(rendered)
+    was = next((c for c in stored.get("conditions") or ()
+                if c.get("type") == WorkloadCondition.ADMITTED), None)
+    if was is None:
+        return dict(rendered)
+    if was.get("status") != "True":
+        conditions.append(dict(was))
+        return {**rendered, "conditions": conditions}
+    reserved = any(c.get("type") == WorkloadCondition.QUOTA_RESERVED and c.get("status") == "True"
+                   for c in conditions)
+    ready = all(c.get("state") == "Ready" for c in rendered.get("admissionChecks") or ())
+    if reserved and ready:
+        reason, message = "PendingDelayedTopologyRequests", "There are pending delayed topology requests"
+    else:
+        reason, message = _LEGACY_NOT_ADMITTED[(reserved, ready)]
+    conditions.append(_condition(WorkloadCondition.ADMITTED, False, reason, message, now))
+    return {**rendered, "conditions": conditions}
 
 
 def resource_requests(rec: WorkloadRecord) -> list[dict[str, Any]]:
@@ -214,16 +252,27 @@ def carry_check_details(stored: Sequence[Mapping[str, Any]], rendered: Sequence[
     return out
 
 
-PAST_EXECUTION = "accumulatedPastExecutionTimeSeconds"
+PAST_EXECUTION = max_execution.PAST
+
+
+def _evicted_for_max_execution(status: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == WorkloadCondition.EVICTED and c.get("status") == "True"
+               and c.get("reason") == Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
+               for c in status.get("conditions") or ())
 
 
 def accumulate_execution(stored: Mapping[str, Any], rendered: Mapping[str, Any],
                          now: float) -> dict[str, Any]:
     """Kueue's running total of time admitted before the current admission, against the
     maximum execution time: kept as stored, plus the seconds since ``Admitted`` turned True
-    when this write turns it off (an eviction), so a requeued job runs only what is left."""
+    when this write turns it off (an eviction), so a requeued job runs only what is left.
+    The write that deactivates a workload for exceeding its maximum execution time starts
+    the total afresh, as Kueue clears it then (the time of this admission is still added
+    once Admitted turns off)."""
     out = dict(rendered)
     past = stored.get(PAST_EXECUTION)
+    if _evicted_for_max_execution(rendered) and not _evicted_for_max_execution(stored):
+        past = None
     admitted = WorkloadCondition.ADMITTED
     was = next((c for c in stored.get("conditions") or () if c.get("type") == admitted), None)
     still = any(c.get("type") == admitted and c.get("status") == "True"

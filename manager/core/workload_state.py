@@ -52,6 +52,11 @@ class WorkloadRecord:
     # within one cycle, while our clock stands still during a pass; this breaks those ties.
     reserved_seq: int = 0
     admitted_at: float | None = None
+    # When the Admitted condition turned True (as stored, for one read back admitted): what
+    # the maximum execution time counts from. None while not admitted.
+    admitted_since: float | None = None
+    # (generation, time) of the latest maximum execution time timer set; None when none is.
+    execution_timer: tuple[int, float] | None = None
     pods_ready: bool = False
     generation: int = 0  # bumped on every transition; stale timers compare it
     preempting: bool = False  # chose victims and waits for their quota (sorts first in its queue)

@@ -1,4 +1,5 @@
-"""Kueue's feature gates as the job rules see them, at Kueue's HEAD defaults.
+"""Kueue's feature gates as the job rules see them, at Kueue v0.19.2's defaults (one table
+for the whole manager: ``manager.core.features``).
 """
 
 from __future__ import annotations
@@ -6,19 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-DEFAULT_GATES: Mapping[str, bool] = {
-    "TopologyAwareScheduling": True,
-    "TASMultiLayerTopology": True,
-    "ElasticJobsViaWorkloadSlices": True,
-    "AdmissionGatedBy": True,
-    "WorkloadIdentifierAnnotations": True,
-    "SkipAncestorCheckForDeletedWorkloads": True,
-    "WorkloadPriorityClassDefaulting": True,
-    "MultiKueue": True,
-    "LWSImmutableGroupSize": True,
-    "PartialAdmission": True,
-    "MetricForWorkloadCreationLatency": True,
-}
+from manager.core.features import DEFAULTS as DEFAULT_GATES
+from manager.core.features import gate_enabled
+
+__all__ = ["DEFAULT_GATES", "FeatureGates"]
 
 
 @dataclass(frozen=True)
@@ -26,4 +18,4 @@ class FeatureGates:
     overrides: Mapping[str, bool] = field(default_factory=dict)
 
     def enabled(self, name: str) -> bool:
-        return bool(self.overrides.get(name, DEFAULT_GATES.get(name, False)))
+        return gate_enabled(self.overrides, name)

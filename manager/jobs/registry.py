@@ -2,11 +2,11 @@
 
 A :class:`JobKind` is everything pykueue does with one kind of job: its integration name and
 group/version/kind, its admission webhook (defaulting and validation), its lifecycle
-(suspend, run, restore, finished, owner rules), the Workloads it turns into, and the RBAC
-the manager needs on it. The webhook's routes, the job reconciler, ``simulate``'s converter
-and the manifests' RBAC check all read :func:`kinds`, so a new kind is one module that
-builds its ``JobKind`` and calls :func:`register` (plus, for a built-in kind, one line in
-``manager.jobs.builtin``).
+(suspend, run, restore, finished, owner rules), the Workloads it turns into, and the API
+writes its lifecycle's actions make. The webhook's routes, the job reconciler, ``simulate``'s
+converter and the manifests' RBAC check all read :func:`kinds`, so a new kind is one module
+that builds its ``JobKind`` and calls :func:`register` (plus, for a built-in kind, one line
+in ``manager.jobs.builtin``).
 
 This module holds data only: it imports no kind at import time (the built-in kinds are
 loaded on first use), so the shared job rules may consult it without an import cycle.
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from api.access import ApiAccess
 from api.wire import JSON
 from manager.core.jobs_to_workloads import queue_name
 from manager.core.objects import ObjectError
@@ -34,20 +35,10 @@ GVK = tuple[str, str, str]
 _BUILTIN = "manager.jobs.builtin"
 
 
-@dataclass(frozen=True)
-class RbacRule:
-    """One ClusterRole rule the manager needs for a kind."""
-
-    api_group: str
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-
-
-def job_rbac(group: str, plural: str) -> tuple[RbacRule, ...]:
-    """What a suspendable job kind needs: read and update it, its status, its finalizers."""
-    return (RbacRule(group, (plural,), ("get", "list", "watch", "update", "patch")),
-            RbacRule(group, (f"{plural}/status",), ("get", "patch", "update")),
-            RbacRule(group, (f"{plural}/finalizers",), ("update", "patch")))
+def job_rbac(group: str, plural: str) -> tuple[ApiAccess, ...]:
+    """What a suspendable job kind's lifecycle writes: the job itself, suspended, started and
+    restored by a PUT of the whole object (``Replace``)."""
+    return (ApiAccess(group, plural, ("update",)),)
 
 
 @dataclass(frozen=True)
@@ -60,7 +51,11 @@ class JobKind:
     # The Workloads an object of this kind turns into (names deterministic); None for a kind
     # whose objects run under another kind's Workloads (the pods of an LWS group).
     to_workloads: Callable[[JSON], list[JSON]] | None = None
-    rbac: tuple[RbacRule, ...] = ()
+    # The API writes its lifecycle's actions make (each ``Replace`` a PUT of the object's
+    # resource, each ``Delete`` a DELETE). The reconciler adds what follows from the kind
+    # itself (an informer of it, its finalizers for the Workloads it owns): see
+    # ``manager.runtime.controllers.jobs.api_access``.
+    rbac: tuple[ApiAccess, ...] = ()
 
     @property
     def name(self) -> str:

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from api.access import ApiAccess
 from api.config import DEFAULT_NAMESPACE
+from kube import leader
 from kube.client import connect
 from kube.config_file import load_config
 from kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
@@ -34,6 +36,8 @@ from kube.logging import configure_cli_logging
 from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from kube.startup import check_kubeconfig, exit_code, starting
 from manager.core.config import config_from
+from manager.runtime import token_review
+from manager.runtime.controllers import manager as queue_manager
 from manager.runtime.controllers.manager import QueueManager
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_auth import cluster_metrics_guard
@@ -49,6 +53,12 @@ Extra = Callable[[Any], Awaitable[Callable[[], Awaitable[None]]]]
 ManagerExtra = Callable[[Any, QueueManager, Reviewers], Awaitable[Callable[[], Awaitable[None]]]]
 """An extra server that also reads the queue manager (the visibility API, the dashboard); it
 asks who its callers are through the process's one set of cached reviewers."""
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """What ``pykueue manager`` asks of the API, as RBAC (``api.access``): the queue manager
+    and its controllers, the Lease, and the reviews of /metrics' bearer tokens."""
+    return (*queue_manager.api_access(), *leader.API_ACCESS, *token_review.API_ACCESS)
 
 
 @dataclass(frozen=True)

@@ -33,27 +33,24 @@ from typing import Any
 
 from manager.core.engine import QueueingCore
 from manager.core.objects import FR
+from manager.core.reasons import eviction_cause
 from manager.core.tiers import unadmitted_labels
 from manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
 from manager.runtime.metrics import KueueMetrics
 
-# Kueue's eviction reason label for a Kueue deactivation, and the underlying cause it names.
-_DEACTIVATED_PREFIX = "DeactivatedDueTo"
 _PODS_READY_TIMEOUT = "PodsReadyTimeout"
 
 
 def eviction_labels(core_reason: str, *, unique: bool = False) -> tuple[str, str]:
     """(reason, underlying_cause) labels of an eviction recorded by the core.
 
-    The core records ``DeactivatedDueTo<Cause>`` for Kueue's own deactivations; Kueue's
-    metrics label those ``Deactivated`` with the cause apart. The unique-evictions family
-    also says why a PodsReady timeout happened (``WaitForStart``: pods never became ready).
+    Kueue's metrics label every deactivation ``Deactivated``, with the cause apart when
+    Kueue deactivated it (see ``eviction_cause``). The unique-evictions family also says why
+    a PodsReady timeout happened (``WaitForStart``: pods never became ready).
     """
-    if core_reason.startswith(_DEACTIVATED_PREFIX):
-        return "Deactivated", core_reason.removeprefix(_DEACTIVATED_PREFIX)
     if unique and core_reason == _PODS_READY_TIMEOUT:
         return core_reason, "WaitForStart"
-    return core_reason, ""
+    return eviction_cause(core_reason)
 
 
 def resource_amount(resource: str, amount: int) -> float:

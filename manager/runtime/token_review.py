@@ -33,6 +33,8 @@ from typing import Generic, Protocol, TypeVar
 
 from kubernetes_asyncio.client import ApiClient, AuthenticationV1Api, V1TokenReview, V1TokenReviewSpec
 
+from api.access import ApiAccess
+from manager.runtime.visibility import auth
 from manager.runtime.visibility.auth import (
     AuthorizationDecision,
     Authorizer,
@@ -40,6 +42,13 @@ from manager.runtime.visibility.auth import (
     ReviewsThrottled,
     SubjectAccessReviewAuthorizer,
     UserInfo,
+)
+
+# The reviewers' calls, as RBAC (``api.access``): a TokenReview per bearer token and a
+# SubjectAccessReview per question, each answered from a cache when it can be.
+API_ACCESS: tuple[ApiAccess, ...] = (
+    ApiAccess("authentication.k8s.io", "tokenreviews", ("create",)),
+    auth.SUBJECT_ACCESS_REVIEWS,
 )
 
 CACHE_TTL_S = 10.0

@@ -44,6 +44,11 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         {"name": "worker-1", "kubeconfig": _WORKER_KUBECONFIG},
         {"name": "worker-2", "secretName": "worker-2-kubeconfig"}]}},
     "metrics-tls-certificate": {"metrics": {"tls": {"enabled": True, "secretName": "pykueue-metrics-cert"}}},
+    "extender-3-placed-without-pdb": {"extender": {
+        "replicas": 3, "nodeSelector": {"pool": "system"},
+        "tolerations": [{"key": "system", "operator": "Exists"}], "resources": {"requests": {"cpu": "1"}},
+        "podAnnotations": {"team": "batch"},
+        "podDisruptionBudget": {"enabled": False}}},
 }
 
 

@@ -98,7 +98,7 @@ async def _attack(spec: dict[str, Any]) -> dict[str, Any]:
         "requests": {name: {"tried": t.tried, "statuses": {str(k): v for k, v in sorted(t.statuses.items())},
                             "5xx": sum(n for s, n in t.statuses.items() if s >= 500),
                             "server_errors": [[k, s, b.decode(errors="replace")]
-                                              for k, s, b in t.server_errors[:5]],
+                                              for k, s, b in t.server_errors],
                             "hangs": sum(t.hangs.values())}
                      for name, t in tallies.items()},
         "slow": {"held_at_once": spec["slow"], "cut_by_server": len(cut),

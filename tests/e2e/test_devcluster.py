@@ -8,12 +8,15 @@ phases, ``dev up`` repairs nodes, and the API server carries the aggregation-lay
 from __future__ import annotations
 
 import datetime
+import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio.client import CoreV1Api
 
-from devcluster import cluster, nodes, processes
+from devcluster import addons, cluster, nodes, processes
 from tests.e2e.conftest import DevCluster, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -137,8 +140,51 @@ def test_status_reports_every_component_running(dev_cluster: DevCluster) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[-1] == f"kubeconfig: {dev_cluster.kubeconfig}"
-    for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+    for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "pykueue",
+                 "pykueue-extender", "pykueue-tas-scheduler"):
         assert any(line.split()[:1] == [name] and "running" in line.split() for line in lines), name
+
+
+def _flags(record: processes.ProcessRecord) -> dict[str, str]:
+    """A process's ``--flag value`` and ``--flag=value`` arguments."""
+    spaced = dict(itertools.pairwise(record.argv))
+    return {**spaced, **dict(a.split("=", 1) for a in record.argv if a.startswith("--") and "=" in a)}
+
+
+def _extender_ca(dev_cluster: DevCluster) -> str:
+    secret = dev_cluster.get_json("secret", addons.EXTENDER_SECRET, "-n", addons.PYKUEUE_NAMESPACE)
+    return str(secret["data"]["ca.crt"])
+
+
+def test_the_extender_runs_apart_as_its_own_service_account(dev_cluster: DevCluster) -> None:
+    """As installed: pykueue serves no extender; ``pykueue extender`` keeps its certificates in
+    the install's Secrets as ServiceAccount pykueue-extender, and ``dev up`` prints its URL. A
+    dead one is started again by ``dev up`` with the CA of its Secret, the TAS scheduler
+    rewired to it."""
+    state = cluster.current_state()
+    assert state is not None
+    pykueue, extender = state.record(addons.PYKUEUE), state.record(addons.EXTENDER)
+    assert pykueue is not None and extender is not None
+    assert "--no-extender" in pykueue.argv and "--extender-bind-address" not in pykueue.argv
+    flags = _flags(extender)
+    assert flags["--cert-secret"] == addons.EXTENDER_SECRET
+    users = yaml.safe_load(Path(flags["--kubeconfig"]).read_text())["users"]
+    assert [u["name"] for u in users] == ["system:serviceaccount:pykueue-system:pykueue-extender"]
+    ca = _extender_ca(dev_cluster)
+
+    assert processes.stop(extender)
+    result = dev_cluster.dev("up")
+    assert result.returncode == 0, result.stderr
+    printed = dict(line.split(": ", 1) for line in result.stdout.strip().splitlines())
+    after = cluster.current_state()
+    assert after is not None
+    restarted, scheduler = after.record(addons.EXTENDER), after.record("pykueue-tas-scheduler")
+    assert restarted is not None and processes.is_running(restarted) and restarted.pid != extender.pid
+    assert printed["extender"] == f"https://{_flags(restarted)['--host']}:{_flags(restarted)['--port']}"
+    assert _extender_ca(dev_cluster) == ca
+    assert scheduler is not None and processes.is_running(scheduler)
+    config = yaml.safe_load(Path(_flags(scheduler)["--config"]).read_text())
+    assert [e["urlPrefix"] for e in config["extenders"]] == [printed["extender"]]
 
 
 def test_dev_up_restores_deleted_and_changed_nodes(dev_cluster: DevCluster) -> None:

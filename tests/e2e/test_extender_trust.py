@@ -1,4 +1,5 @@
-"""The dev cluster's extender (inside ``pykueue run``) trusts only the TAS scheduler.
+"""The dev cluster's extender (``pykueue extender`` as the install runs it: its own process and
+ServiceAccount, certificates kept in Secrets) trusts only the TAS scheduler.
 
 Callers are refused at the TLS handshake without a client certificate of pykueue's
 extender CA, and with 403 when the certificate names another client; even the scheduler's
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from certs.authority import issue_client, new_ca
-from devcluster import cluster
+from devcluster import addons, cluster
 
 from .conftest import DevCluster, wait_until
 
@@ -38,10 +39,10 @@ def _secret(dev_cluster: DevCluster, name: str) -> dict[str, bytes]:
 
 def _extender_address() -> tuple[str, int]:
     state = cluster.current_state()
-    record = state.record("pykueue") if state is not None else None
-    assert record is not None, "the dev cluster runs no pykueue"
-    host, port = dict(itertools.pairwise(record.argv))["--extender-bind-address"].rsplit(":", 1)
-    return host, int(port)
+    record = state.record(addons.EXTENDER) if state is not None else None
+    assert record is not None, "the dev cluster runs no extender"
+    flags = dict(itertools.pairwise(record.argv))
+    return flags["--host"], int(flags["--port"])
 
 
 def _context(ca: bytes, pair: tuple[bytes, bytes] | None, work: Path) -> ssl.SSLContext:

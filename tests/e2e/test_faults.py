@@ -3,7 +3,7 @@
 Two pykueue replicas run with leader election on, as an install runs them: the dev
 cluster's own ``pykueue run`` is stopped for this module and replaced by two with its
 command line (ports of their own; a test-only fault directory each), behind a loopback
-"Service" that forwards webhook, visibility and extender calls to a ready replica
+"Service" that forwards webhook and visibility calls to a ready replica
 (``devcluster.replicas``); a replica that exits unasked is started again, as its
 Deployment would. The module holds the dev cluster's lock meanwhile (an ``up`` elsewhere
 waits) and ``dev up`` brings the cluster's own pykueue back at the end. Faults are only

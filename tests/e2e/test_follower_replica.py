@@ -30,8 +30,8 @@ from .jobs_common import condition, queues, remove_queues, workloads_owned_by
 
 pytestmark = pytest.mark.e2e
 
-PORT_FLAGS = ("--metrics-bind-address", "--health-probe-bind-address", "--extender-bind-address",
-              "--webhook-bind-address", "--visibility-bind-address", "--dashboard-bind-address")
+PORT_FLAGS = ("--metrics-bind-address", "--health-probe-bind-address", "--webhook-bind-address",
+              "--visibility-bind-address", "--dashboard-bind-address")
 
 
 def _free_port() -> int:

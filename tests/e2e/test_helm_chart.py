@@ -77,6 +77,29 @@ def test_replicas_and_the_tas_scheduler(helm: Path, tmp_path: Path) -> None:
     assert not [k for k in objects if "tas-scheduler" in k[1]]
     # pykueue still serves the extender, for a kube-scheduler the cluster admin runs.
     assert ("Service", "pykueue-extender-service") in objects
+    assert objects["Deployment", "pykueue-extender"]["spec"]["replicas"] == 2
+
+
+def test_the_extender_runs_apart_with_values_of_its_own(helm: Path, tmp_path: Path) -> None:
+    objects = _objects(helm, tmp_path, {**VALUE_SETS["extender-3-placed-without-pdb"], "controllerManager": {
+        "manager": {"image": {"repository": "registry.example/pykueue", "tag": "dev"}},
+        "imagePullSecrets": [{"name": "registry"}], "nodeSelector": {"pool": "manager"}}})
+    deployment = objects["Deployment", "pykueue-extender"]
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["template"]["metadata"]["annotations"] == {"team": "batch"}
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    # The manager's image and pull secrets; placement and resources of its own.
+    assert container["image"] == "registry.example/pykueue:dev" and container["args"][0] == "extender"
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["serviceAccountName"] == "pykueue-extender"
+    assert pod["nodeSelector"] == {"pool": "system"}
+    assert pod["tolerations"] == [{"key": "system", "operator": "Exists"}]
+    assert container["resources"] == {"requests": {"cpu": "1", "memory": "256Mi"},
+                                      "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert ("PodDisruptionBudget", "pykueue-extender") not in objects
+    assert ("PodDisruptionBudget", "pykueue-controller-manager") in objects
+    assert _manager(objects)["nodeSelector"] == {"pool": "manager"}
 
 
 def test_manage_jobs_without_queue_name_with_a_namespace_selector(helm: Path, tmp_path: Path) -> None:
@@ -169,7 +192,9 @@ def test_placement_image_and_resources(helm: Path, tmp_path: Path) -> None:
     ({"multiKueue": {"workers": [{"name": "w", "kubeconfig": "x", "secretName": "y"}]}},
      "'/multiKueue/workers/0'"),
     ({"dashboard": {"port": "8084"}}, "'/dashboard/port'"),
-], ids=["typo", "no-replicas", "worker-without-kubeconfig", "worker-with-both", "port-as-string"])
+    ({"extender": {"replica": 2}}, "'/extender'"),
+], ids=["typo", "no-replicas", "worker-without-kubeconfig", "worker-with-both", "port-as-string",
+        "extender-typo"])
 def test_the_schema_refuses_bad_values(helm: Path, tmp_path: Path, values: dict[str, Any],
                                        where: str) -> None:
     values_file = tmp_path / "values.yaml"

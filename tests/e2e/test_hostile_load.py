@@ -38,7 +38,7 @@ pytestmark = pytest.mark.e2e
 
 # Scaled like the fault suite: PYKUEUE_HOSTILE_SCALE=2.5 for the README's figures.
 SCALE = float(os.environ.get("PYKUEUE_HOSTILE_SCALE", "1"))
-JOBS_PER_PHASE = max(20, int(40 * SCALE))
+JOBS_PER_PHASE = max(50, int(150 * SCALE))
 SLOW_CONNECTIONS = 500
 ADMIT_DEADLINE_S = 60.0
 
@@ -154,7 +154,11 @@ def test_jobs_are_admitted_promptly_and_the_lease_is_kept_under_attack(
     print("\nhostile load figures:", json.dumps(figures, indent=1))
     requests = attack["requests"]
     assert all(r["tried"] > 0 for r in requests.values()), requests
-    assert sum(r["5xx"] for r in requests.values()) == 0, {k: r["server_errors"] for k, r in requests.items()}
+    # The only 5xx allowed is the documented 503 at a server's connection cap (the 500 slow
+    # connections fill the dashboard's and the metrics' 128 on purpose).
+    unexpected = {k: [e for e in r["server_errors"] if not (e[1] == 503 and "open connections" in e[2])]
+                  for k, r in requests.items()}
+    assert not any(unexpected.values()), unexpected
     assert lease_after.get("holderIdentity") == lease_before.get("holderIdentity")
     assert lease_after.get("leaseTransitions") == lease_before.get("leaseTransitions")
     assert lease_after["renewTime"] > lease_before["renewTime"], "the leader renewed through the attack"

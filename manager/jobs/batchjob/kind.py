@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from api import keys
+from api.access import ApiAccess
 from api.wire import JSON
 from manager.core.jobs_to_workloads import owned_workload, workload_name
 from manager.core.objects import named_meta
@@ -31,4 +32,6 @@ def workloads(job: JSON) -> list[JSON]:
     return [owned_workload(job, name, [podset], controller=True)]
 
 
-KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads, job_rbac("batch", "jobs"))
+# Besides the Job: the elastic-job ungater writes its pods back without their gate.
+KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads,
+               (*job_rbac("batch", "jobs"), ApiAccess("", "pods", ("update",))))

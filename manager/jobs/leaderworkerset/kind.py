@@ -5,12 +5,13 @@ the pod kind, which it enables."""
 from __future__ import annotations
 
 from api import keys
+from api.access import ApiAccess
 from api.wire import JSON
 from manager.core.jobs_to_workloads import owned_workload, workload_name
 from manager.core.objects import named_meta
 from manager.jobs.leaderworkerset.lifecycle import GROUP, LIFECYCLE
 from manager.jobs.leaderworkerset.webhook import WEBHOOK
-from manager.jobs.registry import JobKind, job_rbac
+from manager.jobs.registry import JobKind
 
 
 def workloads(lws: JSON) -> list[JSON]:
@@ -33,5 +34,6 @@ def workloads(lws: JSON) -> list[JSON]:
     return out
 
 
-KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads,
-                        job_rbac(GROUP, "leaderworkersets"))
+# A LeaderWorkerSet is never written (its groups run through their pods): adoption stamps
+# each pod with its group (a PUT of the pod).
+KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads, (ApiAccess("", "pods", ("update",)),))

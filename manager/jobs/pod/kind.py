@@ -4,12 +4,11 @@ admitted."""
 
 from __future__ import annotations
 
+from api.access import ApiAccess
 from manager.jobs.pod.lifecycle import LIFECYCLE
 from manager.jobs.pod.webhook import WEBHOOK
-from manager.jobs.registry import JobKind, RbacRule
+from manager.jobs.registry import JobKind
 
-KIND = JobKind(
-    LIFECYCLE.integration, LIFECYCLE, WEBHOOK, None,
-    (RbacRule("", ("pods",), ("get", "list", "watch", "update", "patch", "delete")),
-     RbacRule("", ("pods/status",), ("get", "patch", "update")),
-     RbacRule("", ("pods/finalizers",), ("update",))))
+# Start ungates pods and the end of a group releases their finalizer (PUTs); stop deletes them.
+KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, None,
+               (ApiAccess("", "pods", ("update", "delete")),))

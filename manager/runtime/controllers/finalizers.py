@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.wire import JSON
 from kube import resources as res
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 
 RETRY_S = 5.0  # after a failed write other than a conflict (a conflict brings its own event)
 FINALIZER = keys.RESOURCE_IN_USE_FINALIZER
+# Its calls, as RBAC (``api.access``): the finalizer taken off by a merge patch of the object
+# itself (not of a subresource); the objects come from the queue manager's informers.
+API_ACCESS: tuple[ApiAccess, ...] = (res.CLUSTER_QUEUES.access("patch"), res.RESOURCE_FLAVORS.access("patch"))
 
 
 def terminating(obj: Mapping[str, Any]) -> bool:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.events import DiscardEvents, EventRecord, EventSink
 from api.wire import JSON, meta
 from kube import resources as res
@@ -67,7 +68,7 @@ from manager.jobs.lifecycle import (
     podset_infos,
     prebuilt_workload_name,
 )
-from manager.jobs.registry import Registry
+from manager.jobs.registry import JobKind, Registry
 from manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
@@ -82,6 +83,31 @@ UNGATE_RETRY_S = 1.0
 def resource_of(lc: WorkloadOwner) -> ResourceRef:
     i = lc.integration
     return ResourceRef(i.group, i.version, i.plural, True, i.kind)
+
+
+# Kubernetes' OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift, for
+# one) admits an object whose owner reference has blockOwnerDeletion only from a user who may
+# ``update`` the owner's ``finalizers`` subresource (plugin/pkg/admission/gc/gc_admission.go).
+BLOCKS_OWNER_DELETION = ("created with an owner reference that blocks the owner's deletion: "
+                         "OwnerReferencesPermissionEnforcement wants update on the owner's finalizers")
+
+
+def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
+    """What the reconciler asks of the API for these kinds, as RBAC (``api.access``): per
+    kind, an informer of its objects (a one-item list first tells whether the API is served),
+    the writes of its lifecycle's actions (``JobKind.rbac``: :meth:`JobReconciler._apply`
+    PUTs a ``Replace`` and DELETEs a ``Delete``), ``update`` on its finalizers for the Workloads
+    it owns (``_create_workload`` sets blockOwnerDeletion), and a list of an elastic kind's pods
+    (the ungater). For all kinds: Workloads created, their queue name or slice updated, surplus
+    ones deleted."""
+    rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
+    for kind in job_kinds:
+        ref = resource_of(kind.lifecycle)
+        rows += [ref.access("list", "watch"), *kind.rbac,
+                 ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
+        if isinstance(kind.lifecycle, ScalesBySlices):
+            rows.append(res.PODS.access("list"))
+    return tuple(rows)
 
 
 class JobReconciler:
@@ -420,14 +446,21 @@ class JobReconciler:
                 if create:
                     await self._create_workload(lc, job, wl)
                 continue
-            queue = (wl.get("spec") or {}).get("queueName") or ""
             held = bool((current.get("status") or {}).get("admission"))
-            if not held and ((current.get("spec") or {}).get("queueName") or "") != queue:
-                # A pending Workload follows its job's queue name (mJWQN: the label came later).
+            # A pending Workload follows its job's queue name (mJWQN: the label came later) and
+            # maximum execution time (its label may change while the job is suspended; Kueue
+            # recreates the Workload then, here it is updated in place).
+            followed = ("queueName", "maximumExecutionTimeSeconds")
+            wanted_spec = {k: (wl.get("spec") or {}).get(k) for k in followed}
+            current_spec = {k: (current.get("spec") or {}).get(k) for k in followed}
+            if not wanted_spec["queueName"]:
+                wanted_spec["queueName"] = None
+            if not current_spec["queueName"]:
+                current_spec["queueName"] = None
+            if not held and wanted_spec != current_spec:
                 path = res.WORKLOADS.object_path(wl["metadata"]["name"], wl["metadata"]["namespace"])
-                spec = {k: v for k, v in current["spec"].items() if k != "queueName"}
-                if queue:
-                    spec["queueName"] = queue
+                spec = {k: v for k, v in current["spec"].items() if k not in followed}
+                spec.update({k: v for k, v in wanted_spec.items() if v is not None})
                 await self.client.replace(path, {**current, "spec": spec})
         uid = str(meta(job).get("uid") or "")
         for key in sorted(self._by_job_uid.get(uid, set()) - wanted if uid else set()):

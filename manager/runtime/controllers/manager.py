@@ -39,9 +39,11 @@ from functools import partial
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.config import DEFAULT_NAMESPACE
 from api.events import EventRecord, ObjectReference
 from api.wire import JSON
+from kube import events as kube_events
 from kube import resources as res
 from kube.backoff import Backoff
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
@@ -55,18 +57,20 @@ from manager.core.config import CoreConfig
 from manager.core.engine import QueueingCore
 from manager.core.events import workload_events
 from manager.core.objects import ObjectError, parse_time
-from manager.core.status import accumulate_execution, carry_check_details, workload_status
+from manager.core.status import accumulate_execution, carry_check_details, legacy_admitted, workload_status
 from manager.core.tas_hook import TasPlacer
 from manager.core.workload_state import ADMITTED, FINISHED
 from manager.jobs.admission import AdmissionPolicy
 from manager.jobs.lifecycle import Finished, condition_true
-from manager.jobs.registry import enabled_registry
+from manager.jobs.registry import enabled_registry, kinds
 from manager.runtime.fault_hooks import FAIL_SCHEDULING, FaultHooks
 from manager.runtime.metrics import KueueMetrics, ReplicaRole
 from manager.runtime.metrics_feed import MetricsFeed
 
+from . import finalizers, jobs, provisioning, retention, topology
 from .finalizers import FinalizerRelease, terminating
 from .jobs import JobReconciler
+from .multikueue import controller as multikueue
 from .multikueue.controller import MultiKueueController
 from .provisioning import ProvisioningController
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
@@ -81,6 +85,16 @@ log = logging.getLogger(__name__)
 CORE_KINDS: tuple[ResourceRef, ...] = (
     res.RESOURCE_FLAVORS, res.COHORTS, res.CLUSTER_QUEUES, res.LOCAL_QUEUES,
     res.WORKLOAD_PRIORITY_CLASSES, res.ADMISSION_CHECKS, res.NAMESPACES, res.WORKLOADS,
+)
+# The queue manager's own calls, as RBAC (``api.access``): an informer of each core kind; a
+# Workload re-read after a conflict, deactivated (``spec.active``) and its status patched;
+# each queue re-read after a conflict and its status written back (PUT).
+API_ACCESS: tuple[ApiAccess, ...] = (
+    *(ref.access("list", "watch") for ref in CORE_KINDS),
+    res.WORKLOADS.access("get", "patch"),
+    res.WORKLOADS.access("patch", subresource="status"),
+    *(ref.access("get") for ref in (res.CLUSTER_QUEUES, res.LOCAL_QUEUES)),
+    *(ref.access("update", subresource="status") for ref in (res.CLUSTER_QUEUES, res.LOCAL_QUEUES)),
 )
 QUEUE_STATUS_PERIOD_S = 1.0
 # Queue statuses wait for request budget at most this long: a manager that stays busy
@@ -143,6 +157,15 @@ PENDING_NOTICE_RETRY_S = 1.0
 # ... but a notice waits at most this long: under a backlog that lasts (minutes at 300 QPS
 # on a loaded apiserver) a user still learns within it why the job waits.
 PENDING_NOTICE_MAX_DEFER_S = 30.0
+
+
+def api_access() -> tuple[ApiAccess, ...]:
+    """What a :class:`QueueManager` and the controllers it runs ask of the API, whichever the
+    Configuration turns on (every registered job kind, MultiKueue, retention), and its Events."""
+    registered = kinds()
+    return (*API_ACCESS, *jobs.api_access(registered), *topology.API_ACCESS, *finalizers.API_ACCESS,
+            *provisioning.API_ACCESS, *multikueue.api_access(registered), *retention.API_ACCESS,
+            *kube_events.API_ACCESS)
 
 
 class WriteConflicts(RuntimeError):
@@ -611,6 +634,8 @@ class QueueManager:
             if "admissionChecks" in status:  # states are ours, the rest their controllers'
                 status["admissionChecks"] = carry_check_details(old_status.get("admissionChecks") or (),
                                                                 status["admissionChecks"], self.core.now)
+            if not self.core.config.tiered_reasons and rec.status != FINISHED:
+                status = legacy_admitted(old_status, status, self.core.now)
             if release_only:
                 if not reserved(old_status):
                     return None  # the API shows it released already

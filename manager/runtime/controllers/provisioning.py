@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.events import WARNING, DiscardEvents, EventRecord, EventSink, ObjectReference
 from api.wire import JSON, meta
 from kube import resources as res
@@ -44,11 +45,28 @@ from manager.jobs.provisioning.requests import (
 log = logging.getLogger(__name__)
 
 REPORTER = "kueue-provisioning-request-controller"
-# Informers it runs beside the queue manager's, and the writes it makes (the install's RBAC).
+# Informers it runs beside the queue manager's.
 WATCHED: tuple[ResourceRef, ...] = (res.PROVISIONING_REQUESTS, res.PROVISIONING_REQUEST_CONFIGS)
-WRITES: tuple[tuple[ResourceRef, tuple[str, ...]], ...] = (
-    (res.PROVISIONING_REQUESTS, ("create", "delete")),
-    (res.POD_TEMPLATES, ("get", "create", "update")),
+# Kubernetes' OwnerReferencesPermissionEnforcement admission plugin: an object whose owner
+# references change may only be written by a user who may delete it, and a new owner
+# reference that blocks the owner's deletion wants ``update`` on the owner's finalizers.
+_HANDED_OVER = ("a template handed over to its request changes its owner references: "
+                "OwnerReferencesPermissionEnforcement wants delete on it")
+_BLOCKING = ("created (or handed over) with an owner reference that blocks the owner's deletion: "
+             "OwnerReferencesPermissionEnforcement wants update on the owner's finalizers")
+# Every call of this controller, as RBAC (``api.access``): its informers (a one-item list
+# first tells whether the API is served); requests created, deleted, and read when a create
+# meets one already there; templates read, created and handed over (PUT); the check states
+# of Workloads and the Active condition of AdmissionChecks patched.
+API_ACCESS: tuple[ApiAccess, ...] = (
+    *(ref.access("list", "watch") for ref in WATCHED),
+    res.PROVISIONING_REQUESTS.access("get", "create", "delete"),
+    res.POD_TEMPLATES.access("get", "create", "update"),
+    res.POD_TEMPLATES.access("delete", why=_HANDED_OVER),
+    res.WORKLOADS.access("update", subresource="finalizers", why=_BLOCKING),
+    res.PROVISIONING_REQUESTS.access("update", subresource="finalizers", why=_BLOCKING),
+    res.WORKLOADS.access("patch", subresource="status"),
+    res.ADMISSION_CHECKS.access("patch", subresource="status"),
 )
 _BACKGROUND = {"propagationPolicy": "Background"}
 Verdict = Callable[[str, str, str, "float | None"], None]

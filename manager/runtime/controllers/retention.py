@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.events import DiscardEvents, EventSink
 from api.wire import JSON
 from kube import resources as res
@@ -29,6 +30,8 @@ from manager.core.objects import parse_time
 log = logging.getLogger(__name__)
 
 RETRY_S = 5.0  # a deletion that failed (API unreachable or refusing) is tried again after this
+# Its one call, as RBAC (``api.access``): a finished Workload deleted (it reads the informer's cache).
+API_ACCESS: tuple[ApiAccess, ...] = (res.WORKLOADS.access("delete"),)
 
 
 def after_finished(config: Mapping[str, Any]) -> float | None:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from api.access import ApiAccess
 from api.wire import JSON
 from kube import resources as res
 from kube.client import KubeClient
@@ -54,8 +55,9 @@ def not_ready_for(node: JSON, now: float) -> float:
     return 0.0
 
 
-# What the feed watches (the install's RBAC must let it list and watch these).
+# What the feed watches, and so its only calls (as RBAC, ``api.access``): a list and a watch of each.
 WATCHED: tuple[ResourceRef, ResourceRef, ResourceRef] = (res.TOPOLOGIES, res.NODES, res.PODS)
+API_ACCESS: tuple[ApiAccess, ...] = tuple(ref.access("list", "watch") for ref in WATCHED)
 
 
 class TopologyFeed:

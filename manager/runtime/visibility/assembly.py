@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, ApiregistrationV1Api
 
+from api.access import ApiAccess
 from api.keys import VISIBILITY_GROUP
+from certs import rotation
 from certs.rotation import CertRotator
+from manager.runtime.visibility import auth
 from manager.runtime.visibility.auth import (
     Authorizer,
     RequestHeaderAuthenticator,
@@ -42,6 +45,11 @@ from manager.runtime.visibility.tls import (
 API_SERVICE_NAME = f"{VERSION}.{VISIBILITY_GROUP}"
 # One APIService per served version, all pointing at this server.
 API_SERVICE_NAMES = tuple(f"{v}.{VISIBILITY_GROUP}" for v in VERSIONS)
+# What the rotating server asks of the API, as RBAC (``api.access``): its rotator's Secret and
+# the APIServices' caBundle (``pykueue run`` gives it ``API_SERVICE_NAMES``), and the
+# requestheader ConfigMap and SubjectAccessReviews of ``auth``. (``inject_ca_bundle``, the
+# fixed variant's, patches an APIService; ``pykueue run`` does not use it.)
+API_ACCESS: tuple[ApiAccess, ...] = (*rotation.api_access(api_services=API_SERVICE_NAMES), *auth.API_ACCESS)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,19 @@ from kubernetes_asyncio.client import (
     V1SubjectAccessReviewSpec,
 )
 
+from api.access import ApiAccess
+
 AUTHENTICATION_CONFIGMAP_NAMESPACE = "kube-system"
 AUTHENTICATION_CONFIGMAP_NAME = "extension-apiserver-authentication"
+# The calls below, as RBAC (``api.access``): the requestheader ConfigMap is read (granted by
+# Kubernetes' own Role ``extension-apiserver-authentication-reader``, which the install
+# binds in kube-system), and each request is authorized with a SubjectAccessReview.
+SUBJECT_ACCESS_REVIEWS = ApiAccess("authorization.k8s.io", "subjectaccessreviews", ("create",))
+API_ACCESS: tuple[ApiAccess, ...] = (
+    ApiAccess("", "configmaps", ("get",), names=(AUTHENTICATION_CONFIGMAP_NAME,),
+              namespace=AUTHENTICATION_CONFIGMAP_NAMESPACE),
+    SUBJECT_ACCESS_REVIEWS,
+)
 
 
 @dataclass(frozen=True)

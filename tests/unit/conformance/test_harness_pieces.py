@@ -125,7 +125,14 @@ def test_configuration_owns_the_process_settings_and_reports_what_it_cannot_pass
     )
     assert document["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert document["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
-    assert "waitForPodsReady" not in document  # v1beta1's enable: false means off
+    # v1beta1's enable: false means off; v0.19.2 waits for pods ready when the section is
+    # absent, so off takes its gate (the VisibilityOnDemand one is the harness's own).
+    assert "waitForPodsReady" not in document
+    assert document["featureGates"] == {"VisibilityOnDemand": False, "DisableWaitForPodsReady": True}
+    gated, _ = scenario_sections({"featureGates": {"PrioritizePreemptorWorkloads": True},
+                                  "waitForPodsReady": {"enable": False}})
+    assert gated["featureGates"] == {"PrioritizePreemptorWorkloads": True, "DisableWaitForPodsReady": True}
+    assert "featureGates" not in scenario_sections({"waitForPodsReady": {"timeout": "5m"}})[0]
     assert document["webhook"]["port"] == 9443
     assert sorted(left_out) == [
         "config.bogus (not a Kueue Configuration field)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from manager.core.engine import QueueingCore
@@ -152,7 +153,10 @@ def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None
     """Three policies can hand quota round in a ring: each admission makes the next
     preemption legal. Kueue v0.19.2's minimalkueue, given these objects on a live control
     plane, preempted in this order without end (one step a second, its requeue batch); the
-    core does the same rather than stopping on a victim Kueue would take."""
+    core does the same rather than stopping on a victim Kueue would take. The order rests on
+    that batch: the quota a victim frees reaches the parked workloads of the cohort one
+    batch later, so the preemptor, requeued at once, gets it first (PrioritizePreemptorWorkloads
+    is off, as in Kueue v0.19.2)."""
     core = _core(
         _cq("cq0", 3, {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}),
         _cq("cq1", 1, {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
@@ -160,10 +164,17 @@ def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None
         _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
     )
+    core.config = replace(core.config, requeue_batch_s=1.0)  # Kueue's requeue batch
+    assert not core.config.prioritize_preemptors
     for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
         core.apply(wl)
-    preemptions = [(d.key, t, d.target_reasons[t]) for d in core.run_until_idle(max_cycles=40)
-                   for t in d.targets]
+    preemptions: list[tuple[str, str, str]] = []
+    for _ in range(10):
+        preemptions += [(d.key, t, d.target_reasons[t]) for d in core.run_until_idle(max_cycles=40)
+                        for t in d.targets]
+        due = core.next_deadline()
+        assert due is not None
+        core.fire_timers(due)
     ring = [("default/w2", "default/w1", IN_COHORT_RECLAMATION),
             ("default/w0", "default/w2", IN_CLUSTER_QUEUE),
             ("default/w1", "default/w0", IN_COHORT_RECLAIM_WHILE_BORROWING)]

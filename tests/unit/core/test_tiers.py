@@ -10,7 +10,7 @@ import pytest
 from manager.core.config import CoreConfig, config_from
 from manager.core.engine import QueueingCore
 from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
-from manager.core.status import workload_status
+from manager.core.status import legacy_admitted, workload_status
 from manager.core.tiers import (
     AdmittedReason,
     Tier,
@@ -224,8 +224,8 @@ def test_a_reservation_waiting_for_checks_or_topology_has_its_admitted_reason() 
     assert conds["Admitted"] == ("False", "UnsatisfiedAdmissionChecks",
                                  "The workload has not all checks ready")
     assert unadmitted_labels(rec) == (AdmittedReason.UNSATISFIED_CHECKS, "")
-    legacy = _conditions(workload_status(rec, core.now, tiered=False))
-    assert legacy["Admitted"][:2] == ("False", "UnsatisfiedChecks")
+    # Without the tiers Kueue writes Admitted only when it flips: never admitted, none.
+    assert "Admitted" not in _conditions(workload_status(rec, core.now, tiered=False))
     core.set_check_state(key, "prov", "Ready")
     core.run_until_idle()
     assert core.workloads[key].status == "Admitted"
@@ -238,10 +238,11 @@ def test_a_reservation_waiting_for_checks_or_topology_has_its_admitted_reason() 
     assert unadmitted_labels(rec, delayed_topology=True) == ("PendingDelayedTopologyRequests", "")
 
 
-@pytest.mark.parametrize(("gates", "tiered"), [(None, True), ({}, True),
+@pytest.mark.parametrize(("gates", "tiered"), [(None, False), ({}, False),
                                               ({"UnadmittedWorkloadsObservability": True}, True),
                                               ({"UnadmittedWorkloadsObservability": False}, False)])
-def test_the_feature_gate_defaults_on(gates: dict[str, bool] | None, tiered: bool) -> None:
+def test_the_feature_gate_is_off_by_default_as_in_kueue_v0_19_2(gates: dict[str, bool] | None,
+                                                                tiered: bool) -> None:
     config: dict[str, Any] = {"manageJobsWithoutQueueName": False}
     if gates is not None:
         config["featureGates"] = gates
@@ -307,7 +308,8 @@ def test_an_admission_gate_keeps_the_workload_out_of_its_queue_until_cleared() -
 def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> None:
     # Kueue's scheduling equivalence: a workload requeued behind an equivalent one that did not
     # fit is not evaluated; its controller gives it that verdict's tier. A new one keeps none.
-    core = _core(cpu=1)
+    # Only with the tiers: without them Kueue's controller does not look at the equivalence.
+    core = _core(CoreConfig(tiered_reasons=True), cpu=1)
     _wl(core, "runs", 1)
     core.run_until_idle()
     _wl(core, "waits", 1)
@@ -334,3 +336,29 @@ def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> N
 def test_every_flavor_miss_has_a_tier() -> None:
     for miss in Miss:
         verdict_tier(FlavorVerdict(kind=miss, flavor="f", resource="cpu"))
+
+
+def test_without_the_tiers_admitted_is_written_only_when_it_flips() -> None:
+    """Kueue's SyncAdmittedCondition with UnadmittedWorkloadsObservability off."""
+    admitted = {"type": "Admitted", "status": "True", "reason": "Admitted",
+                "message": "The workload is admitted", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    pending = {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                               "message": "", "lastTransitionTime": "2026-01-01T00:01:00Z"}]}
+    assert legacy_admitted({}, pending, 0.0) == pending, "never admitted: no Admitted condition"
+
+    def reason(stored: dict[str, Any], rendered: dict[str, Any]) -> tuple[str, str]:
+        [cond] = [c for c in legacy_admitted(stored, rendered, 0.0)["conditions"] if c["type"] == "Admitted"]
+        return cond["status"], cond["reason"]
+
+    was = {"conditions": [admitted]}
+    assert reason(was, pending) == ("False", "NoReservation")
+    checks = {**pending, "admissionChecks": [{"name": "prov", "state": "Pending"}]}
+    assert reason(was, checks) == ("False", "NoReservationUnsatisfiedChecks")
+    reserved = {"conditions": [{"type": "QuotaReserved", "status": "True"}],
+                "admissionChecks": [{"name": "prov", "state": "Retry"}]}
+    assert reason(was, reserved) == ("False", "UnsatisfiedChecks")
+    # Once False it stays as written until the next admission.
+    evicted = {"conditions": [{**admitted, "status": "False", "reason": "NoReservation"}]}
+    assert reason(evicted, reserved) == ("False", "NoReservation")
+    again = {"conditions": [admitted]}
+    assert legacy_admitted(evicted, again, 0.0) == again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -38,6 +39,7 @@ def _deployment(name: str = "pykueue-controller-manager") -> dict[str, Any]:
 
 
 DEPLOYMENTS = {"pykueue-controller-manager": "pykueue-controller-manager",
+               "pykueue-extender": "pykueue-extender",
                "pykueue-tas-scheduler": "pykueue-tas-scheduler"}  # name -> ServiceAccount
 
 
@@ -161,9 +163,12 @@ def test_webhooks_fail_closed_and_skip_system_namespaces() -> None:
                 assert {"kube-system", NAMESPACE} <= set(expr["values"])
 
 
-def test_pdb_and_apiservice_point_at_pykueue() -> None:
-    (pdb,) = _of_kind("PodDisruptionBudget")
-    assert pdb["spec"]["selector"]["matchLabels"] == _deployment()["spec"]["selector"]["matchLabels"]
+def test_pdbs_and_apiservice_point_at_pykueue() -> None:
+    pdbs = {p["metadata"]["name"]: p for p in _of_kind("PodDisruptionBudget")}
+    assert set(pdbs) == {"pykueue-controller-manager", "pykueue-extender"}
+    for name, pdb in pdbs.items():
+        assert pdb["spec"]["selector"]["matchLabels"] == _deployment(name)["spec"]["selector"]["matchLabels"]
+        assert pdb["spec"]["minAvailable"] < _deployment(name)["spec"]["replicas"]
     api_services = list(_of_kind("APIService"))
     # Kueue's two versions of the visibility API, both served by pykueue.
     assert sorted(a["spec"]["version"] for a in api_services) == ["v1beta1", "v1beta2"]
@@ -258,43 +263,64 @@ def test_aggregated_roles_leave_rules_to_the_aggregation_controller() -> None:
 
 
 def test_the_manager_role_grants_what_every_registered_job_kind_needs() -> None:
-    """The job registry states each kind's RBAC; the shipped ClusterRole must grant all of it."""
+    """The job registry states what each kind's lifecycle writes; the shipped ClusterRole must
+    grant all of it (``test_rbac_covers_code_paths`` checks the rest of each kind's needs)."""
     (role,) = (r for r in _of_kind("ClusterRole") if r["metadata"]["name"] == "pykueue-manager-role")
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule.get("apiGroups", [])
                for resource in rule.get("resources", []) for verb in rule.get("verbs", [])}
     kinds = registry.kinds()
     assert {k.integration.kind for k in kinds} >= {"Job", "PyTorchJob", "LeaderWorkerSet", "Pod"}
-    missing = [f"{k.name}: {rule.api_group or 'core'} {resource} {verb}" for k in kinds for rule in k.rbac
-               for resource in rule.resources for verb in rule.verbs
-               if (rule.api_group, resource, verb) not in granted]
+    missing = [f"{k.name}: {row.group or 'core'} {row.resource} {verb}" for k in kinds for row in k.rbac
+               for verb in row.verbs if (row.group, row.resource, verb) not in granted]
     assert all(k.rbac for k in kinds), "every kind states the rights it needs"
     assert not missing, "manifests/02-rbac.yaml lacks: " + "; ".join(missing)
 
 
-def test_the_tas_scheduler_is_wired_to_the_extender_as_pykueue_serves_it() -> None:
+def _extender_args() -> argparse.Namespace:
+    """The extender Deployment's command line, parsed as ``pykueue extender`` parses it."""
+    from extender import cli as extender_cli
+
+    (container,) = _deployment("pykueue-extender")["spec"]["template"]["spec"]["containers"]
+    assert container["args"][0] == "extender"
+    parser = argparse.ArgumentParser()
+    extender_cli.add_arguments(parser)
+    args = parser.parse_args(container["args"][1:])
+    assert extender_cli.check_tls_source(args) is None
+    return args
+
+
+def test_the_tas_scheduler_is_wired_to_the_extender_as_it_serves() -> None:
     from devcluster.tas_scheduler import shipped_config
     from devcluster.versions import pinned_versions
+    from extender import certificates
     from manager.jobs.admission import AdmissionPolicy
-    from pykueue import run
 
     config = shipped_config()
     (profile,) = config["profiles"]
     assert profile["schedulerName"] == AdmissionPolicy().tas_scheduler  # what the pod webhook sets
     (extender,) = config["extenders"]
     url = extender["urlPrefix"]
-    (service,) = (s for s in _of_kind("Service") if s["metadata"]["name"] == run.EXTENDER_SERVICE)
+    (service,) = (s for s in _of_kind("Service") if s["metadata"]["name"] == certificates.SERVICE)
     (port,) = service["spec"]["ports"]
-    assert url == f"https://{run.EXTENDER_SERVICE}.{NAMESPACE}.svc:{port['port']}"
-    assert f"--extender-bind-address=:{port['targetPort']}" in _deployment()["spec"]["template"]["spec"][
-        "containers"][0]["args"]
+    assert url == f"https://{certificates.SERVICE}.{NAMESPACE}.svc:{port['port']}"
+    # The Service reaches the extender's pods on the port it listens on, with the names of
+    # its serving certificate, and the scheduler profile it binds for.
+    extender_pod = _deployment("pykueue-extender")["spec"]["template"]
+    assert service["spec"]["selector"].items() <= extender_pod["metadata"]["labels"].items()
+    args = _extender_args()
+    assert args.port == port["targetPort"]
+    assert (args.cert_secret, args.namespace, args.service_name) == (
+        certificates.SERVER_SECRET, NAMESPACE, certificates.SERVICE)
+    assert args.scheduler_name == profile["schedulerName"]
     assert extender["enableHTTPS"] is True and extender["ignorable"] is False
-    # The client pair pykueue keeps is what the scheduler mounts and names.
+    # The client pair the extender keeps is what the scheduler mounts and names.
+    assert args.client_secret == certificates.TAS_SCHEDULER_CLIENT_SECRET
     pod = _deployment("pykueue-tas-scheduler")["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: volumes[m["name"]] for m in pod["containers"][0]["volumeMounts"]}
     for field in ("caFile", "certFile", "keyFile"):
         directory = extender["tlsConfig"][field].rsplit("/", 1)[0]
-        assert mounts[directory]["secret"]["secretName"] == run.TAS_SCHEDULER_CLIENT_SECRET
+        assert mounts[directory]["secret"]["secretName"] == certificates.TAS_SCHEDULER_CLIENT_SECRET
     # Its lease is the one its Role may renew; its image is the Kubernetes the dev cluster builds.
     lease = config["leaderElection"]["resourceName"]
     (role,) = (r for r in _of_kind("Role")
@@ -304,9 +330,34 @@ def test_the_tas_scheduler_is_wired_to_the_extender_as_pykueue_serves_it() -> No
     assert pod["containers"][0]["image"] == f"registry.k8s.io/kube-scheduler:{pinned_versions()['k8s']}"
 
 
-def test_the_dashboard_service_reaches_the_port_the_configuration_enables() -> None:
-    import argparse
+def test_the_manager_serves_no_extender_and_binds_no_pod() -> None:
+    from pykueue import run
 
+    (container,) = _deployment()["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    run.add_arguments(parser)
+    assert parser.parse_args(container["args"][1:]).no_extender is True
+    assert 8090 not in {p["containerPort"] for p in container["ports"]}
+    (role,) = (r for r in _of_kind("ClusterRole") if r["metadata"]["name"] == "pykueue-manager-role")
+    resources = {resource for rule in role["rules"] for resource in rule.get("resources", ())}
+    assert not resources & {"pods/binding", "bindings"}
+    # Every Service but the extender's selects the manager's pods; that one, the extender's.
+    manager_labels = _deployment()["spec"]["template"]["metadata"]["labels"]
+    for service in _of_kind("Service"):
+        selects_manager = service["spec"]["selector"].items() <= manager_labels.items()
+        assert selects_manager is (service["metadata"]["name"] != "pykueue-extender-service")
+
+
+def test_the_extender_deployment_probes_where_it_serves_them() -> None:
+    (container,) = _deployment("pykueue-extender")["spec"]["template"]["spec"]["containers"]
+    probes = _extender_args().health_probe_bind_address
+    assert probes is not None
+    assert container["livenessProbe"]["httpGet"]["port"] == int(probes.rsplit(":", 1)[1])
+    assert container["readinessProbe"]["httpGet"]["port"] == int(probes.rsplit(":", 1)[1])
+    assert {p["containerPort"] for p in container["ports"]} == {_extender_args().port, 8081}
+
+
+def test_the_dashboard_service_reaches_the_port_the_configuration_enables() -> None:
     from api.config import Configuration
     from pykueue import run
 
@@ -372,8 +423,8 @@ def test_every_served_port_has_exactly_its_callers(name: str) -> None:
                 assert peers and all(set(p) == {"namespaceSelector"} for p in peers), peers
             else:
                 assert peers, f"{name}:{number} ({port['name']}) has no caller admitted"
-    declared = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
-    assert set(admitted) <= declared
+    served = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or ()}
+    assert set(admitted) <= served
 
 
 def test_the_api_servers_ports_are_admitted_only_by_address() -> None:

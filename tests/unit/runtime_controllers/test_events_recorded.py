@@ -76,8 +76,9 @@ def test_each_status_write_records_the_events_it_stands_for() -> None:
             assert [reason for _, reason, _ in said] == ["QuotaReserved", "Admitted"]
             assert said[0][2].startswith("Quota reserved in ClusterQueue cq, wait time since queued was ")
             assert said[1][2] == "Admitted by ClusterQueue cq, wait time since reservation was 0s"
-        # The reason is the condition's tier (UnadmittedWorkloadsObservability, on here by default).
-        assert sent.said("w2") == [("Warning", "WaitingForQuota", "couldn't assign flavors to pod set main: "
+        # Pending: UnadmittedWorkloadsObservability is off, as by default in Kueue v0.19.2 (with
+        # it on the reason is the condition's tier: tests/unit/core/test_workload_events.py).
+        assert sent.said("w2") == [("Warning", "Pending", "couldn't assign flavors to pod set main: "
                                     "insufficient unused quota for cpu in flavor on-demand, 1 more needed")]
         posted = [r for r in sent.requests if r.body["regarding"]["name"] == "w0"]
         stored = api.objects[WORKLOADS + "w0"]["metadata"]

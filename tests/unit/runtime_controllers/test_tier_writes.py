@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from dataclasses import replace
 
 from kube.informer import EventType
 
@@ -14,6 +15,8 @@ from .test_status_writes import WORKLOADS, _setup
 def test_a_tier_is_written_once_with_its_admitted_condition() -> None:
     async def go() -> None:
         manager, api = _setup()
+        # Kueue's UnadmittedWorkloadsObservability (off by default in v0.19.2).
+        manager.core.config = replace(manager.core.config, tiered_reasons=True)
         manager.status_writes.start()
         await manager.schedule_once()
         await manager.status_writes.join(5)

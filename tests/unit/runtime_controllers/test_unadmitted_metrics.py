@@ -32,7 +32,10 @@ def _objects() -> list[dict[str, Any]]:
 
 
 def _core(config: dict[str, Any] | None = None) -> QueueingCore:
-    core = QueueingCore(config_from(config))
+    """Under UnadmittedWorkloadsObservability (off by default in Kueue v0.19.2) unless
+    ``config`` sets the gates."""
+    core = QueueingCore(config_from({"featureGates": {"UnadmittedWorkloadsObservability": True},
+                                     **(config or {})}))
     for obj in _objects():
         core.apply(obj)
     return core
@@ -95,10 +98,11 @@ def test_unadmitted_workloads_by_reason_and_tier() -> None:
 
 
 def test_no_unadmitted_series_with_the_gate_off_or_local_queue_metrics_off() -> None:
-    core = _core({"featureGates": {"UnadmittedWorkloadsObservability": False}})
-    metrics = KueueMetrics()
-    MetricsFeed(core, metrics).refresh()
-    assert _unadmitted(metrics) == {}
+    for gates in ({"UnadmittedWorkloadsObservability": False}, {}):  # off, and off by default
+        core = _core({"featureGates": gates})
+        metrics = KueueMetrics()
+        MetricsFeed(core, metrics).refresh()
+        assert _unadmitted(metrics) == {}
     core = _core()
     metrics = KueueMetrics()
     MetricsFeed(core, metrics, local_queue_metrics=False).refresh()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api import keys
+from api.access import OWN_NAMESPACE, ApiAccess
 from api.wire import JSON, meta
 from kube import resources as res
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient, connect_from_dict
@@ -33,6 +34,14 @@ log = logging.getLogger(__name__)
 
 SECRET_KEY = "kubeconfig"
 REMOTE_TIMEOUT_S = 5.0
+# The local calls below, as RBAC (``api.access``): each worker's kubeconfig Secret read by
+# name (never listed: any name a MultiKueueCluster gives is read, in the Configuration's
+# namespace, pykueue's own), and each MultiKueueCluster's Active condition patched. What a
+# worker is asked goes with the worker's own credentials.
+API_ACCESS: tuple[ApiAccess, ...] = (
+    res.SECRETS.access("get", namespace=OWN_NAMESPACE),
+    res.MULTIKUEUE_CLUSTERS.access("patch", subresource="status"),
+)
 ACTIVE, BAD_CONFIG, CONNECTION_FAILED = "Active", "BadConfig", "ClientConnectionFailed"
 RemoteJob = tuple[ResourceRef, JSON]
 """A job in a worker, with the resource it was listed from."""

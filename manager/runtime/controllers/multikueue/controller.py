@@ -22,10 +22,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from api import keys
+from api.access import ApiAccess
 from api.wire import JSON, meta
 from kube import resources as res
 from kube.client import REQUEST_ERRORS, ApiError, KubeClient
@@ -44,9 +45,10 @@ from manager.jobs.multikueue.dispatch import (
     decide,
     orphaned,
 )
-from manager.jobs.registry import Registry
+from manager.jobs.registry import JobKind, Registry
 from manager.runtime.metrics import KueueMetrics
 
+from . import connections
 from .connections import REMOTE_TIMEOUT_S, Worker, WorkerConnections
 
 log = logging.getLogger(__name__)
@@ -55,8 +57,22 @@ PASS_INTERVAL_S = 1.0
 DEFAULT_ORIGIN = "multikueue"
 DEFAULT_WORKER_LOST_TIMEOUT_S = 15 * 60.0
 _BACKGROUND = {"propagationPolicy": "Background"}
-# Listed on every pass (the install's RBAC must let it list these): clusters, then configs.
+# Listed on every pass (no informer: never watched, nor read one by one): clusters, then configs.
 LISTED: tuple[ResourceRef, ResourceRef] = (res.MULTIKUEUE_CLUSTERS, res.MULTIKUEUE_CONFIGS)
+
+
+def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
+    """The controller's local calls for these kinds, as RBAC (``api.access``): its lists; the
+    check states and Finished condition of Workloads and the Active condition of
+    AdmissionChecks patched; the status of each local job a worker runs written back (PUT of
+    the kind's status, for every kind MultiKueue dispatches); and ``connections``' calls."""
+    rows = [*(ref.access("list") for ref in LISTED), res.WORKLOADS.access("patch", subresource="status"),
+            res.ADMISSION_CHECKS.access("patch", subresource="status")]
+    for kind in job_kinds:
+        if isinstance(kind.lifecycle, DispatchedByMultiKueue):
+            i = kind.integration
+            rows.append(ApiAccess(i.group, f"{i.plural}/status", ("update",)))
+    return (*rows, *connections.API_ACCESS)
 
 
 def multikueue_settings(config: Mapping[str, Any]) -> tuple[str, float]:

@@ -1,0 +1,44 @@
+"""Kueue's feature gates that pykueue honours, with Kueue v0.19.2's defaults.
+
+A Configuration's ``featureGates`` map overrides them, as Kueue's does; a gate not listed
+here changes nothing in pykueue. The core reads its gates through :func:`gate_enabled`, the
+job rules through ``manager.jobs.gates.FeatureGates``: both from this one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+KUEUE_VERSION: Final = "v0.19.2"
+
+# Gate -> its default in Kueue v0.19.2 (pkg/features/kube_features.go).
+DEFAULTS: Final[Mapping[str, bool]] = {
+    # Scheduling core
+    "PartialAdmission": True,
+    "AdmissionGatedBy": True,
+    "ElasticJobsViaWorkloadSlices": True,
+    "UnadmittedWorkloadsObservability": False,  # beta since v0.19, off
+    "UnadmittedWorkloadsExplicitStatus": False,  # needs UnadmittedWorkloadsObservability
+    "PrioritizePreemptorWorkloads": False,  # alpha since v0.19
+    "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
+    # Job rules and webhooks
+    "TopologyAwareScheduling": True,
+    "TASMultiLayerTopology": True,
+    "WorkloadIdentifierAnnotations": True,
+    "SkipAncestorCheckForDeletedWorkloads": True,
+    "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
+    "MultiKueue": True,
+    "LWSImmutableGroupSize": True,
+    # Metrics
+    "MetricForWorkloadCreationLatency": True,
+    "MetricsForCohorts": True,
+}
+
+
+def gate_enabled(gates: Mapping[str, Any] | None, name: str) -> bool:
+    """Whether ``name`` is on under a Configuration's ``featureGates`` (its overrides)."""
+    value = (gates or {}).get(name)
+    if isinstance(value, bool):
+        return value
+    return DEFAULTS.get(name, False)
