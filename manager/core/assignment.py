@@ -12,7 +12,7 @@ from enum import IntEnum
 from typing import Any
 
 from .objects import FR, WorkloadDef
-from .reasons import FlavorVerdict, PendingReason, PodSetMiss
+from .reasons import FlavorVerdict, Pending, PendingReason, PodSetMiss
 
 
 class Mode(IntEnum):
@@ -107,3 +107,17 @@ class CycleResult:
     @property
     def admitted(self) -> list[Decision]:
         return [d for d in self.decisions if d.outcome == Outcome.ADMIT]
+
+    @property
+    def preemption_skips(self) -> dict[str, int]:
+        """Per ClusterQueue, its entries that had preemption targets but were skipped because
+        an entry before them in the cycle took the same victims or the room (Kueue's
+        ``kueue_admission_cycle_preemption_skips``); queues without such an entry are absent."""
+        skips: dict[str, int] = {}
+        for d in self.decisions:
+            kind = d.pending.kind if d.pending is not None else None
+            if kind is Pending.OVERLAPPING_TARGETS or (
+                    kind is Pending.NO_LONGER_FITS and d.assignment is not None
+                    and d.assignment.mode.needs_preemption):
+                skips[d.cluster_queue] = skips.get(d.cluster_queue, 0) + 1
+        return skips

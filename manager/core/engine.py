@@ -1383,6 +1383,20 @@ class QueueingCore:
         node = self.nodes.get(cq)
         return dict(self.usage.of(node)) if node is not None else {}
 
+    def cluster_queue_shares(self) -> dict[str, float]:
+        """Each ClusterQueue's weighted dominant resource share on the quota it holds now
+        (Kueue's ClusterQueue ``status.fairSharing.weightedShare`` before rounding): 0 outside a
+        cohort or within its quota, inf for a borrower of weight 0."""
+        self._ensure()
+        return {name: dominant_share(node, self.usage, self.fair_weights)
+                for name, node in self.nodes.items()}
+
+    def cohort_subtree_quota(self) -> dict[str, dict[FR, int]]:
+        """Each cohort's subtree quota (Kueue's ``SubtreeQuota``): its own nominal quota and
+        what its children may lend it, per (flavor, resource)."""
+        self._ensure()
+        return {name: dict(node.subtree) for name, node in self.cohort_nodes.items()}
+
     def cohort_shares(self) -> dict[str, float]:
         """Each cohort's weighted dominant resource share on the quota it holds now (Kueue's
         Cohort ``status.fairSharing.weightedShare``): 0 at a root or within its quota, inf

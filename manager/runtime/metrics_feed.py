@@ -2,22 +2,29 @@
 
 Two kinds of series, fed two ways:
 
-* Gauges (pending, reserving/admitted active, ClusterQueue status, resource quotas and
-  usage, LocalQueue variants, finished counts) are a pure function of the core's current
-  state. :meth:`MetricsFeed.refresh` recomputes all of them right before each scrape, so
-  they can never drift from the queues, on followers as well as on the leader.
-* Counters and histograms (reservations, admissions, ready times, evictions, finishes)
-  count *transitions*. The core does not report transitions, it only knows the present, so
-  :meth:`MetricsFeed.observe` compares each touched workload with what it last saw of it.
-  Workloads found already admitted at start-up are baselined, not counted: a restarted
-  manager must not count the previous leader's admissions again.
+* Gauges (pending, reserving/admitted active, ClusterQueue status, resource quotas, usage,
+  pending requests and weighted shares, cohort hierarchy, shares and subtrees, LocalQueue
+  variants and admission fair sharing usage, finished counts) are a pure function of the
+  core's current state. :meth:`MetricsFeed.refresh` recomputes all of them right before each
+  scrape, so they can never drift from the queues, on followers as well as on the leader.
+* Counters and histograms (reservations, admissions, ready times, evictions and the time
+  until their quota is released, finishes, replaced slices) count *transitions*. The core
+  does not report transitions, it only knows the present, so :meth:`MetricsFeed.observe`
+  compares each touched workload with what it last saw of it. Workloads found already
+  admitted at start-up are baselined, not counted: a restarted manager must not count the
+  previous leader's admissions again.
 
 Times come from the core's own timestamps (``reserved_at``, ``admitted_at``) and the
-caller's clock, so the computation is testable without a cluster or a real clock. The one
-time neither knows, when the pods of a workload found admitted at start-up became ready, is
-the PodsReady condition's, which the caller reads from the stored Workload (``baseline``).
-"""
+caller's clock, so the computation is testable without a cluster or a real clock. The times
+neither knows for a workload found at start-up, when its pods became ready and when it was
+evicted, are its PodsReady and Evicted conditions', which the caller reads from the stored
+Workload (``baseline``).
 
+What the core's state does not hold is fed where it happens: admission attempts and
+preemption skips by the queue manager from each cycle's result, gate removals and Workload
+creation latency by the job reconciler, dispatches and remote admissions by the MultiKueue
+controller.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -60,6 +67,11 @@ class _Seen:
     first_admitted: float | None = None
     evicted_for: set[str] = field(default_factory=set)
     ready_since: float | None = None  # when its pods became ready, while they are
+    # (when, ClusterQueue) of an eviction whose quota is not released yet.
+    evicted: tuple[float, str] | None = None
+    # Its reservation was on its way out (evicted, the job stopping): a reservation seen
+    # after that is a new one.
+    stopping: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,6 +200,78 @@ def cohort_tree(core: QueueingCore) -> dict[str, tuple[str, str]]:
     return out
 
 
+def cohort_ancestors(core: QueueingCore, cluster_queue: str) -> list[str]:
+    """The cohorts from a ClusterQueue's parent up to the root; none in or below a cycle
+    (Kueue counts nothing there)."""
+    cq = core.cq_defs.get(cluster_queue)
+    out: list[str] = []
+    name = cq.parent if cq is not None else None
+    while name:
+        if name in out:
+            return []
+        out.append(name)
+        cohort = core.cohort_defs.get(name)
+        name = cohort.parent if cohort is not None else None
+    return out
+
+
+def pending_requests(core: QueueingCore) -> dict[tuple[str, str], float]:
+    """Per (ClusterQueue, resource) what its pending workloads ask for in all (each pod set's
+    requests times its count; no flavor chosen yet), with 0 for a resource the queue has quota
+    of and nobody asks for: Kueue's ``kueue_cluster_queue_resource_pending``."""
+    totals: dict[str, dict[str, int]] = {
+        name: {resource: 0 for _, resource in cq.quotas} for name, cq in core.cq_defs.items()}
+    for rec in core.workloads.values():
+        if rec.status != PENDING or rec.deactivated:
+            continue
+        row = totals.get(rec.cluster_queue or "")
+        if row is None:
+            continue
+        for ps in rec.wl.podsets:
+            for resource, v in ps.requests.items():
+                row[resource] = row.get(resource, 0) + max(0, v) * ps.count
+    return {(cq, resource): resource_amount(resource, v)
+            for cq, row in totals.items() for resource, v in row.items()}
+
+
+@dataclass(frozen=True)
+class Subtrees:
+    """What Kueue's ``kueue_cohort_subtree_*`` gauges say of each cohort."""
+
+    quota: dict[tuple[str, str, str], float]
+    """(cohort, flavor, resource) -> the subtree's quota."""
+    reservations: dict[tuple[str, str, str], float]
+    """(cohort, flavor, resource) -> what the ClusterQueues of the subtree reserve."""
+    admitted: dict[str, int]
+    """cohort -> admitted workloads in the subtree's ClusterQueues (cohorts above one only)."""
+
+
+def cohort_subtrees(core: QueueingCore, tree: Mapping[str, tuple[str, str]],
+                    counts: Mapping[str, QueueCounts]) -> Subtrees:
+    """The subtree gauges of the cohorts of ``tree`` (:func:`cohort_tree`; cycles left out)."""
+    quota = {(name, flavor, resource): resource_amount(resource, v)
+             for name, subtree in core.cohort_subtree_quota().items() if name in tree
+             for (flavor, resource), v in subtree.items()}
+    reserved: dict[tuple[str, str, str], int] = {}
+    admitted: dict[str, int] = {}
+    for name, cq in core.cq_defs.items():
+        chain: list[str] = []
+        parent = cq.parent or ""
+        while parent in tree and parent not in chain:
+            chain.append(parent)
+            parent = tree[parent][0]
+        if not chain:
+            continue
+        usage = core.usage_of(name)
+        count = counts[name].admitted if name in counts else 0
+        for cohort in chain:
+            admitted[cohort] = admitted.get(cohort, 0) + count
+            for (flavor, resource), v in usage.items():
+                key = (cohort, flavor, resource)
+                reserved[key] = reserved.get(key, 0) + v
+    return Subtrees(quota, {k: resource_amount(k[2], v) for k, v in reserved.items()}, admitted)
+
+
 def _held_back(rec: WorkloadRecord) -> bool:
     """A reservation no write has carried out yet may still be taken back as if it never
     was (``CoreConfig.withdraw_unpublished``): its transitions are counted once published."""
@@ -198,13 +282,17 @@ class MetricsFeed:
     """Feeds :class:`KueueMetrics` from a :class:`QueueingCore`."""
 
     def __init__(self, core: QueueingCore, metrics: KueueMetrics, *, cluster_queue_resources: bool = False,
-                 local_queue_metrics: bool = True, cohort_metrics: bool = True) -> None:
+                 local_queue_metrics: bool = True, cohort_metrics: bool = True,
+                 admission_fair_sharing: bool = True) -> None:
         self.core = core
         self.metrics = metrics
         self.cluster_queue_resources = cluster_queue_resources
         self.local_queue_metrics = local_queue_metrics
         # Kueue's MetricsForCohorts gate: the hierarchy's info series (ClusterQueue and Cohort).
         self.cohort_metrics = cohort_metrics
+        # Kueue's AdmissionFairSharing gate: with the Configuration's admissionFairSharing, each
+        # LocalQueue's usage value.
+        self.admission_fair_sharing = admission_fair_sharing
         self._seen: dict[str, _Seen] = {}
         # Workloads changed outside the core's decisions (finished or deleted by another
         # writer), for the next observe; PodsReady changes come from the core itself.
@@ -216,34 +304,45 @@ class MetricsFeed:
     @classmethod
     def from_config(cls, core: QueueingCore, metrics: KueueMetrics, config: Mapping[str, Any]) -> MetricsFeed:
         """Honours Configuration ``metrics.enableClusterQueueResources``, ``localQueueMetrics.enable``
-        and the ``MetricsForCohorts`` feature gate (on unless set false)."""
+        and the ``MetricsForCohorts`` and ``AdmissionFairSharing`` feature gates (on unless set
+        false)."""
         section = config.get("metrics") or {}
         lq = section.get("localQueueMetrics") or {}
         gates = config.get("featureGates") or {}
-        cohorts = not isinstance(gates, Mapping) or gates.get("MetricsForCohorts") is not False
+        gates = gates if isinstance(gates, Mapping) else {}
         return cls(core, metrics, cluster_queue_resources=bool(section.get("enableClusterQueueResources")),
-                   local_queue_metrics=lq.get("enable", True) is not False, cohort_metrics=cohorts)
+                   local_queue_metrics=lq.get("enable", True) is not False,
+                   cohort_metrics=gates.get("MetricsForCohorts") is not False,
+                   admission_fair_sharing=gates.get("AdmissionFairSharing") is not False)
 
     # -- transitions -------------------------------------------------------------------------
     def baseline(self, keys: Iterable[str] | None = None,
-                 ready_since: Callable[[str], float | None] | None = None) -> None:
+                 ready_since: Callable[[str], float | None] | None = None,
+                 evicted_since: Callable[[str], float | None] | None = None) -> None:
         """Remember workloads as they are now without counting anything (start-up, adoption).
 
         ``ready_since`` gives, for a workload whose pods are ready, when they became so (its
-        PodsReady condition's time), for the time from ready to a later eviction."""
+        PodsReady condition's time), for the time from ready to a later eviction;
+        ``evicted_since``, for one evicted that still holds its quota, when it was evicted
+        (its Evicted condition's time), for the time until the quota is released."""
         for key in self.core.workloads if keys is None else keys:
             rec = self.core.workloads.get(key)
             if rec is not None:
                 seen = self._remember(rec, self._seen.get(key))
                 if seen.pods_ready and seen.ready_since is None and ready_since is not None:
                     seen.ready_since = ready_since(key)
+                if rec.holds_quota and rec.stopping is not None and seen.evicted is None \
+                        and evicted_since is not None:
+                    at = evicted_since(key)
+                    if at is not None:
+                        seen.evicted = (at, rec.cluster_queue or "")
 
     def _remember(self, rec: WorkloadRecord, prev: _Seen | None) -> _Seen:
         ready = rec.status == ADMITTED and rec.pods_ready
-        seen = _Seen(rec.status, len(rec.evictions), ready, rec.wl.created)
+        seen = _Seen(rec.status, len(rec.evictions), ready, rec.wl.created, stopping=rec.stopping is not None)
         if prev is not None:
             seen.queued_since, seen.first_admitted = prev.queued_since, prev.first_admitted
-            seen.evicted_for = prev.evicted_for
+            seen.evicted_for, seen.evicted = prev.evicted_for, prev.evicted
             if seen.pods_ready:
                 seen.ready_since = prev.ready_since
         elif rec.status == ADMITTED:
@@ -269,6 +368,8 @@ class MetricsFeed:
         became_ready: set[str] = set()
         for cq, count in self.core.take_withdrawals().items():
             self.metrics.withdrawn(cq, count)
+        for cq, count in self.core.take_replaced_slices().items():
+            self.metrics.replaced_slices(cq, count)
         touched, self._touched = self._touched, set()
         for key in set(keys) | touched | self.core.take_ready_changed():
             rec = self.core.workloads.get(key)
@@ -314,14 +415,28 @@ class MetricsFeed:
                 m.preempted(preemptors.get(rec.key, cq),
                             self.core.preempted_reasons.get(rec.key, "InClusterQueue"))
             prev.queued_since = now  # requeued: the next wait is measured from here
+            prev.evicted = (now, cq)
         held_before = prev.status in (ADMITTED, QUOTA_RESERVED)
-        if rec.holds_quota and (not held_before or len(rec.evictions) > prev.evictions):
+        if held_before and rec.status == PENDING and prev.evicted is not None:
+            # Kueue times an active workload's eviction until its quota is released; a
+            # deactivated one is not timed, nor a reservation taken back without an eviction.
+            if not rec.deactivated and rec.evictions:
+                at, evicted_from = prev.evicted
+                m.eviction_latency(evicted_from, eviction_labels(rec.evictions[-1])[0], now - at)
+            prev.evicted = None
+        # The reservation seen before is gone when it was evicted since (or was on its way out
+        # then); one held now is new unless it is that one, still held while its job stops.
+        gone = prev.stopping or len(rec.evictions) > prev.evictions
+        new_reservation = rec.holds_quota and rec.stopping is None and (not held_before or gone)
+        if new_reservation:
             reserved = rec.reserved_at if rec.reserved_at is not None else now
             m.quota_reserved(cq, pc, max(0.0, reserved - prev.queued_since), local_queue=lq)
-        if rec.status == ADMITTED and (prev.status != ADMITTED or len(rec.evictions) > prev.evictions):
+            prev.evicted = None  # holding again: whatever was evicted was released
+        if rec.status == ADMITTED and rec.stopping is None and (prev.status != ADMITTED or gone):
             admitted = rec.admitted_at if rec.admitted_at is not None else now
             checks = admitted - rec.reserved_at if rec.reserved_at is not None else None
             m.admitted_workload(cq, pc, max(0.0, admitted - prev.queued_since), checks, local_queue=lq)
+            m.cohort_subtree_admitted(cohort_ancestors(self.core, cq), pc)
             if prev.first_admitted is None:
                 prev.first_admitted = admitted
         ready_now = rec.status == ADMITTED and rec.pods_ready
@@ -342,6 +457,9 @@ class MetricsFeed:
         for gone in self._queues - counts.keys():
             m.forget_cluster_queue(gone)
         self._queues = set(counts)
+        # Kueue reports each ClusterQueue's weighted share with its resource gauges, under fair sharing.
+        shares = core.cluster_queue_shares() if self.cluster_queue_resources and \
+            core.config.fair_sharing is not None else {}
         for name, c in counts.items():
             m.report_pending(name, c.active, c.inadmissible)
             m.report_active(name, c.reserving, c.admitted)
@@ -352,7 +470,11 @@ class MetricsFeed:
                 m.cluster_queue_info(name, parent, root)
             if self.cluster_queue_resources:
                 self._resources(name, parent)
-        self._refresh_cohorts()
+            if name in shares:
+                m.weighted_share(name, parent, shares[name])
+        if self.cluster_queue_resources:
+            m.report_resource_pending(pending_requests(core))
+        self._refresh_cohorts(counts)
         if self.local_queue_metrics:
             self._refresh_local_queues()
         if core.config.tiered_reasons:  # Kueue: only under UnadmittedWorkloadsObservability
@@ -361,22 +483,24 @@ class MetricsFeed:
             if self.local_queue_metrics:
                 m.report_local_queue_unadmitted(per_lq)
 
-    def _refresh_cohorts(self) -> None:
-        """``kueue_cohort_info`` per cohort (MetricsForCohorts) and, with fair sharing, each
-        cohort's ``kueue_cohort_weighted_share`` (Kueue's Cohort status ``fairSharing``)."""
+    def _refresh_cohorts(self, counts: Mapping[str, QueueCounts]) -> None:
+        """``kueue_cohort_info`` per cohort (MetricsForCohorts), with fair sharing each
+        cohort's ``kueue_cohort_weighted_share`` (Kueue's Cohort status ``fairSharing``), and
+        the subtree gauges (quota, reservations, admitted workloads)."""
         core, m = self.core, self.metrics
         tree = cohort_tree(core)
         shares = core.cohort_shares() if core.config.fair_sharing is not None else {}
-        names = {n for n in tree if self.cohort_metrics or n in shares}
-        for gone in self._cohorts - names:
+        for gone in self._cohorts - tree.keys():
             m.forget_cohort(gone)
-        self._cohorts = names
-        for name in sorted(names):
+        self._cohorts = set(tree)
+        for name in sorted(tree):
             parent, root = tree[name]
             if self.cohort_metrics:
                 m.cohort_info(name, parent, root)
             if name in shares:
                 m.cohort_weighted_share(name, shares[name])
+        subtrees = cohort_subtrees(core, tree, counts)
+        m.report_cohort_subtrees(subtrees.quota, subtrees.reservations, subtrees.admitted)
 
     def _resources(self, name: str, cohort: str) -> None:
         cq = self.core.cq_defs[name]
@@ -393,6 +517,9 @@ class MetricsFeed:
 
     def _refresh_local_queues(self) -> None:
         core, m = self.core, self.metrics
+        # Kueue reports a LocalQueue's admission fair sharing usage, under its gate, whenever
+        # the Configuration has admissionFairSharing (whatever its ClusterQueue's admission mode).
+        afs = self.admission_fair_sharing and core.config.admission_fair_sharing is not None
         counts, usage = local_queue_counts(core)
         for gone in self._local_queues - counts.keys():
             ns, name = gone.split("/", 1)
@@ -410,3 +537,5 @@ class MetricsFeed:
             for (flavor, resource), v in sorted(usage[key].items()):
                 amount = resource_amount(resource, v)
                 m.local_queue_resources(ns, name, flavor, resource, reservation=amount, usage=amount)
+            if afs and lq.cluster_queue in core.cq_defs:
+                m.local_queue_afs_usage(ns, name, lq.cluster_queue, core.local_queue_usage(key))

@@ -30,6 +30,7 @@ training-operator or LWS); the others run. Writes carry the object's resourceVer
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -68,6 +69,7 @@ from manager.jobs.lifecycle import (
     prebuilt_workload_name,
 )
 from manager.jobs.registry import JobKind, Registry
+from manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
@@ -115,10 +117,14 @@ class JobReconciler:
                  registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
                  finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None,
                  events: EventSink | None = None,
-                 creation_latency: Callable[[str, float], None] | None = None) -> None:
-        """``creation_latency(job kind, seconds)`` receives each Workload's creation latency."""
+                 creation_latency: Callable[[str, float], None] | None = None,
+                 gate_removal: Callable[[str, str, bool, float], None] | None = None) -> None:
+        """``creation_latency(job kind, seconds)`` receives each Workload's creation latency;
+        ``gate_removal(gate, ClusterQueue, in a pod group, seconds)`` each scheduling gate a
+        write lifted from a pod, timed from the Workload's admission."""
         self.client = client
         self._creation_latency = creation_latency
+        self._gate_removal = gate_removal
         self.events: EventSink = events if events is not None else DiscardEvents()
         self.core = core
         self.informers = informers
@@ -381,8 +387,9 @@ class JobReconciler:
                 except StartConflict as exc:
                     self._finish(wl_key, workload, Finished(FAILED_TO_START, str(exc)))
                     return
-                await self._apply(actions)
+                written = await self._apply(actions)
                 self._record(job_events.started(lc.integration, actions, workload))
+                self._time_gates(job.get("pods") or (), written, workload)  # (a pod group's members)
             if rec is not None and rec.status == ADMITTED and not rec.pods_ready and lc.pods_ready(job):
                 self.core.set_pods_ready(wl_key)
                 self._kick()
@@ -493,7 +500,7 @@ class JobReconciler:
         # A list's items carry no apiVersion/kind; the writes below need them.
         items = reply.get("items") or ()
         pods = [{"apiVersion": "v1", "kind": "Pod", **p} for p in items if isinstance(p, dict)]
-        await self._apply(lc.ungate(workload, pods))
+        self._time_gates(pods, await self._apply(lc.ungate(workload, pods)), workload)
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
         live = sum(1 for p in pods if pod_live(p))
         return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
@@ -551,7 +558,22 @@ class JobReconciler:
                 actions.append(Replace(adopted))
         await self._apply(actions)
 
-    async def _apply(self, actions: list[Action]) -> None:
+    def _time_gates(self, before: Iterable[JSON], written: list[Action], workload: JSON) -> None:
+        """Kueue's ``kueue_pod_scheduling_gate_removal_seconds`` for the gates ``written`` lifted."""
+        if self._gate_removal is None:
+            return
+        lifted = lifted_gates(before, written, workload)
+        since = admitted_since(workload)
+        if not lifted or since is None:
+            return
+        cq = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        now = time.time()
+        for gate, in_group in lifted:
+            self._gate_removal(gate, cq, in_group, now - since)
+
+    async def _apply(self, actions: list[Action]) -> list[Action]:
+        """Carry the actions out; returns those that were (not those whose object was gone)."""
+        done: list[Action] = []
         for action in actions:
             obj = action.obj
             m = meta(obj)
@@ -566,3 +588,5 @@ class JobReconciler:
                 if exc.not_found or (isinstance(action, Delete) and exc.conflict):
                     continue  # already gone (or replaced by a namesake we must not touch)
                 raise
+            done.append(action)
+        return done

@@ -203,7 +203,8 @@ class QueueManager:
         policy = AdmissionPolicy.from_config(job_config or {})
         self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
                                   self._kick.set, self._finished, timing=self.metrics, events=self.events,
-                                  creation_latency=self.metrics.workload_creation_latency)
+                                  creation_latency=self.metrics.workload_creation_latency,
+                                  gate_removal=self.metrics.pod_scheduling_gate_removal)
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
@@ -233,7 +234,8 @@ class QueueManager:
         gates = (job_config or {}).get("featureGates") or {}
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
-            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict)
+            str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict,
+            metrics=self.metrics)
         self.provisioning = ProvisioningController(client, self.informers, self._check_verdict, self.events,
                                                    timing=self.metrics)
         retain_s = after_finished(job_config or {})
@@ -266,7 +268,8 @@ class QueueManager:
                 self.core.delete(kind, meta.get("namespace"), str(meta.get("name")))
                 self.core.apply(obj)
                 # Not our admission: not counted.
-                self.metrics_feed.baseline((object_key(obj),), ready_since=lambda _: pods_ready_since(obj))
+                self.metrics_feed.baseline((object_key(obj),), ready_since=lambda _: pods_ready_since(obj),
+                                           evicted_since=lambda _: evicted_since(obj))
             else:
                 self.core.apply(obj)
                 if kind == "Workload" and condition_true(obj, keys.WorkloadCondition.FINISHED):
@@ -333,6 +336,10 @@ class QueueManager:
         stored = self.informers["Workload"].get(key)
         return None if stored is None else pods_ready_since(stored)
 
+    def _evicted_since(self, key: str) -> float | None:
+        stored = self.informers["Workload"].get(key)
+        return None if stored is None else evicted_since(stored)
+
     def _check_verdict(self, key: str, check: str, state: str, retry_after_s: float | None = None) -> None:
         """An in-process check controller's verdict, already written to the Workload."""
         if self.core.set_check_state(key, check, state, retry_after_s):
@@ -386,7 +393,7 @@ class QueueManager:
         if self.metrics.role is ReplicaRole.FOLLOWER:
             self.metrics.set_role(ReplicaRole.LEADER)
         # What the API says now was decided before this process led: never counted again.
-        self.metrics_feed.baseline(ready_since=self._pods_ready_since)
+        self.metrics_feed.baseline(ready_since=self._pods_ready_since, evicted_since=self._evicted_since)
         # A term cut short may have taken the flag and lost its writes: catch up once.
         self._queues_dirty.set()
         leader_work = [self._schedule_forever(), self._queue_status_forever(), self.finalizers.run()]
@@ -525,6 +532,8 @@ class QueueManager:
             if result.decisions:
                 admitted = any(d.outcome == Outcome.ADMIT for d in result.decisions)
                 self.metrics.admission_attempt(admitted, time.perf_counter() - started)
+            for cq, skipped in result.preemption_skips.items():
+                self.metrics.admission_cycle_preemption_skips(cq, skipped)
             for d in result.decisions:
                 if d.outcome == Outcome.PREEMPT:
                     preemptors.update((t, d.cluster_queue) for t in d.targets)
@@ -836,16 +845,26 @@ def _keep_times(old: JSON, new: JSON) -> JSON:
     return {**new, "conditions": conditions}
 
 
-def pods_ready_since(workload: JSON) -> float | None:
-    """When the stored Workload's pods became ready (its PodsReady condition's time), or None
-    while they are not."""
+def true_since(workload: JSON, kind: str) -> float | None:
+    """When the stored Workload's condition ``kind`` turned true, or None while it is not."""
     for cond in (workload.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == keys.WorkloadCondition.PODS_READY and cond.get("status") == "True":
+        if cond.get("type") == kind and cond.get("status") == "True":
             try:
                 return parse_time(cond.get("lastTransitionTime"))
             except ObjectError:
                 return None
     return None
+
+
+def pods_ready_since(workload: JSON) -> float | None:
+    """When the stored Workload's pods became ready (its PodsReady condition's time), or None
+    while they are not."""
+    return true_since(workload, keys.WorkloadCondition.PODS_READY)
+
+
+def evicted_since(workload: JSON) -> float | None:
+    """When the stored Workload was evicted (its Evicted condition's time), or None."""
+    return true_since(workload, keys.WorkloadCondition.EVICTED)
 
 
 def _pods_ready_condition(ready: bool, now: float) -> JSON:

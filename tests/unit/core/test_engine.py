@@ -226,3 +226,43 @@ def test_a_drained_workload_waits_with_requeued_false_until_its_queue_runs_again
     assert conds["Requeued"] == ("True", "ClusterQueueRestarted",
                                  "The ClusterQueue was restarted after being stopped")
     assert conds["Evicted"][:2] == ("True", "ClusterQueueStopped")
+
+
+def _cohort_member(name: str, nominal: int, **spec: Any) -> dict[str, Any]:
+    return {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
+        "cohortName": "co", "namespaceSelector": {}, **spec,
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}}
+
+
+def overlapping_preemptors() -> QueueingCore:
+    """x and y each reclaim their 2 CPUs from the one workload borrowing all 4."""
+    core = QueueingCore()
+    core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}})
+    reclaim = {"preemption": {"reclaimWithinCohort": "Any"}}
+    for obj in (_cohort_member("borrower", 0), _cohort_member("x", 2, **reclaim),
+                _cohort_member("y", 2, **reclaim)):
+        core.apply(obj)
+        name = obj["metadata"]["name"]
+        core.apply({"kind": "LocalQueue", "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {"clusterQueue": name}})
+
+    def wl(name: str, queue: str, cpu: int) -> None:
+        core.apply({"kind": "Workload", "metadata": {"name": name, "namespace": "ns"}, "spec": {
+            "queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}})
+
+    wl("victim", "borrower", 4)
+    core.run_until_idle()
+    wl("x-wl", "x", 2)
+    wl("y-wl", "y", 2)
+    return core
+
+
+def test_a_preemptor_whose_targets_another_took_is_a_preemption_skip_of_its_queue() -> None:
+    result = overlapping_preemptors().next_cycle()
+    decisions = {d.key: d for d in result.decisions}
+    assert decisions["ns/x-wl"].outcome == Outcome.PREEMPT and decisions["ns/x-wl"].targets == ("ns/victim",)
+    skipped = decisions["ns/y-wl"].pending
+    assert skipped is not None and skipped.kind is Pending.OVERLAPPING_TARGETS
+    assert result.preemption_skips == {"y": 1}

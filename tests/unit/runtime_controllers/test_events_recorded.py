@@ -167,8 +167,9 @@ def test_the_job_reconciler_records_start_stop_and_finish_on_the_job() -> None:
         assert isinstance(lc, JobLifecycle)
         applied: list[Any] = []
 
-        async def capture(actions: Any) -> None:
+        async def capture(actions: Any) -> list[Any]:
             applied.extend(actions)
+            return list(actions)
 
         manager.jobs._apply = capture  # type: ignore[method-assign]
         wl = _admitted(_objects()[3])

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from api import keys
 from manager.core.config import CoreConfig, config_from
 from manager.core.engine import QueueingCore
 from manager.runtime.controllers.manager import pods_ready_since
@@ -404,3 +408,261 @@ def test_the_manager_reads_when_pods_became_ready_from_the_stored_condition() ->
     assert pods_ready_since(stored("True")) == 1767225600.0 + 30
     assert pods_ready_since(stored("False")) is None
     assert pods_ready_since({"status": {}}) is None
+
+
+# -- what Kueue v0.19.2 feeds beside: shares, subtrees, pending requests, eviction latency ------
+
+
+def _series(metrics: KueueMetrics, family: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple((k, v) for k, v in labels if k != "replica_role"): value
+            for (name, labels), value in _samples(metrics).items() if name == family}
+
+
+def test_cluster_queue_weighted_share_comes_with_the_resource_gauges_under_fair_sharing() -> None:
+    core = _fair_core(fair_sharing=True)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics, cluster_queue_resources=True)
+    feed.refresh()
+    # busy borrows 3 cpu of the 8 its tree can lend (375 per mille), weight 1.
+    assert _series(metrics, "kueue_cluster_queue_weighted_share") == {
+        (("cluster_queue", "busy"), ("cohort", "left")): 375.0,
+        (("cluster_queue", "idle"), ("cohort", "right")): 0.0}
+
+    core.apply(_queue("ClusterQueue", "busy", "right", cpu="2", weight="0"))  # moved; borrows at weight 0
+    feed.refresh()
+    shares = _series(metrics, "kueue_cluster_queue_weighted_share")
+    assert set(shares) == {(("cluster_queue", "busy"), ("cohort", "right")),
+                           (("cluster_queue", "idle"), ("cohort", "right"))}
+    assert math.isnan(shares[(("cluster_queue", "busy"), ("cohort", "right"))])  # Kueue's NaN for +Inf
+
+    without_resources = KueueMetrics()
+    MetricsFeed(core, without_resources).refresh()
+    plain = KueueMetrics()
+    MetricsFeed(_fair_core(fair_sharing=False), plain, cluster_queue_resources=True).refresh()
+    for off in (without_resources, plain):
+        assert not _series(off, "kueue_cluster_queue_weighted_share")
+
+
+def test_cluster_queue_resource_pending_sums_what_pending_workloads_ask_for() -> None:
+    core = _core()
+    for obj in _objects():
+        if obj["kind"] == "Workload":
+            obj["metadata"]["name"] += "-big"
+            obj["spec"]["podSets"][0]["count"] = 2
+            obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+                "cpu": "500m", "memory": "1Gi"}
+            core.apply(obj)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics, cluster_queue_resources=True)
+    feed.refresh()  # nothing admitted yet: 3 x 1 cpu and 3 x 2 x (0.5 cpu, 1Gi)
+    pending = _series(metrics, "kueue_cluster_queue_resource_pending")
+    assert pending == {(("cluster_queue", "cq"), ("resource", "cpu")): 6.0,
+                       (("cluster_queue", "cq"), ("resource", "memory")): 6.0 * 2**30}
+    core.run_until_idle()  # 2 cpu of quota: two of the small ones are admitted
+    for key in list(core.workloads):
+        if key.endswith("-big"):
+            core.delete("Workload", "ns", key.split("/")[1])
+    feed.refresh()
+    # the memory series goes with the last workload asking for it; cpu, with quota, stays at 0
+    assert _series(metrics, "kueue_cluster_queue_resource_pending") == {
+        (("cluster_queue", "cq"), ("resource", "cpu")): 1.0}
+    core.finish("ns/w0")
+    core.run_until_idle()
+    feed.refresh()
+    assert _series(metrics, "kueue_cluster_queue_resource_pending") == {
+        (("cluster_queue", "cq"), ("resource", "cpu")): 0.0}
+
+    off = KueueMetrics()
+    MetricsFeed(core, off).refresh()  # only with metrics.enableClusterQueueResources
+    assert not _series(off, "kueue_cluster_queue_resource_pending")
+
+
+def test_cohort_subtree_gauges_sum_each_cohorts_subtree() -> None:
+    core = _fair_core(fair_sharing=False)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    feed.refresh()
+
+    def by_cohort(family: str) -> dict[str, float]:
+        return {dict(labels)["cohort"]: value for labels, value in _series(metrics, family).items()}
+
+    # org holds busy's 2 cpu and idle's 6; busy runs all five 1-cpu workloads, borrowing 3.
+    assert by_cohort("kueue_cohort_subtree_quota") == {"org": 8.0, "left": 2.0, "right": 6.0}
+    assert by_cohort("kueue_cohort_subtree_resource_reservations") == {"org": 5.0, "left": 5.0}
+    assert by_cohort("kueue_cohort_subtree_admitted_active_workloads") == {"org": 5, "left": 5, "right": 0}
+    assert {dict(labels)["flavor"] for labels in _series(metrics, "kueue_cohort_subtree_quota")} == {
+        "on-demand"}
+
+    core.finish("ns/w0")
+    core.delete("ClusterQueue", None, "idle")  # right is left with nothing: no series above 0
+    core.run_until_idle()
+    feed.refresh()
+    assert by_cohort("kueue_cohort_subtree_quota") == {"org": 2.0, "left": 2.0}
+    assert by_cohort("kueue_cohort_subtree_resource_reservations") == {"org": 4.0, "left": 4.0}
+    assert by_cohort("kueue_cohort_subtree_admitted_active_workloads") == {"org": 4, "left": 4}
+
+
+def test_cohort_subtree_admissions_count_in_every_cohort_up_to_the_root() -> None:
+    core = _fair_core(fair_sharing=False)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    feed.baseline()  # the five admitted before: not counted
+    core.apply(_workload("late", cpu=1, priority=0))
+    core.apply(_queue("Cohort", "right", "org"))
+    core.finish("ns/w0")
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/late"].status == "Admitted"
+    assert _series(metrics, "kueue_cohort_subtree_admitted_workloads_total") == {
+        (("cohort", "left"), ("priority_class", "")): 1, (("cohort", "org"), ("priority_class", "")): 1}
+
+
+def _afs_core(config: dict[str, Any] | None) -> QueueingCore:
+    core = QueueingCore(config_from(config), now=1767225600.0)
+    for obj in _objects():
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+        core.apply(obj)
+    core.apply({"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "heavy", "namespace": "ns"},
+                "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "0"}}})
+    core.run_until_idle()
+    return core
+
+
+def test_local_queue_admission_fair_sharing_usage_under_its_configuration_and_gate() -> None:
+    config = {"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "5m"}}
+    core = _afs_core(config)
+    metrics = KueueMetrics()
+    MetricsFeed.from_config(core, metrics, config).refresh()
+    usage = _series(metrics, "kueue_local_queue_admission_fair_sharing_usage")
+    labels = (("cluster_queue", "cq"), ("name", "lq"), ("namespace", "ns"))
+    # Two 1-cpu admissions, each counted at once as a penalty of 1 - 0.5 ** (5 / 10) cpu.
+    assert usage[labels] == pytest.approx(2 * (1 - 0.5 ** 0.5))
+    assert usage[labels] == core.local_queue_usage("ns/lq")
+    assert usage[(("cluster_queue", "cq"), ("name", "heavy"), ("namespace", "ns"))] == math.inf  # weight 0
+
+    for off_config in ({**config, "featureGates": {"AdmissionFairSharing": False}},
+                       {**config, "metrics": {"localQueueMetrics": {"enable": False}}}):
+        off = KueueMetrics()
+        MetricsFeed.from_config(core, off, off_config).refresh()
+        assert not _series(off, "kueue_local_queue_admission_fair_sharing_usage")
+    without = KueueMetrics()
+    MetricsFeed.from_config(_afs_core(None), without, {}).refresh()
+    assert not _series(without, "kueue_local_queue_admission_fair_sharing_usage")
+
+
+BACKOFF_1S = {"waitForPodsReady": {"timeout": "10s", "requeuingStrategy": {"backoffBaseSeconds": 1}}}
+
+
+def _holding_core(config: dict[str, Any]) -> QueueingCore:
+    """The manager's way: an evicted workload keeps its quota until its job has stopped."""
+    core = QueueingCore(replace(config_from(config), hold_quota_until_stopped=True), now=1767225600.0)
+    for obj in _objects():
+        if obj["kind"] == "Workload":
+            obj["spec"]["maximumExecutionTimeSeconds"] = 60
+        core.apply(obj)
+    return core
+
+
+def _eviction_latency(metrics: KueueMetrics, reason: str) -> tuple[float | None, float | None]:
+    labels = {"cluster_queue": "cq", "reason": reason}
+    return (_value(metrics, "kueue_workload_eviction_latency_seconds_count", **labels),
+            _value(metrics, "kueue_workload_eviction_latency_seconds_sum", **labels))
+
+
+def test_eviction_latency_times_an_eviction_until_its_quota_is_released() -> None:
+    core = _holding_core(BACKOFF_1S)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    core.run_until_idle()  # w0 and w1 admitted at the epoch
+    feed.observe(core.take_changes(), core.now)
+    core.fire_timers(core.now + 5)
+    assert core.set_pods_ready("ns/w0")
+    feed.observe((), core.now)
+    core.fire_timers(core.now + 6)  # w1's pods never became ready: evicted, its quota held
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/w1"].stopping is not None
+    assert _eviction_latency(metrics, "PodsReadyTimeout") == (None, None)
+    core.now += 4
+    assert core.job_stopped("ns/w1")
+    feed.observe(core.take_changes(), core.now)
+    assert _eviction_latency(metrics, "PodsReadyTimeout") == (1, 4.0)
+
+    core.fire_timers(1767225600.0 + 60)  # w0 runs out of time: deactivated, which Kueue does not time
+    feed.observe(core.take_changes(), core.now)
+    core.now += 2
+    assert core.job_stopped("ns/w0")
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/w0"].deactivated
+    assert not [k for k in _samples(metrics) if k[0].startswith("kueue_workload_eviction_latency")
+                and ("reason", "PodsReadyTimeout") not in k[1]]
+
+
+def test_eviction_latency_of_an_eviction_found_at_start_up_is_timed_from_its_condition() -> None:
+    core = _holding_core({"waitForPodsReady": {"timeout": "10s"}})
+    core.run_until_idle()
+    core.fire_timers(core.now + 11)  # both time out waiting for their pods; quota held
+    assert all(core.workloads[k].stopping is not None for k in ("ns/w0", "ns/w1"))
+    metrics = KueueMetrics()  # a new leader, which reads when each was evicted
+    feed = MetricsFeed(core, metrics)
+    feed.baseline(evicted_since=lambda key: 1767225600.0 + 11 if key == "ns/w0" else None)
+    core.now += 9
+    assert core.job_stopped("ns/w0") and core.job_stopped("ns/w1")
+    feed.observe(core.take_changes(), core.now)
+    assert _eviction_latency(metrics, "PodsReadyTimeout") == (1, 9.0)  # w1's time is unknown: not timed
+
+
+def test_replaced_workload_slices_are_counted_per_cluster_queue() -> None:
+    core = QueueingCore(now=1767225600.0)
+    for obj in _objects()[:3]:
+        core.apply(obj)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+
+    def elastic(name: str, count: int, replaces: str | None = None) -> dict[str, Any]:
+        wl = _workload(name, cpu=1, priority=0)
+        wl["spec"]["podSets"][0]["count"] = count
+        annotations = {keys.ELASTIC_JOB: "true", keys.WORKLOAD_SLICE_NAME: "first"}
+        if replaces is not None:
+            annotations[keys.WORKLOAD_SLICE_REPLACEMENT_FOR] = f"ns/{replaces}"
+        wl["metadata"]["annotations"] = annotations
+        return wl
+
+    core.apply(elastic("first", 1))
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    core.apply(elastic("second", 2, replaces="first"))
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    assert core.workloads["ns/first"].status == "Finished"
+    assert _value(metrics, "kueue_replaced_workload_slices_total", cluster_queue="cq") == 1
+
+
+def test_an_eviction_held_until_its_job_stops_is_no_new_admission() -> None:
+    """The manager's evicted workload holds its quota while its job stops: that is still the
+    old reservation, not another one to count; once released and reserved again, it is."""
+    core = _holding_core(BACKOFF_1S)
+    metrics = KueueMetrics()
+    feed = MetricsFeed(core, metrics)
+    core.run_until_idle()
+    feed.observe(core.take_changes(), core.now)
+    labels = {"cluster_queue": "cq", "priority_class": ""}
+
+    def counted() -> tuple[float | None, ...]:
+        return (_value(metrics, "kueue_quota_reserved_workloads_total", **labels),
+                _value(metrics, "kueue_admitted_workloads_total", **labels),
+                _value(metrics, "kueue_local_queue_admitted_workloads_total", name="lq", namespace="ns",
+                       priority_class=""))
+
+    assert counted() == (2, 2, 2)
+    core.fire_timers(core.now + 11)  # both time out waiting for their pods, their quota held
+    feed.observe(core.take_changes(), core.now)
+    assert all(core.workloads[k].stopping is not None for k in ("ns/w0", "ns/w1"))
+    assert counted() == (2, 2, 2)
+    # Released and, the backoff over, reserved again before the feed looks: counted once each.
+    assert core.job_stopped("ns/w0") and core.job_stopped("ns/w1")
+    core.fire_timers(core.now + 5)
+    core.run_until_idle()
+    assert core.workloads["ns/w0"].status == "Admitted" and core.workloads["ns/w0"].stopping is None
+    feed.observe(core.take_changes(), core.now)
+    assert counted() == (4, 4, 4)

@@ -61,8 +61,9 @@ def test_the_quota_waits_for_the_job_to_be_seen_stopped() -> None:
 
     applied: list[Any] = []
 
-    async def capture(actions: Any) -> None:
+    async def capture(actions: Any) -> list[Any]:
         applied.extend(actions)
+        return list(actions)
 
     manager.jobs.informers = {**manager.jobs.informers, "Workload": _Store(deactivated)}  # type: ignore[dict-item]
     manager.jobs._apply = capture  # type: ignore[method-assign]

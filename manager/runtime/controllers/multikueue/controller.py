@@ -46,6 +46,7 @@ from manager.jobs.multikueue.dispatch import (
     orphaned,
 )
 from manager.jobs.registry import JobKind, Registry
+from manager.runtime.metrics import KueueMetrics
 
 from . import connections
 from .connections import REMOTE_TIMEOUT_S, Worker, WorkerConnections
@@ -85,11 +86,14 @@ def multikueue_settings(config: Mapping[str, Any]) -> tuple[str, float]:
 class MultiKueueController:
     def __init__(self, client: KubeClient, informers: Mapping[str, Informer], registry: Registry,
                  config: Mapping[str, Any], namespace: str,
-                 verdict: Callable[[str, str, str], None] | None = None) -> None:
+                 verdict: Callable[[str, str, str], None] | None = None,
+                 metrics: KueueMetrics | None = None) -> None:
         """``verdict(workload key, check, state)`` hands a written check state to the queueing
-        core at once (it would also read it back from the Workload, a moment later)."""
+        core at once (it would also read it back from the Workload, a moment later).
+        ``metrics`` counts the copies created in workers and the admissions they bring."""
         self.client = client
         self.verdict = verdict
+        self.metrics = metrics
         self.informers = informers
         self.origin, self.worker_lost_timeout = multikueue_settings(config)
         self.adapters: dict[str, tuple[ResourceRef, MultiKueueAdapter]] = {}
@@ -196,9 +200,14 @@ class MultiKueueController:
         _remember(self._missing_since, uid, decision.missing_since)
         for cluster in decision.delete_in:
             await self._delete_remote(workers[cluster], key)
+        # Kueue labels both counters with the ClusterQueue holding the Workload's quota here.
+        cq = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
         for cluster in decision.create_workload_in:
-            await self._remote_create(workers[cluster], res.WORKLOADS, remote_workload(workload, self.origin))
-            log.info("Workload %s: copy created in worker %s", key, cluster)
+            copy_wl = remote_workload(workload, self.origin)
+            if await self._remote_create(workers[cluster], res.WORKLOADS, copy_wl):
+                log.info("Workload %s: copy created in worker %s", key, cluster)
+                if self.metrics is not None:
+                    self.metrics.multikueue_dispatched(cq, cluster)
         owner = self._local_job(workload)
         if decision.create_job_in is not None and owner is not None:
             ref, adapter, job = owner
@@ -215,7 +224,11 @@ class MultiKueueController:
                                                             str(meta(job).get("namespace")), "status"),
                                             mirrored, replace=True)
         if decision.check is not None:
-            await self._write_check_state(workload, check, *decision.check)
+            written = await self._write_check_state(workload, check, *decision.check)
+            # Ready now (never before): the winner reserved the copy. Counted once per admission.
+            if written and decision.check[0] == READY and decision.winner is not None \
+                    and self.metrics is not None:
+                self.metrics.multikueue_admitted(cq, decision.winner)
         if decision.finish is not None and in_step:
             # Only once the job's final status is in the manager: finishing lets the copies go.
             await self._write_finished(workload, *decision.finish)
@@ -232,9 +245,10 @@ class MultiKueueController:
                 return found[0], found[1], job
         return None
 
-    async def _remote_create(self, worker: Worker, ref: ResourceRef, obj: JSON) -> None:
+    async def _remote_create(self, worker: Worker, ref: ResourceRef, obj: JSON) -> bool:
+        """Create ``obj`` in the worker; True if this call created it."""
         if worker.client is None:
-            return
+            return False
         try:
             await worker.client.request("POST", ref.collection_path(str(meta(obj).get("namespace"))),
                                         body=obj, timeout_s=REMOTE_TIMEOUT_S)
@@ -242,6 +256,8 @@ class MultiKueueController:
             if not (isinstance(exc, ApiError) and exc.already_exists):
                 log.warning("worker %s: creating %s %s failed: %s", worker.name, ref.kind, object_key(obj),
                             exc)
+            return False
+        return True
 
     async def _delete_remote(self, worker: Worker, key: str) -> None:
         """The job first (its pods with it), then the Workload copy."""
@@ -287,7 +303,7 @@ class MultiKueueController:
             return False  # the next pass tries again, from a fresh snapshot
         return True
 
-    async def _write_check_state(self, workload: JSON, check: str, state: str, message: str) -> None:
+    async def _write_check_state(self, workload: JSON, check: str, state: str, message: str) -> bool:
         m = meta(workload)
         entries = []
         for entry in (workload.get("status") or {}).get("admissionChecks") or ():
@@ -301,6 +317,7 @@ class MultiKueueController:
                                      "status": {"admissionChecks": entries}})
         if written and self.verdict is not None:
             self.verdict(object_key(workload), check, state)
+        return written
 
     async def _write_finished(self, workload: JSON, reason: str, message: str) -> None:
         m = meta(workload)
