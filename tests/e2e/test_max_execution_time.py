@@ -55,6 +55,8 @@ def test_a_job_is_stopped_after_its_maximum_execution_time(dev_cluster: DevClust
         wl = wait_until("the Job admitted", admitted, 60.0)
         assert wl["spec"]["maximumExecutionTimeSeconds"] == LIMIT_S, "the label is copied to the Workload"
         name = wl["metadata"]["name"]
+        # Read now: once the job stops, Admitted turns False and its transition time moves.
+        admitted_at = parse_time(_condition(wl, "Admitted").get("lastTransitionTime"))
         wait_until("the Job started", lambda: dev_cluster.get_json("job", "limited", "-n", namespace)
                    ["spec"].get("suspend") is False, 30.0)
 
@@ -68,7 +70,6 @@ def test_a_job_is_stopped_after_its_maximum_execution_time(dev_cluster: DevClust
         assert (evicted.get("status"), evicted.get("reason"), evicted.get("message")) == \
             ("True", REASON, MESSAGE)
         # Counted from the Admitted transition (times are whole seconds on both sides).
-        admitted_at = parse_time(_condition(wl, "Admitted").get("lastTransitionTime"))
         evicted_at = parse_time(evicted.get("lastTransitionTime"))
         assert admitted_at is not None and evicted_at is not None
         assert LIMIT_S - 1 <= evicted_at - admitted_at <= LIMIT_S + 15, (admitted_at, evicted_at)

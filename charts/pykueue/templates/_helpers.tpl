@@ -64,9 +64,20 @@ priorityClassName: {{ . }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .affinity }}
+{{- if .affinity }}
 affinity:
-  {{- toYaml . | nindent 2 }}
+  {{- toYaml .affinity | nindent 2 }}
+{{- else if .spreadLabels }}
+{{- /* No affinity given: replicas prefer different nodes (a one-node cluster still runs them). */}}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- toYaml .spreadLabels | nindent 12 }}
 {{- end }}
 {{- with .tolerations }}
 tolerations:
