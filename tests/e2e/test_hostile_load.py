@@ -38,7 +38,7 @@ pytestmark = pytest.mark.e2e
 
 # Scaled like the fault suite: PYKUEUE_HOSTILE_SCALE=2.5 for the README's figures.
 SCALE = float(os.environ.get("PYKUEUE_HOSTILE_SCALE", "1"))
-JOBS_PER_PHASE = max(50, int(150 * SCALE))
+JOBS_PER_PHASE = max(50, int(100 * SCALE))
 SLOW_CONNECTIONS = 500
 ADMIT_DEADLINE_S = 60.0
 SHARED_MACHINE_ALLOWANCE_S = 0.5
