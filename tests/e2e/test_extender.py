@@ -1,7 +1,7 @@
 """The TAS extender inside a real kube-scheduler, on the dev cluster.
 
 A second kube-scheduler serves the profile ``pykueue-tas-scheduler`` with the shipped
-configuration (``manifests/scheduler``) and calls ``pykueue extender`` running in a
+configuration (``manifests/09-tas-scheduler.yaml``) and calls ``pykueue extender`` running in a
 subprocess on loopback (``devcluster.tas_scheduler``). The dev cluster's default
 scheduler is left alone, so other tests on the same cluster are not affected.
 
