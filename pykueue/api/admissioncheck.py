@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.fields import Model, Rule, f
-from api.meta import DNS1123_LABEL, DNS1123_SUBDOMAIN, Condition, conditions_field
-from api.resource import Resource
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import DNS1123_LABEL, DNS1123_SUBDOMAIN, Condition, conditions_field
+from pykueue.api.resource import Resource
 
 
 class AdmissionCheckParametersReference(Model):

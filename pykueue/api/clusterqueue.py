@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from api.fields import Model, Rule, f
-from api.meta import DNS1123_SUBDOMAIN, NAME_ITEMS, Condition, LabelSelector, conditions_field
-from api.quota import FairSharing, FairSharingStatus, FlavorUsage, ResourceGroup, resource_groups_field
-from api.resource import PrinterColumn, Resource
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN, NAME_ITEMS, Condition, LabelSelector, conditions_field
+from pykueue.api.quota import (
+    FairSharing,
+    FairSharingStatus,
+    FlavorUsage,
+    ResourceGroup,
+    resource_groups_field,
+)
+from pykueue.api.resource import PrinterColumn, Resource
 
 QUEUEING_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from api.fields import Model, f
-from api.meta import DNS1123_SUBDOMAIN
-from api.quota import FairSharing, FairSharingStatus, ResourceGroup, resource_groups_field
-from api.resource import Resource
+from pykueue.api.fields import Model, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN
+from pykueue.api.quota import FairSharing, FairSharingStatus, ResourceGroup, resource_groups_field
+from pykueue.api.resource import Resource
 
 
 class CohortSpec(Model):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from api.fields import Model, f
-from api.meta import LabelSelector, LabelSelectorRequirement
-from api.quantity import Quantity
+from pykueue.api.fields import Model, f
+from pykueue.api.meta import LabelSelector, LabelSelectorRequirement
+from pykueue.api.quantity import Quantity
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
 CONFIG_API_VERSION = f"{CONFIG_GROUP}/v1beta2"

@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from api.registry import KINDS
-from api.resource import GROUP, Resource
-from api.schema import VersionView, model_schema
-from api.v1beta1 import V1Beta1View
+from pykueue.api.registry import KINDS
+from pykueue.api.resource import GROUP, Resource
+from pykueue.api.schema import VersionView, model_schema
+from pykueue.api.v1beta1 import V1Beta1View
 
 DEFAULT_OUT = Path("manifests/crds")
 WEBHOOK_SERVICE = "pykueue-webhook-service"

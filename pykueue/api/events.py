@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from api.wire import JSON, meta
+from pykueue.api.wire import JSON, meta
 
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from api.fields import FieldError
+from pykueue.api.fields import FieldError
 
 
 def _show(value: Any) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self, Union, get_args, get_origin
 
-from api.quantity import Quantity, QuantityError
+from pykueue.api.quantity import Quantity, QuantityError
 
 
 class FieldError(ValueError):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from api.fields import Model, Rule, f
-from api.meta import DNS1123_SUBDOMAIN, Condition, conditions_field
-from api.quota import FairSharing, LocalQueueFairSharingStatus, LocalQueueFlavorUsage
-from api.resource import PrinterColumn, Resource
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN, Condition, conditions_field
+from pykueue.api.quota import FairSharing, LocalQueueFairSharingStatus, LocalQueueFlavorUsage
+from pykueue.api.resource import PrinterColumn, Resource
 
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
 

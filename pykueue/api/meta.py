@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.fields import Items, Model, Rule, f
+from pykueue.api.fields import Items, Model, Rule, f
 
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

@@ -6,9 +6,9 @@ Both are cluster-scoped CRDs pykueue serves; the MultiKueue admission check cont
 
 from __future__ import annotations
 
-from api.fields import Items, Model, Rule, f
-from api.meta import Condition, conditions_field
-from api.resource import AGE_COLUMN, PrinterColumn, Resource
+from pykueue.api.fields import Items, Model, Rule, f
+from pykueue.api.meta import Condition, conditions_field
+from pykueue.api.resource import AGE_COLUMN, PrinterColumn, Resource
 
 
 class KubeConfigSource(Model):

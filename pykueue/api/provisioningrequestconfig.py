@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.fields import Items, Model, f
-from api.meta import DNS1123_SUBDOMAIN, QUALIFIED_NAME
-from api.resource import Resource
+from pykueue.api.fields import Items, Model, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN, QUALIFIED_NAME
+from pykueue.api.resource import Resource
 
 
 class ProvisioningRequestRetryStrategy(Model):

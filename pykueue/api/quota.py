@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.fields import Model, Rule, f
-from api.meta import DNS1123_SUBDOMAIN
-from api.quantity import Quantity
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN
+from pykueue.api.quantity import Quantity
 
 
 class ResourceQuota(Model):

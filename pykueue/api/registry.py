@@ -8,20 +8,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.admissioncheck import AdmissionCheck
-from api.clusterqueue import ClusterQueue
-from api.cohort import Cohort
-from api.config import CONFIG_API_VERSION, Configuration
-from api.conversion import CONVERTERS, convert
-from api.fields import Model
-from api.localqueue import LocalQueue
-from api.multikueue import MultiKueueCluster, MultiKueueConfig
-from api.provisioningrequestconfig import ProvisioningRequestConfig
-from api.resource import GROUP, V1BETA1, V1BETA2, Resource
-from api.resourceflavor import ResourceFlavor
-from api.topology import Topology
-from api.workload import Workload
-from api.workloadpriorityclass import WorkloadPriorityClass
+from pykueue.api.admissioncheck import AdmissionCheck
+from pykueue.api.clusterqueue import ClusterQueue
+from pykueue.api.cohort import Cohort
+from pykueue.api.config import CONFIG_API_VERSION, Configuration
+from pykueue.api.conversion import CONVERTERS, convert
+from pykueue.api.fields import Model
+from pykueue.api.localqueue import LocalQueue
+from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
+from pykueue.api.provisioningrequestconfig import ProvisioningRequestConfig
+from pykueue.api.resource import GROUP, V1BETA1, V1BETA2, Resource
+from pykueue.api.resourceflavor import ResourceFlavor
+from pykueue.api.topology import Topology
+from pykueue.api.workload import Workload
+from pykueue.api.workloadpriorityclass import WorkloadPriorityClass
 
 KINDS: tuple[type[Resource], ...] = (
     AdmissionCheck,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from api.fields import Model, f
-from api.meta import ObjectMeta, metadata_field
+from pykueue.api.fields import Model, f
+from pykueue.api.meta import ObjectMeta, metadata_field
 
 GROUP = "kueue.x-k8s.io"
 V1BETA1 = f"{GROUP}/v1beta1"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.fields import Model, Rule, f
-from api.meta import DNS1123_SUBDOMAIN, Taint, Toleration, tolerations_field
-from api.resource import Resource
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import DNS1123_SUBDOMAIN, Taint, Toleration, tolerations_field
+from pykueue.api.resource import Resource
 
 
 class ResourceFlavorSpec(Model):

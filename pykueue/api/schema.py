@@ -10,9 +10,9 @@ import copy
 import types
 from typing import Any, Union, get_args, get_origin
 
-from api.fields import NO_DEFAULT, FieldInfo, Items, Model, Rule
-from api.meta import QUANTITY_PATTERN
-from api.quantity import Quantity
+from pykueue.api.fields import NO_DEFAULT, FieldInfo, Items, Model, Rule
+from pykueue.api.meta import QUANTITY_PATTERN
+from pykueue.api.quantity import Quantity
 
 Schema = dict[str, Any]
 

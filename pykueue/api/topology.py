@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api.fields import Model, Rule, f
-from api.meta import QUALIFIED_NAME
-from api.resource import Resource
+from pykueue.api.fields import Model, Rule, f
+from pykueue.api.meta import QUALIFIED_NAME
+from pykueue.api.resource import Resource
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 

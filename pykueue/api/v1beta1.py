@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from api.admissioncheck import AdmissionCheckSpec
-from api.clusterqueue import ClusterQueueSpec, ClusterQueueStatus, FlavorFungibility
-from api.cohort import CohortStatus
-from api.fields import FieldInfo, Items, Model, Rule, f
-from api.localqueue import LocalQueueStatus
-from api.meta import DNS1123_SUBDOMAIN
-from api.multikueue import ClusterProfileReference, MultiKueueClusterSpec, MultiKueueConfigSpec
-from api.quota import AdmissionFairSharingStatus, FairSharingStatus
-from api.schema import FieldList, VersionView
-from api.workload import (
+from pykueue.api.admissioncheck import AdmissionCheckSpec
+from pykueue.api.clusterqueue import ClusterQueueSpec, ClusterQueueStatus, FlavorFungibility
+from pykueue.api.cohort import CohortStatus
+from pykueue.api.fields import FieldInfo, Items, Model, Rule, f
+from pykueue.api.localqueue import LocalQueueStatus
+from pykueue.api.meta import DNS1123_SUBDOMAIN
+from pykueue.api.multikueue import ClusterProfileReference, MultiKueueClusterSpec, MultiKueueConfigSpec
+from pykueue.api.quota import AdmissionFairSharingStatus, FairSharingStatus
+from pykueue.api.schema import FieldList, VersionView
+from pykueue.api.workload import (
     PodSetAssignment,
     PodSetTopologyRequest,
     TopologyAssignment,

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from api.fields import FieldInfo, Items, Model
+from pykueue.api.fields import FieldInfo, Items, Model
 
 _GO_LEADING_FLAGS = re.compile(r"^\^(\(\?[a-zA-Z]+\))")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.fields import Items, Model, Rule, f
-from api.meta import (
+from pykueue.api.fields import Items, Model, Rule, f
+from pykueue.api.meta import (
     DNS1123_LABEL,
     DNS1123_SUBDOMAIN,
     NAME_ITEMS,
@@ -15,8 +15,8 @@ from api.meta import (
     conditions_field,
     tolerations_field,
 )
-from api.quantity import Quantity
-from api.resource import PrinterColumn, Resource
+from pykueue.api.quantity import Quantity
+from pykueue.api.resource import PrinterColumn, Resource
 
 _RESERVED = "has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, c.type == " \
     "'QuotaReserved' && c.status == 'True')"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from api.fields import f
-from api.resource import PrinterColumn, Resource
+from pykueue.api.fields import f
+from pykueue.api.resource import PrinterColumn, Resource
 
 
 class WorkloadPriorityClass(Resource):

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from certs.authority import CA_PREVIOUS_CRT, CertBundle, ensure_bundle
+from pykueue.certs.authority import CA_PREVIOUS_CRT, CertBundle, ensure_bundle
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api.access import OWN_NAMESPACE, ApiAccess
-from certs.authority import (
+from pykueue.api.access import OWN_NAMESPACE, ApiAccess
+from pykueue.certs.authority import (
     CA_CRT,
     TLS_CRT,
     TLS_KEY,
@@ -50,7 +50,7 @@ from certs.authority import (
     issue_client,
     now_utc,
 )
-from kube.client import ApiError, KubeClient
+from pykueue.kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""``python -m devcluster build|up|down|status``: the same commands as ``pykueue dev``.
+"""``python -m pykueue.devcluster build|up|down|status``: the same commands as ``pykueue dev``.
 
 Lets ``make test`` build the binaries without going through the whole ``pykueue`` CLI.
 """
@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from devcluster.cli import add_arguments, main
+from pykueue.devcluster.cli import add_arguments, main
 
 
 def run() -> int:
-    parser = argparse.ArgumentParser(prog="python -m devcluster",
+    parser = argparse.ArgumentParser(prog="python -m pykueue.devcluster",
                                      description="local control plane of real Kubernetes binaries")
     add_arguments(parser)
     return main(parser.parse_args())

@@ -22,13 +22,13 @@ from typing import Any
 
 import yaml
 
-from certs.authority import CA_CRT, CA_PREVIOUS_CRT, join_pem
-from devcluster import identity, ports, processes, tas_scheduler
-from devcluster.aggregation import host_api_service_manifests
-from devcluster.components import Layout
-from devcluster.health import http_ok, wait_for
-from devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
-from kube.blocking import BlockingClient
+from pykueue.certs.authority import CA_CRT, CA_PREVIOUS_CRT, join_pem
+from pykueue.devcluster import identity, ports, processes, tas_scheduler
+from pykueue.devcluster.aggregation import host_api_service_manifests
+from pykueue.devcluster.components import Layout
+from pykueue.devcluster.health import http_ok, wait_for
+from pykueue.devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
+from pykueue.kube.blocking import BlockingClient
 
 CRD_DIRS = (MANIFESTS_DIR / "crds", DEV_MANIFESTS_DIR / "crds")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -37,7 +37,7 @@ NAMESPACES_PATH = "/api/v1/namespaces"
 PYKUEUE = "pykueue"
 PYKUEUE_NAMESPACE = identity.NAMESPACE
 PYKUEUE_DEADLINE_S = 60.0
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _documents(directories: tuple[Path, ...]) -> Iterator[dict[str, Any]]:

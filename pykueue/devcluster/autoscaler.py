@@ -24,13 +24,13 @@ from typing import Any
 
 import yaml
 
-from devcluster import processes
-from devcluster.components import Layout
-from devcluster.health import wait_for
-from devcluster.nodes import BLOCK_LABEL, KWOK_SELECTOR_LABEL, RACK_LABEL
-from devcluster.operators import load_records, save_record
-from devcluster.ports import LOOPBACK, free_ports
-from kube.blocking import BlockingClient
+from pykueue.devcluster import processes
+from pykueue.devcluster.components import Layout
+from pykueue.devcluster.health import wait_for
+from pykueue.devcluster.nodes import BLOCK_LABEL, KWOK_SELECTOR_LABEL, RACK_LABEL
+from pykueue.devcluster.operators import load_records, save_record
+from pykueue.devcluster.ports import LOOPBACK, free_ports
+from pykueue.kube.blocking import BlockingClient
 
 Report = Callable[[str], None]
 

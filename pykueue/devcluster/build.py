@@ -1,6 +1,6 @@
 """Build the control-plane binaries from the pinned Go modules into the cache.
 
-``python -m devcluster build`` and ``pykueue dev build`` land here, and ``dev up`` builds
+``python -m pykueue.devcluster build`` and ``pykueue dev build`` land here, and ``dev up`` builds
 what is missing the same way. Each binary goes to ``<cache>/bin/<module-key>/<name>``; one
 that is already there is skipped, so only a fresh machine (or a changed pin) pays for
 compilation. A binary is written under a
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from devcluster.paths import GO_DIR, bin_root
-from devcluster.versions import BINARIES, GoBinary, link_flags, module_key
+from pykueue.devcluster.paths import GO_DIR, bin_root
+from pykueue.devcluster.versions import BINARIES, GoBinary, link_flags, module_key
 
 Report = Callable[[str], None]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from devcluster import cluster, sample
-from devcluster.build import BuildError, build
-from devcluster.components import Extender
-from devcluster.conformance import harness as conformance_harness
-from devcluster.health import StartupError
-from kube.client import ApiError
+from pykueue.devcluster import cluster, sample
+from pykueue.devcluster.build import BuildError, build
+from pykueue.devcluster.components import Extender
+from pykueue.devcluster.conformance import harness as conformance_harness
+from pykueue.devcluster.health import StartupError
+from pykueue.kube.client import ApiError
 
 
 def _progress(message: str) -> None:

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons, autoscaler, identity, nodes, operators, workers
-from devcluster.build import binary_path, binary_paths, build, missing_binaries
-from devcluster.components import (
+from pykueue.devcluster import addons, autoscaler, identity, nodes, operators, workers
+from pykueue.devcluster.build import binary_path, binary_paths, build, missing_binaries
+from pykueue.devcluster.components import (
     Component,
     Extender,
     Layout,
@@ -42,12 +42,12 @@ from devcluster.components import (
     components,
     write_pki_and_configs,
 )
-from devcluster.health import StartupError, http_ok, wait_for
-from devcluster.paths import state_dir
-from devcluster.processes import ProcessRecord, is_running, spawn, stop
-from devcluster.versions import BINARIES
-from kube.blocking import BlockingClient
-from kube.client import connect
+from pykueue.devcluster.health import StartupError, http_ok, wait_for
+from pykueue.devcluster.paths import state_dir
+from pykueue.devcluster.processes import ProcessRecord, is_running, spawn, stop
+from pykueue.devcluster.versions import BINARIES
+from pykueue.kube.blocking import BlockingClient
+from pykueue.kube.client import connect
 
 Report = Callable[[str], None]
 

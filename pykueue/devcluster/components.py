@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from devcluster import kubeconfig
-from devcluster.paths import DEV_MANIFESTS_DIR
-from devcluster.pki import Authority, write_signing_key
-from devcluster.ports import LOOPBACK, free_ports
+from pykueue.devcluster import kubeconfig
+from pykueue.devcluster.paths import DEV_MANIFESTS_DIR
+from pykueue.devcluster.pki import Authority, write_signing_key
+from pykueue.devcluster.ports import LOOPBACK, free_ports
 
 SERVICE_CIDR = "10.0.0.0/24"
 # First address of SERVICE_CIDR: the ``kubernetes`` Service, which the serving cert must name.

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
-from devcluster.processes import ProcessRecord, is_running, log_tail
+from pykueue.devcluster.processes import ProcessRecord, is_running, log_tail
 
 _POLL_S = 0.25
 

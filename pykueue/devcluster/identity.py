@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from devcluster.kubeconfig import CLUSTER_NAME
-from devcluster.paths import MANIFESTS_DIR
-from kube.blocking import BlockingClient
+from pykueue.devcluster.kubeconfig import CLUSTER_NAME
+from pykueue.devcluster.paths import MANIFESTS_DIR
+from pykueue.kube.blocking import BlockingClient
 
 NAMESPACE = "pykueue-system"
 SERVICE_ACCOUNT = "pykueue-controller-manager"

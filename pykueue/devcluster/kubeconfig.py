@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from devcluster.pki import CertKey
+from pykueue.devcluster.pki import CertKey
 
 CLUSTER_NAME = "pykueue-dev"
 

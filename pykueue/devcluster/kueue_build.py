@@ -14,9 +14,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from devcluster.build import BuildError, Report, build_one, go_env, go_tool
-from devcluster.paths import GO_DIR, bin_root
-from devcluster.versions import GoBinary, module_key, pinned_version, source_digest
+from pykueue.devcluster.build import BuildError, Report, build_one, go_env, go_tool
+from pykueue.devcluster.paths import GO_DIR, bin_root
+from pykueue.devcluster.versions import GoBinary, module_key, pinned_version, source_digest
 
 MODULE = "sigs.k8s.io/kueue"
 MANAGER = f"{MODULE}/cmd/kueue"

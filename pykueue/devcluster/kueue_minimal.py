@@ -23,10 +23,10 @@ import re
 import shutil
 from pathlib import Path
 
-from devcluster import kueue_build
-from devcluster.build import BuildError, Report, build_one
-from devcluster.paths import bin_root
-from devcluster.versions import GoBinary, source_digest
+from pykueue.devcluster import kueue_build
+from pykueue.devcluster.build import BuildError, Report, build_one
+from pykueue.devcluster.paths import bin_root
+from pykueue.devcluster.versions import GoBinary, source_digest
 
 HARNESS_QPS, HARNESS_BURST = 50.0, 100
 SHARED, PER_RESOURCE = "shared", "per-resource"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kube.blocking import BlockingClient
+from pykueue.kube.blocking import BlockingClient
 
 NODE_COUNT = 8
 NODES_PER_RACK = 2

@@ -36,13 +36,13 @@ from typing import Any
 
 import yaml
 
-from devcluster import identity, kubeconfig, processes
-from devcluster.components import Layout
-from devcluster.health import http_ok, wait_for
-from devcluster.paths import DEV_MANIFESTS_DIR
-from devcluster.pki import Authority
-from devcluster.ports import LOOPBACK, free_ports
-from kube.blocking import BlockingClient
+from pykueue.devcluster import identity, kubeconfig, processes
+from pykueue.devcluster.components import Layout
+from pykueue.devcluster.health import http_ok, wait_for
+from pykueue.devcluster.paths import DEV_MANIFESTS_DIR
+from pykueue.devcluster.pki import Authority
+from pykueue.devcluster.ports import LOOPBACK, free_ports
+from pykueue.kube.blocking import BlockingClient
 
 Report = Callable[[str], None]
 

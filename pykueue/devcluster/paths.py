@@ -18,7 +18,7 @@ STATE_ENV = "PYKUEUE_DEV_STATE"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 GO_DIR = PACKAGE_DIR / "go"
-REPO_DIR = PACKAGE_DIR.parent
+REPO_DIR = PACKAGE_DIR.parents[1]
 MANIFESTS_DIR = REPO_DIR / "manifests"
 DEV_MANIFESTS_DIR = MANIFESTS_DIR / "dev"
 

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devcluster import cluster, processes
-from devcluster.addons import PYKUEUE, PYKUEUE_NAMESPACE, REPO_ROOT
-from devcluster.components import apiserver_url
-from devcluster.health import StartupError, http_ok
-from devcluster.ports import LOOPBACK, free_ports
+from pykueue.devcluster import cluster, processes
+from pykueue.devcluster.addons import PYKUEUE, PYKUEUE_NAMESPACE, REPO_ROOT
+from pykueue.devcluster.components import apiserver_url
+from pykueue.devcluster.health import StartupError, http_ok
+from pykueue.devcluster.ports import LOOPBACK, free_ports
 
 LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"
 # Addresses kube-apiserver is configured with: served by the Service.

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from kube.blocking import BlockingClient
-from kube.client import ApiError
+from pykueue.api import keys
+from pykueue.kube.blocking import BlockingClient
+from pykueue.kube.client import ApiError
 
 NAMESPACE = "pykueue-sample"
 QUEUE = "sample-queue"

@@ -30,13 +30,13 @@ from typing import Any
 
 import yaml
 
-from certs.authority import issue_client, issue_serving, new_ca
-from devcluster.components import Layout
-from devcluster.health import StartupError, http_ok, wait_for
-from devcluster.paths import MANIFESTS_DIR, REPO_DIR
-from devcluster.ports import LOOPBACK, free_ports
-from devcluster.processes import ProcessRecord, spawn, stop
-from kube.blocking import BlockingClient
+from pykueue.certs.authority import issue_client, issue_serving, new_ca
+from pykueue.devcluster.components import Layout
+from pykueue.devcluster.health import StartupError, http_ok, wait_for
+from pykueue.devcluster.paths import MANIFESTS_DIR, REPO_DIR
+from pykueue.devcluster.ports import LOOPBACK, free_ports
+from pykueue.devcluster.processes import ProcessRecord, spawn, stop
+from pykueue.kube.blocking import BlockingClient
 
 # The install's TAS scheduler: ServiceAccount, RBAC, configuration, Deployment.
 TAS_MANIFEST = MANIFESTS_DIR / "09-tas-scheduler.yaml"
@@ -103,7 +103,7 @@ def extender_pki(directory: Path, client: str = TAS_SCHEDULER) -> tuple[Path, Pa
 
 
 def _cluster_layout() -> tuple[Layout, Path]:
-    from devcluster.cluster import current_state, layout  # the cluster module starts ours too
+    from pykueue.devcluster.cluster import current_state, layout  # the cluster module starts ours too
 
     state = current_state()
     if state is None:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from devcluster.paths import GO_DIR
+from pykueue.devcluster.paths import GO_DIR
 
 
 @dataclass(frozen=True)

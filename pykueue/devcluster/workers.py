@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devcluster import addons
-from kube.blocking import BlockingClient
+from pykueue.devcluster import addons
+from pykueue.kube.blocking import BlockingClient
 
 WORKERS_DIR = "workers"
 SECRET_PREFIX = "pykueue-dev-worker-"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from extender.endpoints import MAX_BODY_BYTES, Endpoints, ExtenderDeps, client_name
-from kube.http_limits import Refused, read_body
+from pykueue.extender.endpoints import MAX_BODY_BYTES, Endpoints, ExtenderDeps, client_name
+from pykueue.kube.http_limits import Refused, read_body
 
 __all__ = ["ENDPOINTS", "ExtenderDeps", "make_app"]
 

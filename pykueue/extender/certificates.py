@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from certs.authority import service_dns_names
-from certs.rotation import CertRotator
-from kube.client import KubeClient
-from kube.resources import SECRETS, ResourceRef
+from pykueue.certs.authority import service_dns_names
+from pykueue.certs.rotation import CertRotator
+from pykueue.kube.client import KubeClient
+from pykueue.kube.resources import SECRETS, ResourceRef
 
 NAMESPACE: Final = "pykueue-system"
 SERVICE: Final = "pykueue-extender-service"

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from extender.domains import bound_node, is_terminated, pod_uid
+from pykueue.api import keys
+from pykueue.extender.domains import bound_node, is_terminated, pod_uid
 
 
 @dataclass(frozen=True)

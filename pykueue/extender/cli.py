@@ -27,16 +27,16 @@ import ssl
 import sys
 from pathlib import Path
 
-from certs.rotation import CertRotator, require_client_certificates, server_context
-from extender import certificates
-from extender.app import ExtenderDeps, make_app
-from extender.kube_port import KubeClusterPort
-from extender.server import serve
-from kube.client import KubeClient, connect
-from kube.endpoints import HealthChecks, build_app, start_site
-from kube.event_loop import run_main
-from kube.logging import configure_cli_logging
-from kube.startup import check_kubeconfig, exit_code, starting
+from pykueue.certs.rotation import CertRotator, require_client_certificates, server_context
+from pykueue.extender import certificates
+from pykueue.extender.app import ExtenderDeps, make_app
+from pykueue.extender.kube_port import KubeClusterPort
+from pykueue.extender.server import serve
+from pykueue.kube.client import KubeClient, connect
+from pykueue.kube.endpoints import HealthChecks, build_app, start_site
+from pykueue.kube.event_loop import run_main
+from pykueue.kube.logging import configure_cli_logging
+from pykueue.kube.startup import check_kubeconfig, exit_code, starting
 
 TAS_SCHEDULER = certificates.TAS_SCHEDULER_CLIENT
 # kube-scheduler binds concurrently; a few kept-alive API connections serve that, where a

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from manager.core.tas.assignment import TopologyAssignment
+from pykueue.manager.core.tas.assignment import TopologyAssignment
 
 Leaf = tuple[str, ...]
 TERMINAL_PHASES = ("Succeeded", "Failed")

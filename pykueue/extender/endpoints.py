@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from extender.node_cache import NodeCache
-from extender.port import ClusterPort, PortError
-from extender.service import TasExtender
-from extender.wire import (
+from pykueue.extender.node_cache import NodeCache
+from pykueue.extender.port import ClusterPort, PortError
+from pykueue.extender.service import TasExtender
+from pykueue.extender.wire import (
     binding_result,
     decode_json,
     filter_result,
@@ -32,8 +32,8 @@ from extender.wire import (
     parse_binding_args,
     parse_extender_args,
 )
-from kube.endpoints import BadRequest
-from kube.http_limits import MiB, Refused, ServerLimits, is_json
+from pykueue.kube.endpoints import BadRequest
+from pykueue.kube.http_limits import MiB, Refused, ServerLimits, is_json
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from manager.core.matching import expression_matches, tolerates
+from pykueue.manager.core.matching import expression_matches, tolerates
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")

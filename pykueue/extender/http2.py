@@ -40,8 +40,8 @@ from h2.events import (
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes, Settings
 
-from extender.endpoints import MAX_BODY_BYTES, Endpoints, Reply, client_name
-from kube.http_limits import ConnectionGuard, Refused, ServerLimits, Slots
+from pykueue.extender.endpoints import MAX_BODY_BYTES, Endpoints, Reply, client_name
+from pykueue.kube.http_limits import ConnectionGuard, Refused, ServerLimits, Slots
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from api import keys
-from api.wire import JSON
-from extender.port import ConflictError, NotFoundError, PortError
-from kube.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
-from kube.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS, ResourceRef
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.extender.port import ConflictError, NotFoundError, PortError
+from pykueue.kube.client import MERGE_PATCH, TRANSPORT_ERRORS, ApiError, KubeClient, Query
+from pykueue.kube.resources import NODES, PODS, RESOURCE_FLAVORS, TOPOLOGIES, WORKLOADS, ResourceRef
 
 # Every request the methods below make, as RBAC: (resource, subresource, verbs). The
 # extender's ServiceAccount is granted exactly these (ClusterRole ``pykueue-extender-role``

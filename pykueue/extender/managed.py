@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
+from pykueue.api import keys
+from pykueue.manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON
-from extender.domains import Leaf, leaf_of, node_labels
-from extender.port import ClusterPort
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.extender.domains import Leaf, leaf_of, node_labels
+from pykueue.extender.port import ClusterPort
 
 
 class NodeCache:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from api.wire import JSON
+from pykueue.api.wire import JSON
 
 
 class PortError(Exception):

@@ -18,13 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from api.wire import JSON
-from extender.port import ClusterPort
-from manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
-from manager.core.tas.replacement import NoReplacement, Replacement, replace_failed_node
-from manager.core.tas.request import PodSetRequest
-from manager.core.tas.snapshot import TopologySnapshot
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.extender.port import ClusterPort
+from pykueue.manager.core.tas.assignment import AssignmentError, TopologyAssignment, decode_v1beta2
+from pykueue.manager.core.tas.replacement import NoReplacement, Replacement, replace_failed_node
+from pykueue.manager.core.tas.request import PodSetRequest
+from pykueue.manager.core.tas.snapshot import TopologySnapshot
 
 
 @dataclass(frozen=True)

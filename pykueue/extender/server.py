@@ -19,11 +19,11 @@ import ssl
 
 from aiohttp import web
 
-from extender.app import ENDPOINTS
-from extender.endpoints import LIMITS
-from extender.http2 import Http2Connection
-from kube.http_limits import ConnectionGuard, Listener, ServerLimits
-from kube.http_limits import serve as serve_with_limits
+from pykueue.extender.app import ENDPOINTS
+from pykueue.extender.endpoints import LIMITS
+from pykueue.extender.http2 import Http2Connection
+from pykueue.kube.http_limits import ConnectionGuard, Listener, ServerLimits
+from pykueue.kube.http_limits import serve as serve_with_limits
 
 ALPN = ("h2", "http/1.1")
 SHUTDOWN_TIMEOUT_S = 5.0

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from api import keys
-from api.wire import JSON
-from extender.claims import Claim, encode_claims, pending_claims, read_claims
-from extender.domains import (
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.extender.claims import Claim, encode_claims, pending_claims, read_claims
+from pykueue.extender.domains import (
     Leaf,
     assigned_counts,
     bound_node,
@@ -39,14 +39,14 @@ from extender.domains import (
     priority_scores,
     remaining_counts,
 )
-from extender.feasibility import rejection
-from extender.managed import PodSetPlacement, PodSetRef, managed_podset, podset_placement
-from extender.node_cache import NodeCache
-from extender.port import ClusterPort, ConflictError, PortError
-from extender.replacement_plan import load_plan_inputs, plan_replacement
-from extender.wire import BindingArgs, ExtenderArgs, FilterVerdict
-from manager.core.tas.assignment import AssignmentError, encode_v1beta2
-from manager.core.tas.replacement import NoReplacement, Replacement
+from pykueue.extender.feasibility import rejection
+from pykueue.extender.managed import PodSetPlacement, PodSetRef, managed_podset, podset_placement
+from pykueue.extender.node_cache import NodeCache
+from pykueue.extender.port import ClusterPort, ConflictError, PortError
+from pykueue.extender.replacement_plan import load_plan_inputs, plan_replacement
+from pykueue.extender.wire import BindingArgs, ExtenderArgs, FilterVerdict
+from pykueue.manager.core.tas.assignment import AssignmentError, encode_v1beta2
+from pykueue.manager.core.tas.replacement import NoReplacement, Replacement
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.wire import JSON
-from kube.endpoints import BadRequest
+from pykueue.api.wire import JSON
+from pykueue.kube.endpoints import BadRequest
 
 
 def _fields(body: Any, what: str) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import weakref
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
-from api.wire import JSON
-from kube.client import APPLY_PATCH, ApiError, KubeClient, connect_with_certificate
+from pykueue.api.wire import JSON
+from pykueue.kube.client import APPLY_PATCH, ApiError, KubeClient, connect_with_certificate
 
 T = TypeVar("T")
 

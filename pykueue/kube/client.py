@@ -21,8 +21,8 @@ import orjson
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from api.wire import JSON
-from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from pykueue.api.wire import JSON
+from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 
 Query = Mapping[str, str | int | bool]
 

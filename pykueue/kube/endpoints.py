@@ -21,7 +21,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from kube.http_limits import KiB, Listener, ServerLimits, serve
+from pykueue.kube.http_limits import KiB, Listener, ServerLimits, serve
 
 Check = Callable[[], bool | Awaitable[bool]]
 Guard = Callable[[web.Request], Awaitable[web.Response | None]]

@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
-from api.access import ApiAccess
-from api.events import EventRecord, truncate_note
-from api.wire import JSON
-from kube import resources as res
-from kube.client import MERGE_PATCH, ApiError, KubeClient
-from kube.workqueue import WorkQueue
+from pykueue.api.access import ApiAccess
+from pykueue.api.events import EventRecord, truncate_note
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import MERGE_PATCH, ApiError, KubeClient
+from pykueue.kube.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 

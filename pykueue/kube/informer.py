@@ -27,10 +27,10 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
-from api.wire import JSON
-from kube.backoff import Backoff
-from kube.client import ApiError, KubeClient
-from kube.resources import ResourceRef, object_key
+from pykueue.api.wire import JSON
+from pykueue.kube.backoff import Backoff
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.kube.resources import ResourceRef, object_key
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from api.access import OWN_NAMESPACE, ApiAccess
-from api.wire import JSON
-from kube.client import ApiError, KubeClient
-from kube.resources import LEASES
+from pykueue.api.access import OWN_NAMESPACE, ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from api import keys
-from api.access import EVERY_NAMESPACE, ApiAccess
+from pykueue.api import keys
+from pykueue.api.access import EVERY_NAMESPACE, ApiAccess
 
 
 @dataclass(frozen=True)

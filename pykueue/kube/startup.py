@@ -17,7 +17,7 @@ import aiohttp
 import yaml
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from kube.client import ApiError
+from pykueue.kube.client import ApiError
 
 log = logging.getLogger(__name__)
 

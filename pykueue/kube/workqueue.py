@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
-from kube.backoff import Backoff
+from pykueue.kube.backoff import Backoff
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ import json
 import sys
 from typing import Any
 
-from manager.scenario.loader import ScenarioError, load
-from manager.scenario.report import result, table
-from manager.scenario.runner import Simulation
+from pykueue.manager.scenario.loader import ScenarioError, load
+from pykueue.manager.scenario.report import result, table
+from pykueue.manager.scenario.runner import Simulation
 
 EXIT_INVALID = 2
 

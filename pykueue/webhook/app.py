@@ -27,25 +27,25 @@ from functools import partial
 import orjson
 from aiohttp import web
 
-from api.field_errors import aggregate
-from api.fields import FieldError
-from api.wire import JSON
-from kube.endpoints import BadRequest
-from kube.http_limits import read_body
-from manager.jobs.admission import (
+from pykueue.api.field_errors import aggregate
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.kube.endpoints import BadRequest
+from pykueue.kube.http_limits import read_body
+from pykueue.manager.jobs.admission import (
     AdmissionContext,
     AdmissionDenied,
     AdmissionPolicy,
     ClusterFacts,
     JobWebhook,
 )
-from manager.jobs.ownership import may_be_managed
-from manager.jobs.registry import GVK, webhook_path, webhooks
-from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
-from webhook import conversion, crd_rules
-from webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
-from webhook.offload import WorkerLane
-from webhook.review import (
+from pykueue.manager.jobs.ownership import may_be_managed
+from pykueue.manager.jobs.registry import GVK, webhook_path, webhooks
+from pykueue.manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, route
+from pykueue.webhook import conversion, crd_rules
+from pykueue.webhook.facts import ClusterLookup, LookupFailed, StaticLookup, resolve_facts
+from pykueue.webhook.offload import WorkerLane
+from pykueue.webhook.review import (
     MAX_CONVERSION_BYTES,
     AdmissionRequest,
     admission_response,

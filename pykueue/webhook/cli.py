@@ -6,13 +6,13 @@ import argparse
 import asyncio
 import signal
 
-from api.config import DEFAULT_NAMESPACE
-from kube.client import connect
-from kube.config_file import load_config
-from kube.event_loop import run_main
-from kube.logging import configure_cli_logging
-from kube.startup import check_kubeconfig, exit_code, starting
-from webhook import server
+from pykueue.api.config import DEFAULT_NAMESPACE
+from pykueue.kube.client import connect
+from pykueue.kube.config_file import load_config
+from pykueue.kube.event_loop import run_main
+from pykueue.kube.logging import configure_cli_logging
+from pykueue.kube.startup import check_kubeconfig, exit_code, starting
+from pykueue.webhook import server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

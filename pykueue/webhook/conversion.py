@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import orjson
 
-from api.conversion import ConversionError, convert
-from api.wire import JSON
-from webhook.review import conversion_response, parse_conversion_review
+from pykueue.api.conversion import ConversionError, convert
+from pykueue.api.wire import JSON
+from pykueue.webhook.review import conversion_response, parse_conversion_review
 
 ERROR_LIMIT = 1000
 

@@ -13,20 +13,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from api import keys
-from api.field_errors import duplicate, forbidden, invalid, not_found, not_supported, required, too_many
-from api.fields import FieldError
-from api.quantity import Quantity, QuantityError
-from api.reservation import admission_changed
-from api.wire import JSON
-from manager.jobs.names import (
+from pykueue.api import keys
+from pykueue.api.field_errors import (
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    not_supported,
+    required,
+    too_many,
+)
+from pykueue.api.fields import FieldError
+from pykueue.api.quantity import Quantity, QuantityError
+from pykueue.api.reservation import admission_changed
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.names import (
     annotation_path,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_value,
     label_key_problems,
 )
-from manager.jobs.validation import admission_gated_by_errors
+from pykueue.manager.jobs.validation import admission_gated_by_errors
 
 MAX_FLAVORS, MAX_RESOURCES, MAX_PAIRS_PER_GROUP = 256, 256, 512
 

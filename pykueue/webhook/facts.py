@@ -20,21 +20,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from api import keys
-from api.access import ApiAccess
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
-from manager.jobs.integrations import (
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
+from pykueue.manager.jobs.integrations import (
     KNOWN_ELSEWHERE,
     MAX_OWNER_HOPS,
     REPLICA_SET,
     OwnerKey,
     OwnerLookupNeeded,
 )
-from manager.jobs.ownership import find_managed_ancestor, may_be_managed
-from manager.jobs.registry import integration_for, kinds
-from manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
+from pykueue.manager.jobs.ownership import find_managed_ancestor, may_be_managed
+from pykueue.manager.jobs.registry import integration_for, kinds
+from pykueue.manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
 
 GET_TIMEOUT_S = 2.0
 RESOLVE_TIMEOUT_S = 4.0
@@ -124,7 +124,7 @@ class ApiLookup:
         return store if store is not None and getattr(store, "has_synced", False) else None
 
     async def _get(self, path: str) -> JSON | None:
-        from kube.client import ApiError
+        from pykueue.kube.client import ApiError
 
         try:
             async with asyncio.timeout(self.get_timeout_s):

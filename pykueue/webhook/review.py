@@ -18,8 +18,8 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from api.wire import JSON
-from kube.endpoints import BadRequest
+from pykueue.api.wire import JSON
+from pykueue.kube.endpoints import BadRequest
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 CONVERSION_API_VERSION = "apiextensions.k8s.io/v1"

@@ -24,20 +24,20 @@ from typing import Any
 
 from aiohttp import web
 
-from api import keys
-from api.access import ApiAccess
-from certs import rotation
-from certs.authority import service_dns_names
-from certs.rotation import CertRotator
-from kube import resources as res
-from kube.client import KubeClient
-from kube.http_limits import KiB, Listener, MiB, ServerLimits, serve
-from kube.informer import Informer
-from kube.ratelimit import TokenBucket
-from manager.jobs.admission import AdmissionPolicy
-from webhook.app import WebhookDeps, make_app
-from webhook.facts import ApiLookup, owner_access
-from webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.certs import rotation
+from pykueue.certs.authority import service_dns_names
+from pykueue.certs.rotation import CertRotator
+from pykueue.kube import resources as res
+from pykueue.kube.client import KubeClient
+from pykueue.kube.http_limits import KiB, Listener, MiB, ServerLimits, serve
+from pykueue.kube.informer import Informer
+from pykueue.kube.ratelimit import TokenBucket
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.webhook.app import WebhookDeps, make_app
+from pykueue.webhook.facts import ApiLookup, owner_access
+from pykueue.webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from manager.core.tas.assignment import AssignmentError, decode_v1beta2
+from pykueue.manager.core.tas.assignment import AssignmentError, decode_v1beta2
 
 HOLDING = ("QuotaReserved", "Admitted")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from devcluster.cluster import admin_client, health_check
-from devcluster.components import Layout, Ports, components, write_pki_and_configs
-from devcluster.health import wait_for
-from devcluster.processes import ProcessRecord, spawn, stop
-from kube.blocking import BlockingClient
+from pykueue.devcluster.cluster import admin_client, health_check
+from pykueue.devcluster.components import Layout, Ports, components, write_pki_and_configs
+from pykueue.devcluster.health import wait_for
+from pykueue.devcluster.processes import ProcessRecord, spawn, stop
+from pykueue.kube.blocking import BlockingClient
 
 START_DEADLINE_S = 90.0
 _MINE = ("etcd", "kube-apiserver")

@@ -20,18 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import keys
-from devcluster.conformance import objects
-from devcluster.conformance.idle import wait_idle
-from devcluster.conformance.kueue_config import scenario_sections
-from devcluster.conformance.kueue_process import KueueProcess
-from devcluster.conformance.objects import KINDS, Request, Unsupported
-from devcluster.health import StartupError, wait_for
-from kube import resources
-from kube.blocking import BlockingClient
-from kube.client import ApiError
-from manager.core.config import ConfigError, parse_duration
-from manager.scenario.loader import Scenario
+from pykueue.api import keys
+from pykueue.devcluster.conformance import objects
+from pykueue.devcluster.conformance.idle import wait_idle
+from pykueue.devcluster.conformance.kueue_config import scenario_sections
+from pykueue.devcluster.conformance.kueue_process import KueueProcess
+from pykueue.devcluster.conformance.objects import KINDS, Request, Unsupported
+from pykueue.devcluster.health import StartupError, wait_for
+from pykueue.kube import resources
+from pykueue.kube.blocking import BlockingClient
+from pykueue.kube.client import ApiError
+from pykueue.manager.core.config import ConfigError, parse_duration
+from pykueue.manager.scenario.loader import Scenario
 
 MERGE_PATCH = "application/merge-patch+json"
 PODS_READY_AFTER = "pykueue.dev/pods-ready-after"

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import kueue_build
-from devcluster.build import binary_paths, build, missing_binaries
-from devcluster.conformance import compare, kueue_install
-from devcluster.conformance.control_plane import ControlPlane
-from devcluster.conformance.driver import MAX_ADVANCE_S, ScenarioRun, reset
-from devcluster.conformance.kueue_process import KueueProcess
-from devcluster.conformance.objects import KINDS
-from manager.scenario.loader import Scenario, ScenarioError, load
-from manager.scenario.report import result
-from manager.scenario.runner import Simulation
+from pykueue.devcluster import kueue_build
+from pykueue.devcluster.build import binary_paths, build, missing_binaries
+from pykueue.devcluster.conformance import compare, kueue_install
+from pykueue.devcluster.conformance.control_plane import ControlPlane
+from pykueue.devcluster.conformance.driver import MAX_ADVANCE_S, ScenarioRun, reset
+from pykueue.devcluster.conformance.kueue_process import KueueProcess
+from pykueue.devcluster.conformance.objects import KINDS
+from pykueue.manager.scenario.loader import Scenario, ScenarioError, load
+from pykueue.manager.scenario.report import result
+from pykueue.manager.scenario.runner import Simulation
 
 Report = Callable[[str], None]
 NAMESPACED_KINDS = frozenset(kind for kind, ref in KINDS.items() if ref.namespaced)

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kube import resources
-from kube.blocking import BlockingClient
+from pykueue.kube import resources
+from pykueue.kube.blocking import BlockingClient
 
 QUIET_S = 2.5
 DEADLINE_S = 60.0

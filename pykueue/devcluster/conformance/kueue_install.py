@@ -21,11 +21,11 @@ from typing import Any
 
 import yaml
 
-from devcluster.aggregation import host_service
-from devcluster.conformance.kueue_config import FRAMEWORKS, NAMESPACE, WEBHOOK_SECRET, WEBHOOK_SERVICE
-from devcluster.health import wait_for
-from kube.blocking import BlockingClient
-from kube.client import ApiError
+from pykueue.devcluster.aggregation import host_service
+from pykueue.devcluster.conformance.kueue_config import FRAMEWORKS, NAMESPACE, WEBHOOK_SECRET, WEBHOOK_SERVICE
+from pykueue.devcluster.health import wait_for
+from pykueue.kube.blocking import BlockingClient
+from pykueue.kube.client import ApiError
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _WEBHOOK_PATHS = {

@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from devcluster.conformance.kueue_config import NAMESPACE, WEBHOOK_SECRET, Listeners, configuration
-from devcluster.health import http_ok, wait_for
-from devcluster.ports import LOOPBACK, free_ports
-from devcluster.processes import ProcessRecord, log_tail, spawn, stop
-from kube.blocking import BlockingClient
+from pykueue.devcluster.conformance.kueue_config import NAMESPACE, WEBHOOK_SECRET, Listeners, configuration
+from pykueue.devcluster.health import http_ok, wait_for
+from pykueue.devcluster.ports import LOOPBACK, free_ports
+from pykueue.devcluster.processes import ProcessRecord, log_tail, spawn, stop
+from pykueue.kube.blocking import BlockingClient
 
 READY_DEADLINE_S = 120.0
 

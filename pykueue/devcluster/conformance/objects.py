@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from api import keys
-from api.conversion import ConversionError, convert
-from api.quantity import resource_quantity
-from kube import resources
-from kube.resources import ResourceRef
-from manager.core.objects import ObjectError, podset_from
-from manager.core.tas.assignment import AssignmentError, TopologyAssignment
+from pykueue.api import keys
+from pykueue.api.conversion import ConversionError, convert
+from pykueue.api.quantity import resource_quantity
+from pykueue.kube import resources
+from pykueue.kube.resources import ResourceRef
+from pykueue.manager.core.objects import ObjectError, podset_from
+from pykueue.manager.core.tas.assignment import AssignmentError, TopologyAssignment
 
 SCENARIO_START = datetime.fromisoformat("2026-01-01T00:00:00+00:00").timestamp()
 # Kinds that enter queues: their relative creation times decide FIFO order.

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.quantity import resource_quantity
+from pykueue.api.quantity import resource_quantity
 
 from .objects import FR, format_time
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.config import CONFIG_API_VERSION_V1BETA1
-from api.config import parse_duration as go_duration
-from api.quantity import Quantity, QuantityError
+from pykueue.api.config import CONFIG_API_VERSION_V1BETA1
+from pykueue.api.config import parse_duration as go_duration
+from pykueue.api.quantity import Quantity, QuantityError
 
 from .admission_fair_sharing import AfsConfig, config_from_dict
 from .features import gate_enabled

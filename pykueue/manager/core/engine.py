@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from . import max_execution
 from .admission_fair_sharing import USAGE_BASED, UsageLedger, per_resource

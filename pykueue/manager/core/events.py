@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.events import WARNING, EventRecord, ObjectReference
+from pykueue.api import keys
+from pykueue.api.events import WARNING, EventRecord, ObjectReference
 
 from . import max_execution
 from .objects import parse_time

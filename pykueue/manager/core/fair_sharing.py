@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api.quantity import QuantityError, parse_quantity
+from pykueue.api.quantity import QuantityError, parse_quantity
 
 from .assignment import Entry
 from .hooks import NO_CANDIDATES, PREEMPT, RECLAIM

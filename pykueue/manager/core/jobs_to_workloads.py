@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from .objects import named_meta
 from .tas_hook import with_topology_requests

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.keys import WorkloadCondition
+from pykueue.api.keys import WorkloadCondition
 
 LIMIT = "maximumExecutionTimeSeconds"
 PAST = "accumulatedPastExecutionTimeSeconds"

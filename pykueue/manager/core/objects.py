@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from api import keys
-from api.quantity import QuantityError, parse_quantity, resource_value
+from pykueue.api import keys
+from pykueue.api.quantity import QuantityError, parse_quantity, resource_value
 
 from .max_execution import remaining_budget
 from .resources import pod_requests, requests_over_limits

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from api import keys
-from api.keys import Reason
+from pykueue.api import keys
+from pykueue.api.keys import Reason
 
 from .objects import AdmissionCheckDef, ClusterQueueDef
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final
 
-from api.quantity import resource_quantity
+from pykueue.api.quantity import resource_quantity
 
 
 class Miss(Enum):

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from api.quantity import Quantity, parse_quantity, resource_quantity, resource_value
+from pykueue.api.quantity import Quantity, parse_quantity, resource_quantity, resource_value
 
 NANO = 10**9
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api.keys import Reason, WorkloadCondition
-from api.quantity import resource_quantity
+from pykueue.api.keys import Reason, WorkloadCondition
+from pykueue.api.quantity import resource_quantity
 
 from . import max_execution
 from .objects import format_time, parse_time

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from .assignment import Assignment, Entry, PodSetAssignment
 from .objects import ClusterQueueDef, Flavor, WorkloadDef

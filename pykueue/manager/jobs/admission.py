@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from api.fields import FieldError
-from api.wire import JSON
-from manager.jobs.gates import FeatureGates
-from manager.jobs.integrations import OwnerKey
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.gates import FeatureGates
+from pykueue.manager.jobs.integrations import OwnerKey
 
 
 class AdmissionDenied(Exception):
@@ -46,7 +46,7 @@ class AdmissionPolicy:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AdmissionPolicy:
         """From a Configuration dict (already defaulted or not: Kueue's defaults apply)."""
-        from api.config import Configuration
+        from pykueue.api.config import Configuration
 
         parsed = Configuration.from_dict(dict(config)).with_defaults()
         selector = parsed.managed_jobs_namespace_selector
@@ -85,7 +85,7 @@ class AdmissionContext:
 
 
 class JobWebhook(Protocol):
-    """Admission behaviour of one job kind; ``webhook/`` is generic over it."""
+    """Admission behaviour of one job kind; ``pykueue/webhook/`` is generic over it."""
 
     integration: str  # Kueue integration name; disabled integrations are served as no-ops
 

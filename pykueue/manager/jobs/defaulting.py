@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from api import keys
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.job_fields import priority_class_label, set_label
-from manager.jobs.ownership import (
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.job_fields import priority_class_label, set_label
+from pykueue.manager.jobs.ownership import (
     direct_owner_managed_kind,
     managed_by_default,
     namespace_selected,

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from api.events import EventRecord, ObjectReference
-from api.wire import meta
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import Action
+from pykueue.api.events import EventRecord, ObjectReference
+from pykueue.api.wire import meta
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import Action
 
 NOT_ADMITTED: Final = "Not admitted by cluster queue"
 MISSING_WORKLOAD: Final = "Missing Workload; unable to restore pod templates"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from manager.core.features import DEFAULTS as DEFAULT_GATES
-from manager.core.features import gate_enabled
+from pykueue.manager.core.features import DEFAULTS as DEFAULT_GATES
+from pykueue.manager.core.features import gate_enabled
 
 __all__ = ["DEFAULT_GATES", "FeatureGates"]
 

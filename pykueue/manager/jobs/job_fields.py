@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON, meta
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
 
 
 def str_map(value: Any) -> dict[str, str]:

@@ -25,15 +25,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from api import keys
-from api.wire import JSON, meta
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.integrations import Integration
-from manager.jobs.multikueue.adapter import MultiKueueAdapter
-from manager.jobs.names import is_dns1123_label
-from manager.jobs.ownership import namespace_selected
-from manager.jobs.registry import build_workloads, owner_integration
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.multikueue.adapter import MultiKueueAdapter
+from pykueue.manager.jobs.names import is_dns1123_label
+from pykueue.manager.jobs.ownership import namespace_selected
+from pykueue.manager.jobs.registry import build_workloads, owner_integration
 
 # -- what a lifecycle asks the runtime to do -------------------------------------------------
 

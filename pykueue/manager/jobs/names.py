@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from api.field_errors import invalid
-from api.fields import FieldError
+from pykueue.api.field_errors import invalid
+from pykueue.api.fields import FieldError
 
 
 def label_path(key: str, base: str = "metadata") -> str:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import meta
-from manager.core.jobs_to_workloads import queue_name
-from manager.core.matching import label_selector_matches
-from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy
-from manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
-from manager.jobs.job_fields import controller_owner, deleting
-from manager.jobs.registry import owner_integration
+from pykueue.api import keys
+from pykueue.api.wire import meta
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.core.matching import label_selector_matches
+from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy
+from pykueue.manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
+from pykueue.manager.jobs.job_fields import controller_owner, deleting
+from pykueue.manager.jobs.registry import owner_integration
 
 
 def namespace_selected(policy: AdmissionPolicy, namespace_labels: Mapping[str, str] | None) -> bool:

@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from api.field_errors import invalid
-from api.fields import FieldError
-from api.wire import JSON
+from pykueue.api.field_errors import invalid
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
 
 SHAPE_FIELDS = (
     "nodeSelector",

@@ -19,20 +19,20 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from api.access import ApiAccess
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.core.objects import ObjectError
-from manager.jobs.integrations import BY_GROUP_KIND, REPLICA_SET, Integration, group_of
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.core.objects import ObjectError
+from pykueue.manager.jobs.integrations import BY_GROUP_KIND, REPLICA_SET, Integration, group_of
 
 if TYPE_CHECKING:
-    from manager.jobs.admission import AdmissionPolicy, JobWebhook
-    from manager.jobs.lifecycle import WorkloadOwner
+    from pykueue.manager.jobs.admission import AdmissionPolicy, JobWebhook
+    from pykueue.manager.jobs.lifecycle import WorkloadOwner
 
 GVK = tuple[str, str, str]
 """(group, version, kind); the core group is the empty string."""
 
-_BUILTIN = "manager.jobs.builtin"
+_BUILTIN = "pykueue.manager.jobs.builtin"
 
 
 def job_rbac(group: str, plural: str) -> tuple[ApiAccess, ...]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api import keys
-from api.wire import meta
-from manager.core.objects import ObjectError, parse_time
+from pykueue.api import keys
+from pykueue.api.wire import meta
+from pykueue.manager.core.objects import ObjectError, parse_time
 
 from .lifecycle import Action, Replace, condition_true
 

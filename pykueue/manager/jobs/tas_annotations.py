@@ -8,12 +8,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.field_errors import forbidden, invalid, required
-from api.fields import FieldError
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.job_fields import str_map
-from manager.jobs.names import annotation_path, label_key_problems
+from pykueue.api import keys
+from pykueue.api.field_errors import forbidden, invalid, required
+from pykueue.api.fields import FieldError
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.job_fields import str_map
+from pykueue.manager.jobs.names import annotation_path, label_key_problems
 
 
 def tas_podset_errors(

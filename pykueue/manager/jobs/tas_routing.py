@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON
-from manager.core.objects import ObjectError, cluster_queue_from, flavor_from
-from manager.core.tas_hook import tas_only
-from manager.jobs.job_fields import annotations_of, labels
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.manager.core.objects import ObjectError, cluster_queue_from, flavor_from
+from pykueue.manager.core.tas_hook import tas_only
+from pykueue.manager.jobs.job_fields import annotations_of, labels
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

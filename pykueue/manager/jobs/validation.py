@@ -9,14 +9,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.field_errors import forbidden, invalid, too_long
-from api.fields import FieldError
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.integrations import ELASTIC_KINDS, PREBUILT_KINDS
-from manager.jobs.job_fields import annotations_of, labels, priority_class_label
-from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.api import keys
+from pykueue.api.field_errors import forbidden, invalid, too_long
+from pykueue.api.fields import FieldError
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.integrations import ELASTIC_KINDS, PREBUILT_KINDS
+from pykueue.manager.jobs.job_fields import annotations_of, labels, priority_class_label
+from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
 
 _GATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 

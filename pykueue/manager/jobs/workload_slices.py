@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import keys
-from api.wire import JSON, meta
-from manager.jobs.lifecycle import pod_live
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.jobs.lifecycle import pod_live
 
 REPLACED_MESSAGE = "Replaced to accommodate a new workload slice"
 

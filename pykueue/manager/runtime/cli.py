@@ -23,26 +23,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.access import ApiAccess
-from api.config import DEFAULT_NAMESPACE
-from kube import leader
-from kube.client import connect
-from kube.config_file import load_config
-from kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
-from kube.event_loop import run_main
-from kube.events import OVERALL, EventRecorder, client_transport
-from kube.leader import LeaderElector
-from kube.logging import configure_cli_logging
-from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
-from kube.startup import check_kubeconfig, exit_code, starting
-from manager.core.config import config_from
-from manager.runtime import token_review
-from manager.runtime.controllers import manager as queue_manager
-from manager.runtime.controllers.manager import QueueManager
-from manager.runtime.metrics import KueueMetrics, ReplicaRole
-from manager.runtime.metrics_auth import cluster_metrics_guard
-from manager.runtime.token_review import Reviewers, cluster_reviewers
-from manager.runtime.visibility.tls import self_signed_serving_certificate
+from pykueue.api.access import ApiAccess
+from pykueue.api.config import DEFAULT_NAMESPACE
+from pykueue.kube import leader
+from pykueue.kube.client import connect
+from pykueue.kube.config_file import load_config
+from pykueue.kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
+from pykueue.kube.event_loop import run_main
+from pykueue.kube.events import OVERALL, EventRecorder, client_transport
+from pykueue.kube.leader import LeaderElector
+from pykueue.kube.logging import configure_cli_logging
+from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from pykueue.kube.startup import check_kubeconfig, exit_code, starting
+from pykueue.manager.core.config import config_from
+from pykueue.manager.runtime import token_review
+from pykueue.manager.runtime.controllers import manager as queue_manager
+from pykueue.manager.runtime.controllers.manager import QueueManager
+from pykueue.manager.runtime.metrics import KueueMetrics, ReplicaRole
+from pykueue.manager.runtime.metrics_auth import cluster_metrics_guard
+from pykueue.manager.runtime.token_review import Reviewers, cluster_reviewers
+from pykueue.manager.runtime.visibility.tls import self_signed_serving_certificate
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import logging
 
 from aiohttp import web
 
-from kube.endpoints import Guard
-from manager.runtime.token_review import Reviewers, TokenAuthenticator, bearer_token
-from manager.runtime.visibility.auth import Authorizer, RequestAttributes, ReviewsThrottled
+from pykueue.kube.endpoints import Guard
+from pykueue.manager.runtime.token_review import Reviewers, TokenAuthenticator, bearer_token
+from pykueue.manager.runtime.visibility.auth import Authorizer, RequestAttributes, ReviewsThrottled
 
 log = logging.getLogger(__name__)
 

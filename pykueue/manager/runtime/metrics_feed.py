@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from manager.core.engine import QueueingCore
-from manager.core.objects import FR
-from manager.core.reasons import eviction_cause
-from manager.core.tiers import unadmitted_labels
-from manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
-from manager.runtime.metrics import KueueMetrics
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import FR
+from pykueue.manager.core.reasons import eviction_cause
+from pykueue.manager.core.tiers import unadmitted_labels
+from pykueue.manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 _PODS_READY_TIMEOUT = "PodsReadyTimeout"
 

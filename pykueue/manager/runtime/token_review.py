@@ -33,9 +33,9 @@ from typing import Generic, Protocol, TypeVar
 
 from kubernetes_asyncio.client import ApiClient, AuthenticationV1Api, V1TokenReview, V1TokenReviewSpec
 
-from api.access import ApiAccess
-from manager.runtime.visibility import auth
-from manager.runtime.visibility.auth import (
+from pykueue.api.access import ApiAccess
+from pykueue.manager.runtime.visibility import auth
+from pykueue.manager.runtime.visibility.auth import (
     AuthorizationDecision,
     Authorizer,
     RequestAttributes,

@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from api import keys
-from api.field_errors import aggregate
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.core.tas.nodes import is_ready
-from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
-from manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
-from manager.jobs.ownership import find_managed_ancestor
-from manager.jobs.registry import kind_of
+from pykueue.api import keys
+from pykueue.api.field_errors import aggregate
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.core.tas.nodes import is_ready
+from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
+from pykueue.manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
+from pykueue.manager.jobs.ownership import find_managed_ancestor
+from pykueue.manager.jobs.registry import kind_of
 
 from .loader import Scenario, ScenarioError
 from .runner import Simulation

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from api.quantity import resource_quantity
-from manager.core.engine import QueueingCore
-from manager.core.objects import FR
-from manager.core.preemption.classical import ClassicalPreemption
-from manager.core.quota import available, local_available
-from manager.core.tas_hook import TasPlacer, tas_only
-from manager.core.tiers import record_tier
-from manager.core.workload_state import PENDING, WorkloadRecord
-from manager.jobs.provisioning.names import attempt_of
+from pykueue.api import keys
+from pykueue.api.quantity import resource_quantity
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import FR
+from pykueue.manager.core.preemption.classical import ClassicalPreemption
+from pykueue.manager.core.quota import available, local_available
+from pykueue.manager.core.tas_hook import TasPlacer, tas_only
+from pykueue.manager.core.tiers import record_tier
+from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.jobs.provisioning.names import attempt_of
 
 from .cluster_snapshot import ClusterListing, apply_snapshot, snapshot_scenario
 from .gc_pause import paused_collection

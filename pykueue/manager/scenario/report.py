@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.quantity import resource_quantity
-from manager.core.engine import QueueingCore
-from manager.core.tas_hook import TasPlacer
-from manager.core.tiers import record_tier
-from manager.core.workload_state import ADMITTED, PENDING, WorkloadRecord
+from pykueue.api.quantity import resource_quantity
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.tas_hook import TasPlacer
+from pykueue.manager.core.tiers import record_tier
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, WorkloadRecord
 
 
 def _podsets(core: QueueingCore, rec: WorkloadRecord) -> dict[str, Any]:

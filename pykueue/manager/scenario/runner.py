@@ -19,12 +19,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from manager.core.config import ConfigError, config_from, parse_duration
-from manager.core.engine import QueueingCore
-from manager.core.objects import ObjectError
-from manager.core.tas_hook import TasPlacer
-from manager.core.workload_state import ADMITTED
-from manager.jobs.registry import is_job, workloads_for
+from pykueue.manager.core.config import ConfigError, config_from, parse_duration
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import ObjectError
+from pykueue.manager.core.tas_hook import TasPlacer
+from pykueue.manager.core.workload_state import ADMITTED
+from pykueue.manager.jobs.registry import is_job, workloads_for
 
 from .loader import Scenario, ScenarioError
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from api import keys
-from api.wire import JSON
-from manager.core.engine import QueueingCore
-from manager.core.tiers import Tier, record_tier
-from manager.core.workload_state import PENDING, WorkloadRecord
-from manager.jobs.admission import AdmissionPolicy
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.tiers import Tier, record_tier
+from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.jobs.admission import AdmissionPolicy
 
 from .cluster_snapshot import ClusterListing, Submitted, apply_snapshot, what_if_scenario
 from .gc_pause import paused_collection

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from . import nodes as nodepred
 from .assignment import DomainAssignment, TopologyAssignment

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from .resources import PODS, Resources, pod_spec_requests
 

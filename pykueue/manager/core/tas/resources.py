@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api.quantity import Quantity, resource_value
+from pykueue.api.quantity import Quantity, resource_value
 
 Resources = dict[str, int]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from . import nodes as nodepred
 from .resources import PODS, Resources, add_into, parse_resource_list, pod_spec_requests

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 
-from api import keys
+from pykueue.api import keys
 
 from .assignment import TopologyAssignment
 from .request import PodSetRequest

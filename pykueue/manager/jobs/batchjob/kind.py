@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import contextlib
 
-from api import keys
-from api.access import ApiAccess
-from api.wire import JSON
-from manager.core.jobs_to_workloads import owned_workload, workload_name
-from manager.core.objects import named_meta
-from manager.jobs.batchjob.lifecycle import LIFECYCLE, pods_count
-from manager.jobs.batchjob.webhook import WEBHOOK
-from manager.jobs.registry import JobKind, job_rbac
-from manager.jobs.workload_slices import is_elastic, slice_annotations
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
+from pykueue.manager.core.objects import named_meta
+from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE, pods_count
+from pykueue.manager.jobs.batchjob.webhook import WEBHOOK
+from pykueue.manager.jobs.registry import JobKind, job_rbac
+from pykueue.manager.jobs.workload_slices import is_elastic, slice_annotations
 
 
 def workloads(job: JSON) -> list[JSON]:

@@ -18,11 +18,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON, meta
-from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.core.jobs_to_workloads import workload_name
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import (
     Action,
     Finished,
     PodSetInfo,
@@ -35,8 +35,8 @@ from manager.jobs.lifecycle import (
     restored_template,
     workload_template,
 )
-from manager.jobs.multikueue.adapter import SpecCopyAdapter
-from manager.jobs.workload_slices import is_elastic, pods_to_ungate
+from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
+from pykueue.manager.jobs.workload_slices import is_elastic, pods_to_ungate
 
 PODSET = "main"
 # Labels the Job controller adds to a Job's selector and template: generated again by the

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from api.field_errors import forbidden, invalid
-from api.fields import FieldError
-from api.wire import JSON
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.defaulting import apply_job_defaults
-from manager.jobs.job_fields import annotations_of, get_path, int_or
-from manager.jobs.names import annotation_path
-from manager.jobs.tas_annotations import tas_podset_errors
-from manager.jobs.validation import elastic_enabled, validate_job_on_create, validate_job_on_update
+from pykueue.api import keys
+from pykueue.api.field_errors import forbidden, invalid
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.defaulting import apply_job_defaults
+from pykueue.manager.jobs.job_fields import annotations_of, get_path, int_or
+from pykueue.manager.jobs.names import annotation_path
+from pykueue.manager.jobs.tas_annotations import tas_podset_errors
+from pykueue.manager.jobs.validation import elastic_enabled, validate_job_on_create, validate_job_on_update
 
 OWN_CONTROLLER = "kubernetes.io/job-controller"
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")

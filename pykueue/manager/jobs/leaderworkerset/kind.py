@@ -4,14 +4,14 @@ the pod kind, which it enables."""
 
 from __future__ import annotations
 
-from api import keys
-from api.access import ApiAccess
-from api.wire import JSON
-from manager.core.jobs_to_workloads import owned_workload, workload_name
-from manager.core.objects import named_meta
-from manager.jobs.leaderworkerset.lifecycle import GROUP, LIFECYCLE
-from manager.jobs.leaderworkerset.webhook import WEBHOOK
-from manager.jobs.registry import JobKind
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
+from pykueue.manager.core.objects import named_meta
+from pykueue.manager.jobs.leaderworkerset.lifecycle import GROUP, LIFECYCLE
+from pykueue.manager.jobs.leaderworkerset.webhook import WEBHOOK
+from pykueue.manager.jobs.registry import JobKind
 
 
 def workloads(lws: JSON) -> list[JSON]:

@@ -17,11 +17,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON, meta
-from manager.core.jobs_to_workloads import queue_name, workload_name
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import TopLevelOwner
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.core.jobs_to_workloads import queue_name, workload_name
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import TopLevelOwner
 
 GROUP = "leaderworkerset.x-k8s.io"
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from api.field_errors import forbidden, invalid
-from api.fields import FieldError
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
-from manager.jobs.job_fields import (
+from pykueue.api import keys
+from pykueue.api.field_errors import forbidden, invalid
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
+from pykueue.manager.jobs.job_fields import (
     annotations_of,
     get_path,
     int_or,
@@ -30,11 +30,11 @@ from manager.jobs.job_fields import (
     set_annotation,
     set_label,
 )
-from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
-from manager.jobs.ownership import workload_should_be_suspended
-from manager.jobs.pod_shape import shape_errors
-from manager.jobs.tas_annotations import tas_podset_errors
-from manager.jobs.validation import admission_gated_by_errors, elastic_enabled
+from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.manager.jobs.ownership import workload_should_be_suspended
+from pykueue.manager.jobs.pod_shape import shape_errors
+from pykueue.manager.jobs.tas_annotations import tas_podset_errors
+from pykueue.manager.jobs.validation import admission_gated_by_errors, elastic_enabled
 
 INTEGRATION = "leaderworkerset.x-k8s.io/leaderworkerset"
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate"

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from api import keys
-from api.wire import JSON, meta
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
 
 # Labels the manager's API server or Kueue put on the manager's objects that must not travel.
 _LOCAL_ONLY_LABELS = (keys.JOB_UID,)

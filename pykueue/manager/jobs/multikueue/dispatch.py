@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 READY, PENDING, RETRY, REJECTED = "Ready", "Pending", "Retry", "Rejected"
 LOST_MESSAGE = "Reserving remote lost"

@@ -4,10 +4,10 @@ admitted."""
 
 from __future__ import annotations
 
-from api.access import ApiAccess
-from manager.jobs.pod.lifecycle import LIFECYCLE
-from manager.jobs.pod.webhook import WEBHOOK
-from manager.jobs.registry import JobKind
+from pykueue.api.access import ApiAccess
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE
+from pykueue.manager.jobs.pod.webhook import WEBHOOK
+from pykueue.manager.jobs.registry import JobKind
 
 # Start ungates pods and the end of a group releases their finalizer (PUTs); stop deletes them.
 KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, None,

@@ -28,12 +28,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import JSON, meta
-from manager.core.jobs_to_workloads import owned_workload, workload_name
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import (
     Action,
     Delete,
     Finished,

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from api.field_errors import forbidden, invalid, required
-from api.fields import FieldError
-from api.wire import JSON
-from manager.core.jobs_to_workloads import queue_name
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
-from manager.jobs.job_fields import annotations_of, get_path, labels, set_annotation, set_label
-from manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
-from manager.jobs.ownership import find_managed_ancestor, may_be_managed, namespace_selected
-from manager.jobs.pod_shape import role_hash
-from manager.jobs.tas_annotations import tas_podset_errors
-from manager.jobs.validation import validate_job_on_create, validate_job_on_update
+from pykueue.api import keys
+from pykueue.api.field_errors import forbidden, invalid, required
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.defaulting import apply_default_local_queue, apply_default_priority_class
+from pykueue.manager.jobs.job_fields import annotations_of, get_path, labels, set_annotation, set_label
+from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.manager.jobs.ownership import find_managed_ancestor, may_be_managed, namespace_selected
+from pykueue.manager.jobs.pod_shape import role_hash
+from pykueue.manager.jobs.tas_annotations import tas_podset_errors
+from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 KUEUE_LABELS = (keys.QUEUE_NAME, keys.MANAGED, keys.POD_GROUP_NAME)
 KUEUE_ANNOTATIONS = (keys.POD_SUSPENDING_PARENT, keys.POD_GROUP_NAME, keys.POD_GROUP_TOTAL_COUNT)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.wire import JSON
+from pykueue.api.wire import JSON
 
 from ..lifecycle import condition_message, condition_true
 from .config import CheckConfig

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 CONFIG_GROUP = "kueue.x-k8s.io"
 CONFIG_KIND = "ProvisioningRequestConfig"

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from api.wire import JSON
+from pykueue.api import keys
+from pykueue.api.wire import JSON
 
 from ..lifecycle import PodSetInfo, merge_into_template
 from .config import CheckConfig

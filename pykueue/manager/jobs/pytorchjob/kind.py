@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from api.wire import JSON
-from manager.core.jobs_to_workloads import owned_workload, workload_name
-from manager.core.objects import ObjectError, named_meta
-from manager.jobs.pytorchjob.lifecycle import LIFECYCLE, ROLES
-from manager.jobs.pytorchjob.webhook import WEBHOOK
-from manager.jobs.registry import JobKind, job_rbac
+from pykueue.api.wire import JSON
+from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
+from pykueue.manager.core.objects import ObjectError, named_meta
+from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE, ROLES
+from pykueue.manager.jobs.pytorchjob.webhook import WEBHOOK
+from pykueue.manager.jobs.registry import JobKind, job_rbac
 
 
 def workloads(job: JSON) -> list[JSON]:

@@ -12,11 +12,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.wire import meta
-from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.api.wire import meta
+from pykueue.manager.core.jobs_to_workloads import workload_name
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import (
     Action,
     Finished,
     PodSetInfo,
@@ -29,7 +29,7 @@ from manager.jobs.lifecycle import (
     restored_template,
     workload_template,
 )
-from manager.jobs.multikueue.adapter import SpecCopyAdapter
+from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
 
 ROLES = ("Master", "Worker")
 

@@ -7,13 +7,13 @@ Job (queue, priority, suspend, managedBy) and, on update, only the shared update
 
 from __future__ import annotations
 
-from api.fields import FieldError
-from api.wire import JSON
-from manager.jobs.admission import AdmissionContext
-from manager.jobs.defaulting import apply_job_defaults
-from manager.jobs.job_fields import get_path, int_or
-from manager.jobs.tas_annotations import tas_podset_errors
-from manager.jobs.validation import validate_job_on_create, validate_job_on_update
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.defaulting import apply_job_defaults
+from pykueue.manager.jobs.job_fields import get_path, int_or
+from pykueue.manager.jobs.tas_annotations import tas_podset_errors
+from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 OWN_CONTROLLER = "kubeflow.org/training-operator"
 REPLICA_TYPES = ("Master", "Worker")

@@ -27,13 +27,13 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.wire import JSON
-from kube import resources as res
-from kube.client import REQUEST_ERRORS, ApiError, KubeClient
-from kube.informer import EventType, Informer
-from kube.resources import ResourceRef
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import ResourceRef
 
 log = logging.getLogger(__name__)
 

@@ -34,21 +34,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.events import DiscardEvents, EventRecord, EventSink
-from api.wire import JSON, meta
-from kube import resources as res
-from kube.client import ApiError, KubeClient
-from kube.informer import EventType, Informer
-from kube.resources import ResourceRef, object_key
-from kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
-from manager.core.engine import QueueingCore
-from manager.core.objects import ObjectError, parse_time
-from manager.core.workload_state import ADMITTED, FINISHED
-from manager.jobs import events as job_events
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.events import DiscardEvents, EventRecord, EventSink
+from pykueue.api.wire import JSON, meta
+from pykueue.kube import resources as res
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import ResourceRef, object_key
+from pykueue.kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import ObjectError, parse_time
+from pykueue.manager.core.workload_state import ADMITTED, FINISHED
+from pykueue.manager.jobs import events as job_events
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.lifecycle import (
     Action,
     AdoptsPods,
     Delete,
@@ -68,9 +68,9 @@ from manager.jobs.lifecycle import (
     podset_infos,
     prebuilt_workload_name,
 )
-from manager.jobs.registry import JobKind, Registry
-from manager.jobs.scheduling_gates import admitted_since, lifted_gates
-from manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
+from pykueue.manager.jobs.registry import JobKind, Registry
+from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
+from pykueue.manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 
 log = logging.getLogger(__name__)
 

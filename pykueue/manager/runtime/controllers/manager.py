@@ -38,34 +38,39 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.config import DEFAULT_NAMESPACE
-from api.events import EventRecord, ObjectReference
-from api.wire import JSON
-from kube import events as kube_events
-from kube import resources as res
-from kube.backoff import Backoff
-from kube.client import REQUEST_ERRORS, ApiError, KubeClient
-from kube.events import EventRecorder, client_transport
-from kube.informer import EventType, Informer
-from kube.merge_patch import merge_patch
-from kube.resources import ResourceRef, object_key
-from kube.workqueue import WorkQueue, prompt_retry_backoff
-from manager.core.assignment import Outcome
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.events import workload_events
-from manager.core.objects import ObjectError, parse_time
-from manager.core.status import accumulate_execution, carry_check_details, legacy_admitted, workload_status
-from manager.core.tas_hook import TasPlacer
-from manager.core.workload_state import ADMITTED, FINISHED
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.lifecycle import Finished, condition_true
-from manager.jobs.registry import enabled_registry, kinds
-from manager.runtime.fault_hooks import FAIL_SCHEDULING, FaultHooks
-from manager.runtime.metrics import KueueMetrics, ReplicaRole
-from manager.runtime.metrics_feed import MetricsFeed
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.config import DEFAULT_NAMESPACE
+from pykueue.api.events import EventRecord, ObjectReference
+from pykueue.api.wire import JSON
+from pykueue.kube import events as kube_events
+from pykueue.kube import resources as res
+from pykueue.kube.backoff import Backoff
+from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from pykueue.kube.events import EventRecorder, client_transport
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.merge_patch import merge_patch
+from pykueue.kube.resources import ResourceRef, object_key
+from pykueue.kube.workqueue import WorkQueue, prompt_retry_backoff
+from pykueue.manager.core.assignment import Outcome
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.events import workload_events
+from pykueue.manager.core.objects import ObjectError, parse_time
+from pykueue.manager.core.status import (
+    accumulate_execution,
+    carry_check_details,
+    legacy_admitted,
+    workload_status,
+)
+from pykueue.manager.core.tas_hook import TasPlacer
+from pykueue.manager.core.workload_state import ADMITTED, FINISHED
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.lifecycle import Finished, condition_true
+from pykueue.manager.jobs.registry import enabled_registry, kinds
+from pykueue.manager.runtime.fault_hooks import FAIL_SCHEDULING, FaultHooks
+from pykueue.manager.runtime.metrics import KueueMetrics, ReplicaRole
+from pykueue.manager.runtime.metrics_feed import MetricsFeed
 
 from . import finalizers, jobs, provisioning, retention, topology
 from .finalizers import FinalizerRelease, terminating

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.engine import QueueingCore
-from manager.core.objects import format_time
-from manager.core.tiers import record_tier
-from manager.core.workload_state import PENDING, WorkloadRecord
-from manager.runtime.visibility.provider import OwnerReference, PendingWorkloadInfo
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import format_time
+from pykueue.manager.core.tiers import record_tier
+from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.runtime.visibility.provider import OwnerReference, PendingWorkloadInfo
 
 
 def _owners(source: dict[str, Any]) -> tuple[OwnerReference, ...]:

@@ -21,18 +21,23 @@ import time
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.events import WARNING, DiscardEvents, EventRecord, EventSink, ObjectReference
-from api.wire import JSON, meta
-from kube import resources as res
-from kube.client import ApiError, KubeClient
-from kube.informer import EventType, Informer
-from kube.resources import ResourceRef, object_key
-from kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
-from manager.jobs.provisioning.checks import NoRequestYet, attempt_to_create, next_check
-from manager.jobs.provisioning.config import CheckConfig, active_condition, config_name, is_provisioning_check
-from manager.jobs.provisioning.requests import (
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.events import WARNING, DiscardEvents, EventRecord, EventSink, ObjectReference
+from pykueue.api.wire import JSON, meta
+from pykueue.kube import resources as res
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import ResourceRef, object_key
+from pykueue.kube.workqueue import QueueTiming, WorkQueue, prompt_retry_backoff
+from pykueue.manager.jobs.provisioning.checks import NoRequestYet, attempt_to_create, next_check
+from pykueue.manager.jobs.provisioning.config import (
+    CheckConfig,
+    active_condition,
+    config_name,
+    is_provisioning_check,
+)
+from pykueue.manager.jobs.provisioning.requests import (
     InconsistentAssignments,
     current_request,
     hand_over,

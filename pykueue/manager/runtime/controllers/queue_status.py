@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.quantity import resource_quantity
-from api.wire import JSON
-from manager.core.engine import QueueingCore
-from manager.core.queue_activity import CLUSTER_QUEUE_READY, ActiveCondition, local_queue_active
-from manager.core.workload_state import ADMITTED, PENDING
+from pykueue.api.quantity import resource_quantity
+from pykueue.api.wire import JSON
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.queue_activity import CLUSTER_QUEUE_READY, ActiveCondition, local_queue_active
+from pykueue.manager.core.workload_state import ADMITTED, PENDING
 
 
 def _flavors_usage(usage: dict[tuple[str, str], int]) -> list[JSON]:

@@ -9,9 +9,9 @@ first, then the new reservation.
 
 from __future__ import annotations
 
-from api import keys
-from api.reservation import admission_changed
-from api.wire import JSON
+from pykueue.api import keys
+from pykueue.api.reservation import admission_changed
+from pykueue.api.wire import JSON
 
 _RESERVATION = (keys.WorkloadCondition.QUOTA_RESERVED, keys.WorkloadCondition.ADMITTED)
 

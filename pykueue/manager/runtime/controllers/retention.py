@@ -16,16 +16,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.events import DiscardEvents, EventSink
-from api.wire import JSON
-from kube import resources as res
-from kube.client import REQUEST_ERRORS, ApiError, KubeClient
-from kube.informer import EventType, Informer
-from manager.core.config import ConfigError, parse_duration
-from manager.core.events import retention_deleted
-from manager.core.objects import parse_time
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.events import DiscardEvents, EventSink
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.manager.core.config import ConfigError, parse_duration
+from pykueue.manager.core.events import retention_deleted
+from pykueue.manager.core.objects import parse_time
 
 log = logging.getLogger(__name__)
 

@@ -25,15 +25,15 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from api.access import ApiAccess
-from api.wire import JSON
-from kube import resources as res
-from kube.client import KubeClient
-from kube.informer import EventType, Informer
-from kube.resources import ResourceRef
-from manager.core.engine import QueueingCore
-from manager.core.tas.nodes import is_ready
-from manager.core.tas_hook import TasPlacer
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import ResourceRef
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.tas.nodes import is_ready
+from pykueue.manager.core.tas_hook import TasPlacer
 
 log = logging.getLogger(__name__)
 

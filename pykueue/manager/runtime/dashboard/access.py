@@ -10,8 +10,8 @@ also ``list workloads``. Every rule must pass.
 
 from __future__ import annotations
 
-from api.keys import GROUP
-from manager.runtime.visibility.auth import RequestAttributes
+from pykueue.api.keys import GROUP
+from pykueue.manager.runtime.visibility.auth import RequestAttributes
 
 VERSION = "v1beta2"
 

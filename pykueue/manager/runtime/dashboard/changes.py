@@ -15,8 +15,8 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from manager.core.engine import QueueingCore
-from manager.scenario.gc_pause import paused_collection
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.scenario.gc_pause import paused_collection
 
 from . import view
 

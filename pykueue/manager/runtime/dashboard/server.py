@@ -30,9 +30,9 @@ from typing import Any
 
 from aiohttp import web
 
-from kube.http_limits import KiB, Listener, ServerLimits, Slots, read_body, serve
-from manager.runtime.token_review import TokenAuthenticator, bearer_token
-from manager.runtime.visibility.auth import Authorizer, RequestAttributes, ReviewsThrottled, UserInfo
+from pykueue.kube.http_limits import KiB, Listener, ServerLimits, Slots, read_body, serve
+from pykueue.manager.runtime.token_review import TokenAuthenticator, bearer_token
+from pykueue.manager.runtime.visibility.auth import Authorizer, RequestAttributes, ReviewsThrottled, UserInfo
 
 from . import access, sign_in, view
 from .changes import ChangeFeed

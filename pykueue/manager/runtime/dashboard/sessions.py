@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from manager.runtime.visibility.auth import UserInfo
+from pykueue.manager.runtime.visibility.auth import UserInfo
 
 TTL_S = 8 * 3600.0
 IDLE_S = 3600.0

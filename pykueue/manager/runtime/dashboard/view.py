@@ -17,15 +17,15 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from api.quantity import resource_quantity
-from manager.core.engine import QueueingCore
-from manager.core.objects import FR, format_time
-from manager.core.quota import QuotaNode
-from manager.core.tas.assignment import TopologyAssignment
-from manager.core.tas.tree import Domain
-from manager.core.tas_hook import TasPlacer
-from manager.core.tiers import record_tier
-from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from pykueue.api.quantity import resource_quantity
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import FR, format_time
+from pykueue.manager.core.quota import QuotaNode
+from pykueue.manager.core.tas.assignment import TopologyAssignment
+from pykueue.manager.core.tas.tree import Domain
+from pykueue.manager.core.tas_hook import TasPlacer
+from pykueue.manager.core.tiers import record_tier
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED, WorkloadRecord
 
 PAGE_SIZE = 100
 PENDING_STATE = "pending"

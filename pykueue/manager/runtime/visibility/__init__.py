@@ -8,16 +8,24 @@ aiohttp application built by :func:`make_app` from a :class:`PendingWorkloadsPro
 authorizer (SubjectAccessReview against kube-apiserver). Nothing listens at import time.
 """
 
-from manager.runtime.visibility.assembly import VisibilityServer, build_visibility_server, inject_ca_bundle
-from manager.runtime.visibility.auth import (
+from pykueue.manager.runtime.visibility.assembly import (
+    VisibilityServer,
+    build_visibility_server,
+    inject_ca_bundle,
+)
+from pykueue.manager.runtime.visibility.auth import (
     Authorizer,
     RequestAttributes,
     RequestHeaderAuthenticator,
     RequestHeaderConfig,
     UserInfo,
 )
-from manager.runtime.visibility.provider import OwnerReference, PendingWorkloadInfo, PendingWorkloadsProvider
-from manager.runtime.visibility.server import make_app
+from pykueue.manager.runtime.visibility.provider import (
+    OwnerReference,
+    PendingWorkloadInfo,
+    PendingWorkloadsProvider,
+)
+from pykueue.manager.runtime.visibility.server import make_app
 
 __all__ = [
     "Authorizer",

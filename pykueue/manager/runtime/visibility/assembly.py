@@ -20,21 +20,21 @@ from dataclasses import dataclass
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, ApiregistrationV1Api
 
-from api.access import ApiAccess
-from api.keys import VISIBILITY_GROUP
-from certs import rotation
-from certs.rotation import CertRotator
-from manager.runtime.visibility import auth
-from manager.runtime.visibility.auth import (
+from pykueue.api.access import ApiAccess
+from pykueue.api.keys import VISIBILITY_GROUP
+from pykueue.certs import rotation
+from pykueue.certs.rotation import CertRotator
+from pykueue.manager.runtime.visibility import auth
+from pykueue.manager.runtime.visibility.auth import (
     Authorizer,
     RequestHeaderAuthenticator,
     SubjectAccessReviewAuthorizer,
     load_request_header_config,
 )
-from manager.runtime.visibility.discovery import VERSION, VERSIONS
-from manager.runtime.visibility.provider import PendingWorkloadsProvider
-from manager.runtime.visibility.server import make_app
-from manager.runtime.visibility.tls import (
+from pykueue.manager.runtime.visibility.discovery import VERSION, VERSIONS
+from pykueue.manager.runtime.visibility.provider import PendingWorkloadsProvider
+from pykueue.manager.runtime.visibility.server import make_app
+from pykueue.manager.runtime.visibility.tls import (
     DEFAULT_DNS_NAMES,
     ServingCertificate,
     client_verifying_context,

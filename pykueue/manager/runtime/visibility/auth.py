@@ -30,7 +30,7 @@ from kubernetes_asyncio.client import (
     V1SubjectAccessReviewSpec,
 )
 
-from api.access import ApiAccess
+from pykueue.api.access import ApiAccess
 
 AUTHENTICATION_CONFIGMAP_NAMESPACE = "kube-system"
 AUTHENTICATION_CONFIGMAP_NAME = "extension-apiserver-authentication"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.keys import VISIBILITY_GROUP
+from pykueue.api.keys import VISIBILITY_GROUP
 
 VERSION = "v1beta2"  # the preferred version
 VERSIONS = (VERSION, "v1beta1")  # preferred first, as discovery lists them

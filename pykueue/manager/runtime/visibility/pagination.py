@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from manager.runtime.visibility.provider import PendingWorkloadInfo
+from pykueue.manager.runtime.visibility.provider import PendingWorkloadInfo
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000

@@ -15,19 +15,19 @@ from typing import Any
 
 from aiohttp import web
 
-from api.keys import VISIBILITY_GROUP
-from kube.http_limits import KiB, Listener, ServerLimits, serve
-from manager.runtime.visibility import discovery, pagination
-from manager.runtime.visibility.auth import (
+from pykueue.api.keys import VISIBILITY_GROUP
+from pykueue.kube.http_limits import KiB, Listener, ServerLimits, serve
+from pykueue.manager.runtime.visibility import discovery, pagination
+from pykueue.manager.runtime.visibility.auth import (
     Authorizer,
     RequestAttributes,
     RequestHeaderAuthenticator,
     ReviewsThrottled,
     UserInfo,
 )
-from manager.runtime.visibility.pagination import PositionedWorkload
-from manager.runtime.visibility.provider import PendingWorkloadsProvider
-from manager.runtime.visibility.status import not_found, status_response
+from pykueue.manager.runtime.visibility.pagination import PositionedWorkload
+from pykueue.manager.runtime.visibility.provider import PendingWorkloadsProvider
+from pykueue.manager.runtime.visibility.status import not_found, status_response
 
 log = logging.getLogger(__name__)
 

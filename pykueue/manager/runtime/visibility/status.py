@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api.keys import VISIBILITY_GROUP
+from pykueue.api.keys import VISIBILITY_GROUP
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
             405: "MethodNotAllowed", 408: "Timeout", 413: "RequestEntityTooLarge",

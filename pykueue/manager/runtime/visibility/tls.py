@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from certs import authority
+from pykueue.certs import authority
 
 SERVICE_NAMESPACE = "pykueue-system"
 SERVICE_NAME = "pykueue-visibility-server"

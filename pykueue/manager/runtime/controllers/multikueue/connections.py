@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import keys
-from api.access import OWN_NAMESPACE, ApiAccess
-from api.wire import JSON, meta
-from kube import resources as res
-from kube.client import REQUEST_ERRORS, ApiError, KubeClient, connect_from_dict
-from kube.resources import ResourceRef
-from manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
+from pykueue.api import keys
+from pykueue.api.access import OWN_NAMESPACE, ApiAccess
+from pykueue.api.wire import JSON, meta
+from pykueue.kube import resources as res
+from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient, connect_from_dict
+from pykueue.kube.resources import ResourceRef
+from pykueue.manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
 
 log = logging.getLogger(__name__)
 

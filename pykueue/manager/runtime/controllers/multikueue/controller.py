@@ -25,17 +25,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from api import keys
-from api.access import ApiAccess
-from api.wire import JSON, meta
-from kube import resources as res
-from kube.client import REQUEST_ERRORS, ApiError, KubeClient
-from kube.informer import EventType, Informer
-from kube.resources import ResourceRef, object_key
-from manager.core.config import parse_duration
-from manager.jobs.lifecycle import DispatchedByMultiKueue, WorkloadOwner
-from manager.jobs.multikueue.adapter import MultiKueueAdapter, remote_workload
-from manager.jobs.multikueue.dispatch import (
+from pykueue.api import keys
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON, meta
+from pykueue.kube import resources as res
+from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import ResourceRef, object_key
+from pykueue.manager.core.config import parse_duration
+from pykueue.manager.jobs.lifecycle import DispatchedByMultiKueue, WorkloadOwner
+from pykueue.manager.jobs.multikueue.adapter import MultiKueueAdapter, remote_workload
+from pykueue.manager.jobs.multikueue.dispatch import (
     PENDING,
     READY,
     Decision,
@@ -45,8 +45,8 @@ from manager.jobs.multikueue.dispatch import (
     decide,
     orphaned,
 )
-from manager.jobs.registry import JobKind, Registry
-from manager.runtime.metrics import KueueMetrics
+from pykueue.manager.jobs.registry import JobKind, Registry
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 from . import connections
 from .connections import REMOTE_TIMEOUT_S, Worker, WorkerConnections
