@@ -1,10 +1,10 @@
 # pykueue: one image for manager, webhook, extender and visibility API.
-# Stage 1 builds pykueue's own wheel from the runtime packages only (no dev cluster, tests or
-# benchmarks). Stage 2 installs the dependencies from requirements.lock, every file checked
-# against its hash, then that wheel without dependencies, into a slim runtime that runs as a
-# non-root user on a read-only root filesystem (no bytecode is written at run time;
-# certificates and temp files go to emptyDirs). Health is checked by Kubernetes probes
-# (/healthz, /readyz), not by the image.
+# Stage 1 builds pykueue's own wheel from the package alone (no tests or benchmarks; the
+# wheel leaves the dev cluster out, by pyproject.toml's exclude). Stage 2 installs the
+# dependencies from requirements.lock, every file checked against its hash, then that wheel
+# without dependencies, into a slim runtime that runs as a non-root user on a read-only root
+# filesystem (no bytecode is written at run time; certificates and temp files go to emptyDirs).
+# Health is checked by Kubernetes probes (/healthz, /readyz), not by the image.
 # Both stages start from the same base, pinned by digest (a tag moves); to move to a newer
 # base: `docker buildx imagetools inspect python:3.11-slim-bookworm` and replace the digest.
 ARG BASE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
@@ -13,12 +13,6 @@ FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY pykueue ./pykueue
-COPY api ./api
-COPY kube ./kube
-COPY manager ./manager
-COPY webhook ./webhook
-COPY extender ./extender
-COPY certs ./certs
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${BASE}

@@ -33,7 +33,7 @@ crds:
 
 # Builds (once, then reuses from ~/.cache/pykueue) the real Kubernetes binaries the e2e tests run.
 devcluster-bin:
-	$(PY) -m devcluster build
+	$(PY) -m pykueue.devcluster build
 
 test: install lint devcluster-bin
 	$(PY) -m pytest -q -p no:cacheprovider

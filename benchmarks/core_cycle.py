@@ -31,10 +31,10 @@ import sys
 import time
 from typing import Any
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.fair_sharing import DEFAULT_STRATEGIES
-from manager.core.workload_state import ADMITTED
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.fair_sharing import DEFAULT_STRATEGIES
+from pykueue.manager.core.workload_state import ADMITTED
 
 CLASSES = (  # name, per queue, interval ms, cpu, runtime ms, priority
     ("small", 35, 60, 1, 150, 50),

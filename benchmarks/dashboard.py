@@ -41,14 +41,14 @@ from typing import Any
 import aiohttp
 
 from benchmarks.what_if import NOW, listing
-from manager.core.workload_state import PENDING
-from manager.runtime.dashboard import view
-from manager.runtime.dashboard.changes import ChangeFeed
-from manager.runtime.dashboard.server import make_app, start
-from manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
-from manager.scenario.cluster_snapshot import apply_snapshot, snapshot_scenario
-from manager.scenario.explain import explain_record
-from manager.scenario.runner import Simulation
+from pykueue.manager.core.workload_state import PENDING
+from pykueue.manager.runtime.dashboard import view
+from pykueue.manager.runtime.dashboard.changes import ChangeFeed
+from pykueue.manager.runtime.dashboard.server import make_app, start
+from pykueue.manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
+from pykueue.manager.scenario.cluster_snapshot import apply_snapshot, snapshot_scenario
+from pykueue.manager.scenario.explain import explain_record
+from pykueue.manager.scenario.runner import Simulation
 
 TARGET_P99_MS = 100.0
 PAGE = ("/api/clusterqueues?page=0", "/api/workloads?state=pending&page=0",

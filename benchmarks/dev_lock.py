@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from devcluster import cluster
+from pykueue.devcluster import cluster
 
 
 class DevClusterUnavailable(Exception):

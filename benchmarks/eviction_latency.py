@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.tas_hook import TasPlacer
-from manager.core.workload_state import ADMITTED
-from manager.runtime.controllers.manager import REQUEUE_BATCH_PER_GROUP_S, REQUEUE_BATCH_PER_QUEUE_S
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.tas_hook import TasPlacer
+from pykueue.manager.core.workload_state import ADMITTED
+from pykueue.manager.runtime.controllers.manager import REQUEUE_BATCH_PER_GROUP_S, REQUEUE_BATCH_PER_QUEUE_S
 
 from .kueue_perf_config import (
     CLASS_LABEL,

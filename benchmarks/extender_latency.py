@@ -49,14 +49,14 @@ import aiohttp
 from kubernetes_asyncio import client as kube_client
 from kubernetes_asyncio import config as kube_config
 
-from api import keys
 from benchmarks.kueue_perf_managers import process_cpu_s
-from certs.rotation import require_client_certificates, server_context
-from devcluster.paths import STATE_ENV
-from devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
-from extender.app import ExtenderDeps, make_app
-from extender.server import serve
-from manager.core.tas.assignment import DomainAssignment, TopologyAssignment, encode_v1beta2
+from pykueue.api import keys
+from pykueue.certs.rotation import require_client_certificates, server_context
+from pykueue.devcluster.paths import STATE_ENV
+from pykueue.devcluster.tas_scheduler import extender_pki, start_extender, start_tas_scheduler
+from pykueue.extender.app import ExtenderDeps, make_app
+from pykueue.extender.server import serve
+from pykueue.manager.core.tas.assignment import DomainAssignment, TopologyAssignment, encode_v1beta2
 
 NODES = 5000
 ASSIGNED_NODES = 64
@@ -271,14 +271,14 @@ def private_cluster() -> Iterator[Path]:
     previous = os.environ.get(STATE_ENV)
     os.environ[STATE_ENV] = env[STATE_ENV]
     try:
-        up = subprocess.run([sys.executable, "-m", "devcluster", "up"], cwd=REPO, env=env,
+        up = subprocess.run([sys.executable, "-m", "pykueue.devcluster", "up"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=CLUSTER_DEADLINE_S, check=False)
         if up.returncode != 0:
             raise RuntimeError(f"private dev cluster did not start: {up.stderr[-2000:]}")
         last = up.stdout.strip().splitlines()[-1]
         yield Path(last.split(": ", 1)[1])
     finally:
-        subprocess.run([sys.executable, "-m", "devcluster", "down"], cwd=REPO, env=env,
+        subprocess.run([sys.executable, "-m", "pykueue.devcluster", "down"], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=CLUSTER_DEADLINE_S, check=False)
         if previous is None:
             os.environ.pop(STATE_ENV, None)

@@ -35,8 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api import keys
 from benchmarks.dev_lock import DevClusterUnavailable, holding_dev_cluster
+from pykueue.api import keys
 
 NAME = "failover-bench"
 LEASE_DURATION_S = 15.0
@@ -108,8 +108,8 @@ def _admitted(client: Any, name: str) -> bool:
 
 
 def measure(rounds: int, work_dir: Path) -> dict[str, Any]:
-    from devcluster import cluster
-    from devcluster.replicas import Replicas
+    from pykueue.devcluster import cluster
+    from pykueue.devcluster.replicas import Replicas
 
     cluster.up(report=_log)
     state = cluster.current_state()

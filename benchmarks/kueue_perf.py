@@ -88,12 +88,12 @@ from benchmarks.kueue_perf_results import (
     summary,
     top_index,
 )
-from devcluster import kueue_build, kueue_minimal
-from devcluster.build import BuildError
-from devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
-from kube import resources as res
-from kube.client import JSON_PATCH, ApiError, KubeClient, connect
-from kube.informer import EventType, Informer
+from pykueue.devcluster import kueue_build, kueue_minimal
+from pykueue.devcluster.build import BuildError
+from pykueue.devcluster.kueue_minimal import LIMITERS, PER_RESOURCE, SHARED
+from pykueue.kube import resources as res
+from pykueue.kube.client import JSON_PATCH, ApiError, KubeClient, connect
+from pykueue.kube.informer import EventType, Informer
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = HERE / "configs" / "kueue_perf"
@@ -427,7 +427,7 @@ async def resource_in_use(client: KubeClient, flavor: str) -> bool:
 def dev_cluster() -> tuple[Path, dict[str, dict[str, Any]]]:
     """Bring the dev cluster up (or reuse it) and return its kubeconfig and the records of
     its processes by name (``pid`` among them)."""
-    from devcluster import cluster
+    from pykueue.devcluster import cluster
 
     result = cluster.up(report=_log)
     raw = json.loads(cluster.layout().state_file.read_text())
@@ -443,7 +443,7 @@ def _dev_state() -> tuple[Path, dict[str, Any] | None, int | None]:
 
 async def take_over(client: KubeClient, record: dict[str, Any] | None) -> None:
     """Stop the dev cluster's pykueue and unregister its webhooks: one manager, no webhooks."""
-    from devcluster import processes
+    from pykueue.devcluster import processes
 
     if record is not None:
         processes.stop(processes.ProcessRecord.from_json(record))
@@ -461,7 +461,7 @@ async def take_over(client: KubeClient, record: dict[str, Any] | None) -> None:
 
 
 def restore_dev_cluster() -> None:
-    from devcluster import cluster
+    from pykueue.devcluster import cluster
 
     _log("restoring the dev cluster's pykueue (pykueue dev up)")
     cluster.up(report=_log)
@@ -632,7 +632,7 @@ class Bench:
         order; the run entries (the floor's among them), each manager run's own metrics,
         and the timelines by label."""
         import pykueue
-        from devcluster import cluster
+        from pykueue.devcluster import cluster
 
         if any(spec.mode == "own" for spec in specs) and self.metrics_token is None:
             # The dev metrics reader's (it may only get /metrics), minted with the run's identity.

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from api.wire import JSON
+from pykueue.api.wire import JSON
 
 RUNNING_TIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"

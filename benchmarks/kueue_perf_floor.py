@@ -28,14 +28,14 @@ import sys
 import time
 from typing import Any
 
-from api.keys import WorkloadCondition
-from api.quantity import parse_quantity, resource_quantity, resource_value
-from kube import resources as res
-from kube.client import ApiError, KubeClient, connect
-from kube.informer import EventType, Informer
-from manager.core.objects import format_time
-from manager.jobs.lifecycle import condition_true
-from manager.runtime.controllers.manager import STATUS_WRITERS
+from pykueue.api.keys import WorkloadCondition
+from pykueue.api.quantity import parse_quantity, resource_quantity, resource_value
+from pykueue.kube import resources as res
+from pykueue.kube.client import ApiError, KubeClient, connect
+from pykueue.kube.informer import EventType, Informer
+from pykueue.manager.core.objects import format_time
+from pykueue.manager.jobs.lifecycle import condition_true
+from pykueue.manager.runtime.controllers.manager import STATUS_WRITERS
 
 log = logging.getLogger("kueue_perf_floor")
 READY_LINE = "floor: ready"

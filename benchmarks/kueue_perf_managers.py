@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmarks.kueue_perf_floor import READY_LINE
-from kube.workqueue import URGENT_SUFFIX
+from pykueue.kube.workqueue import URGENT_SUFFIX
 
 HERE = Path(__file__).resolve().parent
 READY_DEADLINE_S = 60.0

@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.quantity import Quantity
-from api.wire import JSON
-from manager.core.resources import pod_requests
+from pykueue.api.quantity import Quantity
+from pykueue.api.wire import JSON
+from pykueue.manager.core.resources import pod_requests
 
 from .kueue_perf_config import CLASS_LABEL
 

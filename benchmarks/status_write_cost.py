@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.wire import JSON
 from benchmarks.dev_lock import DevClusterUnavailable, holding_dev_cluster
 from benchmarks.kueue_perf_floor import admission_patch
 from benchmarks.kueue_perf_managers import process_cpu_s
 from benchmarks.webhook_latency import percentile
-from kube import resources as res
-from kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, ApiError, KubeClient, connect
-from manager.runtime.controllers.manager import STATUS_WRITERS
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, ApiError, KubeClient, connect
+from pykueue.manager.runtime.controllers.manager import STATUS_WRITERS
 
 METHODS = ("merge", "put", "json", "apply")
 NAMESPACE = "status-write-cost"

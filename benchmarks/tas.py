@@ -30,8 +30,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from api import keys
-from manager.core.tas import PodSetRequest, TopologyAssignment, TopologySnapshot
+from pykueue.api import keys
+from pykueue.manager.core.tas import PodSetRequest, TopologyAssignment, TopologySnapshot
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

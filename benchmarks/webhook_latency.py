@@ -30,17 +30,17 @@ from typing import Any
 
 import aiohttp
 
-from api.conversion import V1BETA1, V1BETA2
 from benchmarks.kueue_perf_managers import process_cpu_s
+from pykueue.api.conversion import V1BETA1, V1BETA2
 
 TARGET_P99_MS = 5.0
 
 
 def _serve(cert_dir: str, port_queue: Any) -> None:
-    from certs.rotation import server_context
-    from kube.event_loop import run_main
-    from webhook.app import WebhookDeps, make_app
-    from webhook.server import serve_webhook
+    from pykueue.certs.rotation import server_context
+    from pykueue.kube.event_loop import run_main
+    from pykueue.webhook.app import WebhookDeps, make_app
+    from pykueue.webhook.server import serve_webhook
 
     async def main() -> None:
         context = server_context(Path(cert_dir) / "tls.crt", Path(cert_dir) / "tls.key")
@@ -184,8 +184,8 @@ def main() -> None:
                         help="job: Job AdmissionReviews (default); convert: Workload ConversionReviews")
     args = parser.parse_args()
     review = REVIEWS[args.review]
-    from certs.authority import ensure_bundle
-    from certs.rotation import write_pair
+    from pykueue.certs.authority import ensure_bundle
+    from pykueue.certs.rotation import write_pair
 
     seconds = 2.0 if args.quick else 5.0
     rates = (100, 250, 500) if args.quick else (100, 250, 500, 750, 1000, 1500)

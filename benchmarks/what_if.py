@@ -25,11 +25,11 @@ import sys
 import time
 from typing import Any
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.scenario.cluster_snapshot import ClusterListing
-from manager.scenario.explain import explain
-from manager.scenario.what_if import predict
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.scenario.cluster_snapshot import ClusterListing
+from pykueue.manager.scenario.explain import explain
+from pykueue.manager.scenario.what_if import predict
 
 NOW = 1_800_000_000.0
 CREATED = "2027-01-15T07:00:00Z"

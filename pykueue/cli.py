@@ -34,15 +34,15 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run manager, webhook and extender in one process", "pykueue.run"),
-    Command("manager", "run the queue manager only", "manager.runtime.cli"),
-    Command("webhook", "run the admission webhook only", "webhook.cli"),
-    Command("extender", "run the kube-scheduler extender only", "extender.cli"),
+    Command("manager", "run the queue manager only", "pykueue.manager.runtime.cli"),
+    Command("webhook", "run the admission webhook only", "pykueue.webhook.cli"),
+    Command("extender", "run the kube-scheduler extender only", "pykueue.extender.cli"),
     Command("simulate", "run the scheduling core over scenario files, or a what-if on the cluster",
             "pykueue.simulate_cli"),
     Command("explain", "say why a workload waits, from the live cluster", "pykueue.explain"),
-    Command("certs", "generate and manage TLS certificates", "certs.cli"),
-    Command("dev", "start/stop a local control plane of real Kubernetes binaries", "devcluster.cli"),
-    Command("crds", "generate CustomResourceDefinitions from the API models", "api.crdgen"),
+    Command("certs", "generate and manage TLS certificates", "pykueue.certs.cli"),
+    Command("dev", "start/stop a local control plane of real Kubernetes binaries", "pykueue.devcluster.cli"),
+    Command("crds", "generate CustomResourceDefinitions from the API models", "pykueue.api.crdgen"),
 )
 
 

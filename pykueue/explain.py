@@ -15,12 +15,12 @@ import json
 import sys
 from typing import Any
 
-from api.wire import JSON
-from kube import resources as res
-from kube.client import ApiError, KubeClient
-from manager.scenario.cluster_snapshot import ClusterListing
-from manager.scenario.explain import explain, text
-from manager.scenario.loader import ScenarioError
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.manager.scenario.cluster_snapshot import ClusterListing
+from pykueue.manager.scenario.explain import explain, text
+from pykueue.manager.scenario.loader import ScenarioError
 
 from .live_cluster import ClusterReadError, read_listing, with_client
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import yaml
 
-from api.wire import JSON
-from kube import resources as res
-from kube.client import ApiError, KubeClient, connect
-from kube.config_file import load_config
-from kube.startup import check_kubeconfig, one_line
-from manager.jobs.registry import kinds
-from manager.runtime.controllers.topology import BOUND_PODS
-from manager.scenario.cluster_snapshot import ClusterListing
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import ApiError, KubeClient, connect
+from pykueue.kube.config_file import load_config
+from pykueue.kube.startup import check_kubeconfig, one_line
+from pykueue.manager.jobs.registry import kinds
+from pykueue.manager.runtime.controllers.topology import BOUND_PODS
+from pykueue.manager.scenario.cluster_snapshot import ClusterListing
 
 READ_TIMEOUT_S = 60.0
 PAGE = 2000

@@ -19,12 +19,12 @@ from typing import Any
 
 from aiohttp import web
 
-from api.access import ApiAccess
-from certs.rotation import CertRotator
-from kube.logging import configure_cli_logging
-from kube.startup import exit_code
-from manager.runtime import cli as manager_cli
-from manager.runtime.token_review import Reviewers
+from pykueue.api.access import ApiAccess
+from pykueue.certs.rotation import CertRotator
+from pykueue.kube.logging import configure_cli_logging
+from pykueue.kube.startup import exit_code
+from pykueue.manager.runtime import cli as manager_cli
+from pykueue.manager.runtime.token_review import Reviewers
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: a self-signed pair made at start-up)")
     parser.add_argument("--visibility-service-name", default=VISIBILITY_SERVICE,
                         help="the Service the APIService names (its DNS names go in the serving certificate)")
-    from webhook import server as webhook_server
+    from pykueue.webhook import server as webhook_server
     webhook_server.add_arguments(parser)
 
 
 def _webhook(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.Extra:
     # Started before the informers: readiness cannot pass before certs and caBundles are in place.
-    from webhook import server as webhook_server
+    from pykueue.webhook import server as webhook_server
 
     webhook_settings = webhook_server.settings_from(args, settings.config, settings.namespace)
 
@@ -74,14 +74,14 @@ def _extender(args: argparse.Namespace, settings: manager_cli.Settings) -> manag
         log.info("extender off (--no-extender)")
         return None
     try:
-        app_module = importlib.import_module("extender.app")
-        certificates = importlib.import_module("extender.certificates")
-        port_module = importlib.import_module("extender.kube_port")
-        server_module = importlib.import_module("extender.server")
+        app_module = importlib.import_module("pykueue.extender.app")
+        certificates = importlib.import_module("pykueue.extender.certificates")
+        port_module = importlib.import_module("pykueue.extender.kube_port")
+        server_module = importlib.import_module("pykueue.extender.server")
     except ImportError as exc:
         log.info("extender skipped: %s", exc)
         return None
-    from manager.jobs.admission import AdmissionPolicy
+    from pykueue.manager.jobs.admission import AdmissionPolicy
 
     scheduler_name = AdmissionPolicy.from_config(settings.config).tas_scheduler
     client_name = certificates.TAS_SCHEDULER_CLIENT
@@ -120,10 +120,13 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
     """The aggregated visibility API, serving the manager's queues on every replica from a
     Secret-kept certificate that is rotated in place; its CAs go into the APIServices'
     caBundle when they exist."""
-    from manager.runtime.controllers.pending_view import CorePendingWorkloads
-    from manager.runtime.visibility.assembly import API_SERVICE_NAMES, build_rotating_visibility_server
-    from manager.runtime.visibility.server import start as start_visibility
-    from manager.runtime.visibility.tls import service_dns_names
+    from pykueue.manager.runtime.controllers.pending_view import CorePendingWorkloads
+    from pykueue.manager.runtime.visibility.assembly import (
+        API_SERVICE_NAMES,
+        build_rotating_visibility_server,
+    )
+    from pykueue.manager.runtime.visibility.server import start as start_visibility
+    from pykueue.manager.runtime.visibility.tls import service_dns_names
 
     async def start(client: Any, manager: Any, reviewers: Reviewers) -> Callable[[], Awaitable[None]]:
         dns = ("localhost", *service_dns_names(args.visibility_service_name, settings.namespace))
@@ -181,11 +184,11 @@ def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> mana
     address = dashboard_address(args, settings.config)
     if not address:
         return None
-    from manager.runtime.dashboard.changes import ChangeFeed
-    from manager.runtime.dashboard.server import make_app
-    from manager.runtime.dashboard.server import start as start_dashboard
-    from manager.runtime.metrics import ReplicaRole
-    from manager.scenario.explain import explain_record
+    from pykueue.manager.runtime.dashboard.changes import ChangeFeed
+    from pykueue.manager.runtime.dashboard.server import make_app
+    from pykueue.manager.runtime.dashboard.server import start as start_dashboard
+    from pykueue.manager.runtime.metrics import ReplicaRole
+    from pykueue.manager.scenario.explain import explain_record
 
     host, port = dashboard_listen(address)
 
@@ -209,8 +212,8 @@ def api_access() -> tuple[ApiAccess, ...]:
     (``api.access``): the manager (with the reviews the dashboard and /metrics make), the
     webhook and the visibility API. The install's roles grant exactly this
     (``tests/unit/deploy``); the extender's are ``extender.kube_port.API_ACCESS``."""
-    from manager.runtime.visibility import assembly
-    from webhook import server as webhook_server
+    from pykueue.manager.runtime.visibility import assembly
+    from pykueue.webhook import server as webhook_server
 
     return (*manager_cli.api_access(), *webhook_server.api_access(), *assembly.API_ACCESS)
 

@@ -14,14 +14,14 @@ import asyncio
 import json
 import sys
 
-from api.wire import JSON
-from kube.client import KubeClient
-from manager import simulate as offline
-from manager.core.config import ConfigError, parse_duration
-from manager.jobs.admission import AdmissionPolicy
-from manager.scenario.cluster_snapshot import ClusterListing
-from manager.scenario.loader import ScenarioError, load
-from manager.scenario.what_if import predict, table
+from pykueue.api.wire import JSON
+from pykueue.kube.client import KubeClient
+from pykueue.manager import simulate as offline
+from pykueue.manager.core.config import ConfigError, parse_duration
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.scenario.cluster_snapshot import ClusterListing
+from pykueue.manager.scenario.loader import ScenarioError, load
+from pykueue.manager.scenario.what_if import predict, table
 
 from .live_cluster import ClusterReadError, read_listing, with_client
 

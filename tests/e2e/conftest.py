@@ -27,9 +27,9 @@ import pytest
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 
-from devcluster import cluster, processes
-from devcluster.build import missing_binaries
-from devcluster.paths import bin_root
+from pykueue.devcluster import cluster, processes
+from pykueue.devcluster.build import missing_binaries
+from pykueue.devcluster.paths import bin_root
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = Path(__file__).resolve().parent
@@ -101,9 +101,9 @@ class DevCluster:
         return await kube_config.new_client_from_config(config_file=str(self.kubeconfig))
 
     def dev(self, *args: str, timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
-        """Run the dev-cluster CLI (``python -m devcluster ...``) as a user would."""
-        return subprocess.run([sys.executable, "-m", "devcluster", *args], cwd=REPO, capture_output=True,
-                              text=True, timeout=timeout_s, check=False)
+        """Run the dev-cluster CLI (``python -m pykueue.devcluster ...``) as a user would."""
+        return subprocess.run([sys.executable, "-m", "pykueue.devcluster", *args], cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
 
     def namespace(self) -> str:
         """A fresh namespace whose default ServiceAccount exists (pods need it)."""
@@ -121,7 +121,7 @@ def dev_cluster() -> Iterator[DevCluster]:
     if missing:
         pytest.fail(f"the dev-cluster binaries are not built ({', '.join(missing)} missing under "
                     f"{bin_root()}); "
-                    "run `python -m devcluster build` first (`make test` does)", pytrace=False)
+                    "run `python -m pykueue.devcluster build` first (`make test` does)", pytrace=False)
     try:
         result = cluster.up(report=lambda message: print(message, file=sys.stderr))
     except Exception as exc:

@@ -32,8 +32,8 @@ from typing import Any
 
 import aiohttp
 
-from api.quantity import parse_quantity, resource_value
-from devcluster.replicas import admin_ssl_context, api_server
+from pykueue.api.quantity import parse_quantity, resource_value
+from pykueue.devcluster.replicas import admin_ssl_context, api_server
 
 JSON = dict[str, Any]
 FINISHED_PHASES = ("Succeeded", "Failed")

@@ -1,6 +1,6 @@
 """Rendering ``charts/pykueue`` with the real helm, and the value sets the tests render.
 
-helm is one of the binaries ``python -m devcluster build`` builds from its pinned Go module
+helm is one of the binaries ``python -m pykueue.devcluster build`` builds from its pinned Go module
 (``make test`` does); a test that needs it fails, never skips, when it is not there.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from devcluster.build import binary_path
-from devcluster.versions import BINARIES
+from pykueue.devcluster.build import binary_path
+from pykueue.devcluster.versions import BINARIES
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "pykueue"
@@ -56,7 +56,7 @@ def helm_binary() -> Path:
     (helm,) = (b for b in BINARIES if b.name == "helm")
     path = binary_path(helm)
     if not path.is_file():
-        pytest.fail(f"helm is not built ({path} is missing); run `python -m devcluster build` first "
+        pytest.fail(f"helm is not built ({path} is missing); run `python -m pykueue.devcluster build` first "
                     "(`make test` does)", pytrace=False)
     return path
 

@@ -19,11 +19,11 @@ import sys
 from collections import Counter
 from typing import Any
 
-from extender.endpoints import LIMITS as EXTENDER_LIMITS
+from pykueue.extender.endpoints import LIMITS as EXTENDER_LIMITS
+from pykueue.webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 from tests.component.hostile import generator
 from tests.component.hostile.slow import Slow, slow_connection
 from tests.component.hostile.wire import Probe, Tally, Target, flood
-from webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 
 PER_ROUND = 500
 WORKERS = 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition, remove_queues, workloads_owned_by

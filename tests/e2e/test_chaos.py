@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from api.quantity import parse_quantity, resource_value
-from devcluster import processes
+from pykueue.api import keys
+from pykueue.api.quantity import parse_quantity, resource_value
+from pykueue.devcluster import processes
 
 from .conftest import REPO, DevCluster, dev_pykueue, wait_until
 from .test_queueing import _condition, _cq_cpu_usage, _queues

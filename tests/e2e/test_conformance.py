@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 
-from devcluster import kueue_build
+from pykueue.devcluster import kueue_build
 
 from .conftest import REPO
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .browser import Page, headless_chromium
 from .conftest import DevCluster, wait_until

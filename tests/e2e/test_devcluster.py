@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import CoreV1Api
 
-from devcluster import addons, cluster, nodes, processes
+from pykueue.devcluster import addons, cluster, nodes, processes
 from tests.e2e.conftest import DevCluster, wait_until
 
 pytestmark = pytest.mark.e2e

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from devcluster.tas_scheduler import Started, start_extender, start_tas_scheduler
+from pykueue.devcluster.tas_scheduler import Started, start_extender, start_tas_scheduler
 
 from .conftest import DevCluster, wait_until
 

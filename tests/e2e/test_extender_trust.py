@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from certs.authority import issue_client, new_ca
-from devcluster import addons, cluster
+from pykueue.certs.authority import issue_client, new_ca
+from pykueue.devcluster import addons, cluster
 
 from .conftest import DevCluster, wait_until
 

@@ -43,9 +43,9 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster import cluster, processes
-from devcluster.replicas import Replica, Replicas, lease_holder
+from pykueue.api import keys
+from pykueue.devcluster import cluster, processes
+from pykueue.devcluster.replicas import Replica, Replicas, lease_holder
 
 from .conftest import DevCluster, wait_until
 from .fault_observer import ApiObserver, condition, holds_quota, job_finished, owner_uid

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import REPO, DevCluster, bearer_get, dev_pykueue, wait_until
 from .jobs_common import condition, queues, remove_queues, workloads_owned_by

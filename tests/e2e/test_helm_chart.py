@@ -1,5 +1,5 @@
 """``charts/pykueue`` under the real helm: it lints, its defaults are ``manifests/``, and each
-value does what values.yaml says. No cluster: only the helm binary (``python -m devcluster
+value does what values.yaml says. No cluster: only the helm binary (``python -m pykueue.devcluster
 build``); ``test_helm_install.py`` applies the renders to the dev cluster.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.cluster import FIELD_MANAGER
+from pykueue.devcluster.cluster import FIELD_MANAGER
 from tests.e2e.conftest import DevCluster
 
 from .helm_chart import CHART, VALUE_SETS, documents, helm_binary, render

@@ -27,8 +27,8 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import watch
 
-from api import keys
-from kube.leader import KUEUE_LEASE_NAME
+from pykueue.api import keys
+from pykueue.kube.leader import KUEUE_LEASE_NAME
 from tests.conftest import REPO
 
 from .conftest import DevCluster

@@ -60,8 +60,8 @@ def test_every_cluster_command_starts_from_the_image(image_env: Path, command: s
 
 
 def test_the_dev_tooling_is_not_in_the_image(image_env: Path) -> None:
-    absent = _run(image_env / "bin" / "python", "-c", "import devcluster", cwd=image_env)
-    assert "No module named 'devcluster'" in absent.stderr
+    absent = _run(image_env / "bin" / "python", "-c", "import pykueue.devcluster", cwd=image_env)
+    assert "No module named 'pykueue.devcluster'" in absent.stderr
     dev = _run(image_env / "bin" / "pykueue", "dev", cwd=image_env)
     assert (dev.returncode, dev.stderr.strip()) == (
         2, "pykueue dev: not part of this installation (run it from a source checkout)")

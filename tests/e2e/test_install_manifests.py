@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from devcluster.cluster import FIELD_MANAGER
+from pykueue.devcluster.cluster import FIELD_MANAGER
 from tests.e2e.conftest import REPO, DevCluster
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 

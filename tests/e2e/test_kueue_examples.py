@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import condition, workloads_owned_by

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.kueue_perf_results import ENTRY_KEYS
-from devcluster import kueue_build
-from devcluster.paths import STATE_ENV
+from pykueue.devcluster import kueue_build
+from pykueue.devcluster.paths import STATE_ENV
 
 from .conftest import REPO
 
@@ -36,7 +36,7 @@ def test_compare_runs_the_floor_and_both_managers_and_reports_each_run_and_the_r
              "--qps", "50", "--burst", "100", "--output", str(out)],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     finally:
-        subprocess.run([sys.executable, "-m", "devcluster", "down"], cwd=REPO, env=env,
+        subprocess.run([sys.executable, "-m", "pykueue.devcluster", "down"], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -38,10 +38,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster.build import binary_path
-from devcluster.versions import BINARIES
 from pykueue import __version__
+from pykueue.api import keys
+from pykueue.devcluster.build import binary_path
+from pykueue.devcluster.versions import BINARIES
 
 from .conftest import DevCluster, wait_until
 
@@ -65,7 +65,7 @@ def real_kueuectl() -> Path:
     path = binary_path(binary)
     if not path.is_file():
         pytest.fail(f"the real kueuectl (Kueue v0.19.2's kubectl-kueue) is not built: {path} is missing; "
-                    "`python -m devcluster build` builds it", pytrace=False)
+                    "`python -m pykueue.devcluster build` builds it", pytrace=False)
     return path
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import NODE_LABELS, condition, cpu_usage, cq_cpu_usage, queues, workloads_owned_by

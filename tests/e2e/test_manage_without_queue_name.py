@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from api import keys
-from devcluster import processes
+from pykueue.api import keys
+from pykueue.devcluster import processes
 
 from .conftest import REPO, DevCluster, dev_pykueue, wait_until
 from .jobs_common import condition, queues, workloads_owned_by

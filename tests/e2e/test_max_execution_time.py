@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.core.objects import parse_time
+from pykueue.api import keys
+from pykueue.manager.core.objects import parse_time
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import condition, cq_cpu_usage, queues, remove_queues, workloads_owned_by

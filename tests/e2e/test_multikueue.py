@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 import yaml
 
-from api import keys
-from devcluster import cluster
+from pykueue.api import keys
+from pykueue.devcluster import cluster
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import FLAVOR, NAMESPACE_LABEL, condition

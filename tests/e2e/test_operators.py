@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster import cluster, operators
-from devcluster.health import http_ok
-from devcluster.processes import is_running
+from pykueue.api import keys
+from pykueue.devcluster import cluster, operators
+from pykueue.devcluster.health import http_ok
+from pykueue.devcluster.processes import is_running
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import NODE_LABELS, condition, queues, workloads_owned_by

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import REPO, DevCluster, wait_until
 from .test_queueing import _job, _queues, _workload_of

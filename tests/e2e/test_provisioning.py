@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster import autoscaler
-from devcluster.nodes import RACK_LABEL
-from manager.core.tas.assignment import decode_v1beta2
+from pykueue.api import keys
+from pykueue.devcluster import autoscaler
+from pykueue.devcluster.nodes import RACK_LABEL
+from pykueue.manager.core.tas.assignment import decode_v1beta2
 
 from .conftest import DevCluster, wait_until
 from .test_tas_manager import BLOCK, KWOK_COMPLETE_DELAY, condition, workload_of

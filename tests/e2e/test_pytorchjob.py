@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import NODE_LABELS, condition, cq_cpu_usage, queues, workloads_owned_by

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster import cluster, processes
-from devcluster.addons import PYKUEUE_NAMESPACE
-from devcluster.ports import free_ports
+from pykueue.api import keys
+from pykueue.devcluster import cluster, processes
+from pykueue.devcluster.addons import PYKUEUE_NAMESPACE
+from pykueue.devcluster.ports import free_ports
 
 from .conftest import REPO, DevCluster, bearer_get, wait_until
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devcluster import cluster, processes
+from pykueue.devcluster import cluster, processes
 
 from .conftest import DevCluster, bearer_get, wait_until
 from .test_queueing import FLAVOR, _condition, _cq_cpu_usage, _job, _queues

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from devcluster import cluster, processes
-from devcluster.nodes import NODES_PER_RACK, RACK_LABEL, node_name
-from manager.core.tas.assignment import decode_v1beta2
+from pykueue.api import keys
+from pykueue.devcluster import cluster, processes
+from pykueue.devcluster.nodes import NODES_PER_RACK, RACK_LABEL, node_name
+from pykueue.manager.core.tas.assignment import decode_v1beta2
 
 from .conftest import DevCluster, wait_until
 

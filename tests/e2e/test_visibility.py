@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from api.keys import VISIBILITY_GROUP
-from devcluster.aggregation import host_api_service_manifests
-from manager.runtime.visibility import OwnerReference, PendingWorkloadInfo
-from manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
-from manager.runtime.visibility.server import start
-from manager.runtime.visibility.tls import service_dns_names
+from pykueue.api.keys import VISIBILITY_GROUP
+from pykueue.devcluster.aggregation import host_api_service_manifests
+from pykueue.manager.runtime.visibility import OwnerReference, PendingWorkloadInfo
+from pykueue.manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
+from pykueue.manager.runtime.visibility.server import start
+from pykueue.manager.runtime.visibility.tls import service_dns_names
 from tests.e2e.conftest import DevCluster
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import REPO, DevCluster, wait_until
 from .test_queueing import _workload_of

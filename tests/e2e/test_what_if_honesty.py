@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .test_what_if import job, pykueue

@@ -39,8 +39,8 @@ def test_a_command_whose_package_is_absent_says_so(monkeypatch: pytest.MonkeyPat
     """The image leaves the dev cluster out: `pykueue dev` must then fail in one line."""
     import sys
 
-    monkeypatch.setitem(sys.modules, "devcluster.cli", None)  # import fails as if absent
-    monkeypatch.setitem(sys.modules, "devcluster", None)
+    monkeypatch.setitem(sys.modules, "pykueue.devcluster.cli", None)  # import fails as if absent
+    monkeypatch.setitem(sys.modules, "pykueue.devcluster", None)
     assert main(["dev"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "pykueue dev: not part of this installation (run it from a source checkout)"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from devcluster import autoscaler
-from devcluster.nodes import KWOK_SELECTOR_LABEL
+from pykueue.devcluster import autoscaler
+from pykueue.devcluster.nodes import KWOK_SELECTOR_LABEL
 
 
 def test_one_gpu_node_group_the_kwok_controller_runs_and_other_pods_avoid() -> None:

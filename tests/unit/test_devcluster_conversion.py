@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from devcluster.addons import _keep_loopback_conversion
+from pykueue.devcluster.addons import _keep_loopback_conversion
 
 INSTALLED: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

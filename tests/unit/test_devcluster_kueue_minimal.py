@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from devcluster import kueue_build, kueue_minimal
-from devcluster.build import BuildError
-from devcluster.paths import GO_DIR
-from devcluster.versions import GoBinary
+from pykueue.devcluster import kueue_build, kueue_minimal
+from pykueue.devcluster.build import BuildError
+from pykueue.devcluster.paths import GO_DIR
+from pykueue.devcluster.versions import GoBinary
 
 # The shape of the lines the patch touches (not Kueue's file: a stand-in with the same form).
 MAIN = """package main

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devcluster.ports import free_ports
-from devcluster.replicas import LoopbackService, Replica, Replicas
+from pykueue.devcluster.ports import free_ports
+from pykueue.devcluster.replicas import LoopbackService, Replica, Replicas
 
 FLAG = "--webhook-bind-address"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devcluster.sample import phase
+from pykueue.devcluster.sample import phase
 
 
 def _job(suspend: bool, **status: Any) -> dict[str, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.operators import BINARY_NAMES, OPERATORS, webhook_configurations
-from devcluster.paths import DEV_MANIFESTS_DIR, GO_DIR
-from devcluster.versions import BINARIES, GoBinary, link_flags, module_key, pinned_versions
+from pykueue.devcluster.operators import BINARY_NAMES, OPERATORS, webhook_configurations
+from pykueue.devcluster.paths import DEV_MANIFESTS_DIR, GO_DIR
+from pykueue.devcluster.versions import BINARIES, GoBinary, link_flags, module_key, pinned_versions
 
 
 def _module(root: Path, name: str, require: str) -> Path:

@@ -6,7 +6,7 @@ import argparse
 import base64
 from pathlib import Path
 
-from devcluster import cli, workers
+from pykueue.devcluster import cli, workers
 
 
 def test_workers_are_found_in_index_order_and_only_while_contiguous(tmp_path: Path) -> None:

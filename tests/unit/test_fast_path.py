@@ -8,7 +8,7 @@ running anything: these tests read every test module's imports and argument list
 Forbidden are the dev cluster's fixtures (``dev_cluster``, ``metrics_token``), any module
 under ``tests/e2e`` that leads to them or to the modules that spawn control-plane
 processes, those modules themselves, and running the dev-cluster command line
-(``python -m devcluster``, ``pykueue dev``).
+(``python -m pykueue.devcluster``, ``pykueue dev``).
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ E2E = TESTS / "e2e"
 # process spawner every component goes through, and the conformance harness's own API
 # server and Kueue.
 STARTS_PROCESSES = frozenset({
-    "devcluster.cluster",
-    "devcluster.processes",
-    "devcluster.conformance.control_plane",
-    "devcluster.conformance.kueue_process",
+    "pykueue.devcluster.cluster",
+    "pykueue.devcluster.processes",
+    "pykueue.devcluster.conformance.control_plane",
+    "pykueue.devcluster.conformance.kueue_process",
 })
 CLUSTER_FIXTURES = frozenset({"dev_cluster", "metrics_token"})
 # Consecutive command-line words that run the dev-cluster CLI.
-CLUSTER_COMMANDS = frozenset({("-m", "devcluster"), ("pykueue", "dev")})
+CLUSTER_COMMANDS = frozenset({("-m", "pykueue.devcluster"), ("pykueue", "dev")})
 
 
 def module_name(path: Path) -> str:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.quantity import (
+from pykueue.api.quantity import (
     Format,
     Quantity,
     QuantityError,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.quantity import Quantity, QuantityError
+from pykueue.api.quantity import Quantity, QuantityError
 
 NOMINAL = "nominalQuota"
 BORROWING = "borrowingLimit"

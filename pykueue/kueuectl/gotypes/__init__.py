@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from api.quantity import Quantity, QuantityError
+from pykueue.api.quantity import Quantity, QuantityError
 
 TypeRef = str | dict[str, Any]
 Field = tuple[str, TypeRef, frozenset[str]]

@@ -1,7 +1,7 @@
 """Rewrite ``gotypes.json`` from the Kueue release the dev cluster pins for kueuectl.
 
 A maintainer's tool, run after bumping that pin: ``python -m pykueue.kueuectl.gotypes.regenerate``.
-It copies the pinned module definition (``devcluster/go/kueuectl``) into a temporary
+It copies the pinned module definition (``pykueue/devcluster/go/kueuectl``) into a temporary
 directory next to ``schema_gen.go`` and runs it with the Go toolchain; modules come from
 the Go module cache or proxy as for any build.
 """
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PINNED_MODULE = HERE.parents[2] / "devcluster" / "go" / "kueuectl"
+PINNED_MODULE = HERE.parents[1] / "devcluster" / "go" / "kueuectl"
 
 
 def regenerate() -> None:

@@ -19,8 +19,8 @@ import pytest
 from aiohttp import web
 
 from benchmarks.kueue_perf_managers import SCRAPE_TIMEOUT_S, KueueManager, http_get, peak_rss_mb
-from kube.endpoints import build_app, start_site
-from manager.runtime.metrics import KueueMetrics
+from pykueue.kube.endpoints import build_app, start_site
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 STAND_IN = """\
 import argparse, http.server, signal, sys, threading, time

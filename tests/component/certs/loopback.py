@@ -9,7 +9,7 @@ import ssl
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from certs.authority import CA_VALIDITY, CertBundle, issue_serving, new_ca
+from pykueue.certs.authority import CA_VALIDITY, CertBundle, issue_serving, new_ca
 
 
 def der(pem: bytes) -> bytes:

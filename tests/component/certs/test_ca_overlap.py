@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from certs.authority import CertBundle, issue_client, join_pem, now_utc
-from certs.rotation import VALIDATING_PATH, CertRotator
+from pykueue.certs.authority import CertBundle, issue_client, join_pem, now_utc
+from pykueue.certs.rotation import VALIDATING_PATH, CertRotator
 from tests.component.certs.loopback import der, old_bundle, served_leaf
 from tests.unit.certs.memory_apiserver import MemoryApiserver
 

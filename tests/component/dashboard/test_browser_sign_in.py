@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from manager.runtime.dashboard.changes import ChangeFeed
-from manager.runtime.dashboard.server import make_app, start
-from manager.scenario.explain import explain_record
+from pykueue.manager.runtime.dashboard.changes import ChangeFeed
+from pykueue.manager.runtime.dashboard.server import make_app, start
+from pykueue.manager.scenario.explain import explain_record
 from tests.e2e.browser import CANDIDATES, headless_chromium
 from tests.unit.dashboard.fixture import world
 

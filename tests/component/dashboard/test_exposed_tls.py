@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from manager.runtime.dashboard.server import start
+from pykueue.manager.runtime.dashboard.server import start
 from pykueue.run import LOOPBACK_HOSTS, dashboard_listen, dashboard_tls
 
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import aiohttp
 import pytest
 
-from manager.runtime.dashboard.changes import ChangeFeed
-from manager.runtime.dashboard.server import OLD_TOKEN_COOKIE, SESSION_COOKIE, make_app, start
-from manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
-from manager.scenario.explain import explain_record
-from manager.scenario.runner import Simulation
+from pykueue.manager.runtime.dashboard.changes import ChangeFeed
+from pykueue.manager.runtime.dashboard.server import OLD_TOKEN_COOKIE, SESSION_COOKIE, make_app, start
+from pykueue.manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
+from pykueue.manager.scenario.explain import explain_record
+from pykueue.manager.scenario.runner import Simulation
 from tests.unit.dashboard.fixture import workload, world
 
 ADMIN, VIEWER_A, NOBODY = "admin-token", "ns-a-token", "nobody-token"
@@ -184,7 +184,7 @@ async def test_a_sign_in_from_elsewhere_or_without_the_form_is_refused(dashboard
 
 
 async def test_answers_are_cached_refusals_for_less_time(dashboard: Dashboard) -> None:
-    from manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator
+    from pykueue.manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator
 
     now = [0.0]
     tokens = CachedTokenAuthenticator(dashboard.tokens, ttl_s=10, negative_ttl_s=5, clock=lambda: now[0])

@@ -16,11 +16,11 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as kube
 
-from api.events import EventRecord, ObjectReference
-from kube.client import KubeClient
-from kube.events import EventRecorder, client_transport
-from manager.jobs.events import created_workload
-from manager.jobs.integrations import Integration
+from pykueue.api.events import EventRecord, ObjectReference
+from pykueue.kube.client import KubeClient
+from pykueue.kube.events import EventRecorder, client_transport
+from pykueue.manager.jobs.events import created_workload
+from pykueue.manager.jobs.integrations import Integration
 
 
 @dataclass

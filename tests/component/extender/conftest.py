@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from extender.app import ExtenderDeps, make_app
+from pykueue.extender.app import ExtenderDeps, make_app
 
 from .memory_cluster import MemoryCluster
 from .scenario import build_cluster

@@ -14,9 +14,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from api import keys
-from api.wire import JSON
-from extender.port import ConflictError, NotFoundError, PortError
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.extender.port import ConflictError, NotFoundError, PortError
 
 Key = tuple[str, str]
 STALE = "the object has been modified; please apply your changes to the latest version"

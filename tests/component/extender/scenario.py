@@ -100,7 +100,7 @@ def binding_args(index: int, node_name: str) -> dict[str, str]:
 
 def assignment_of(cluster: MemoryCluster) -> dict[str, int]:
     """hostname -> count, decoded from the stored Workload."""
-    from manager.core.tas.assignment import decode_v1beta2
+    from pykueue.manager.core.tas.assignment import decode_v1beta2
 
     wl = cluster.workloads[(NAMESPACE, WORKLOAD)]
     raw = wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]

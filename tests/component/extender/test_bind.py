@@ -6,8 +6,8 @@ import asyncio
 import json
 import time
 
-from api import keys
-from extender.port import PortError
+from pykueue.api import keys
+from pykueue.extender.port import PortError
 
 from .conftest import Extender, serve
 from .memory_cluster import MemoryCluster

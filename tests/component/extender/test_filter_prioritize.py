@@ -51,7 +51,7 @@ async def test_unknown_workload_passes_with_a_log_line(
     extender: Extender, cluster: MemoryCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     del cluster.workloads[(NAMESPACE, WORKLOAD)]
-    with caplog.at_level(logging.INFO, logger="extender"):
+    with caplog.at_level(logging.INFO, logger="pykueue.extender"):
         _, body = await extender.post("filter", names_args(pod(2)))
     assert body["NodeNames"] == ALL_NODES
     assert any("unknown workload" in r.getMessage() for r in caplog.records)

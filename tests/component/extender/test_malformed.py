@@ -15,7 +15,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.app import ExtenderDeps, make_app
+from pykueue.extender.app import ExtenderDeps, make_app
 
 from .conftest import Extender
 from .scenario import build_cluster, load

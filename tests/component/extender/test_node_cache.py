@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.node_cache import NodeCache
+from pykueue.extender.node_cache import NodeCache
 
 from .memory_cluster import MemoryCluster
 from .scenario import N11, build_cluster, node

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from devcluster.tas_scheduler import shipped_config
+from pykueue.devcluster.tas_scheduler import shipped_config
 
 from .conftest import Extender
 from .scenario import binding_args, load

@@ -14,11 +14,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from certs.authority import issue_client, issue_serving, new_ca
-from certs.rotation import require_client_certificates, server_context
-from extender.app import ExtenderDeps, make_app
-from extender.server import ExtenderServer, serve
-from kube.event_loop import run_main
+from pykueue.certs.authority import issue_client, issue_serving, new_ca
+from pykueue.certs.rotation import require_client_certificates, server_context
+from pykueue.extender.app import ExtenderDeps, make_app
+from pykueue.extender.server import ExtenderServer, serve
+from pykueue.kube.event_loop import run_main
 
 from .h2_client import H2Client
 from .memory_cluster import MemoryCluster
@@ -224,7 +224,7 @@ async def test_caller_without_a_certificate_of_our_ca_fails_the_handshake(
 async def test_http2_request_larger_than_the_limit_is_a_413(
     server: ExtenderServer, pki: Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from extender import http2
+    from pykueue.extender import http2
 
     monkeypatch.setattr(http2, "MAX_BODY_BYTES", 1000)
     client = await H2Client.connect(server.port, pki.client(ALLOWED))
@@ -240,7 +240,7 @@ async def test_large_bodies_flow_within_http2_windows(
 ) -> None:
     """Full Node objects (``nodeCacheCapable: false``) run to megabytes: the request crosses
     the server's receive window and the reply a small client window, frame by frame."""
-    from extender import http2
+    from pykueue.extender import http2
 
     # Windows of the protocol's default size, so this request needs the server's updates.
     monkeypatch.setattr(http2, "STREAM_WINDOW", http2.DEFAULT_WINDOW)

@@ -16,9 +16,9 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from manager.jobs.registry import webhook_path
+from pykueue.manager.jobs.registry import webhook_path
+from pykueue.webhook.app import routes
 from tests.component.extender.scenario import N11, N12, N21, names_args, pod
-from webhook.app import routes
 
 MiB = 1024 * 1024
 Raw = tuple[str, bytes, int]

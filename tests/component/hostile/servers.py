@@ -22,37 +22,37 @@ from typing import Any
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from certs.authority import ensure_bundle, issue_client, issue_serving, new_ca, self_signed_serving
-from certs.rotation import require_client_certificates, server_context, write_pair
-from extender.app import ExtenderDeps
-from extender.app import make_app as extender_app
-from extender.server import serve as serve_extender
-from kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
-from kube.event_loop import run_main
-from kube.http_limits import Listener
-from kube.logging import configure_cli_logging
-from manager.runtime.dashboard.changes import ChangeFeed
-from manager.runtime.dashboard.server import SESSIONS
-from manager.runtime.dashboard.server import make_app as dashboard_app
-from manager.runtime.dashboard.server import start as start_dashboard
-from manager.runtime.metrics import KueueMetrics
-from manager.runtime.metrics_auth import cluster_metrics_guard
-from manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator, cluster_reviewers
-from manager.runtime.visibility import RequestHeaderAuthenticator
-from manager.runtime.visibility import make_app as visibility_app
-from manager.runtime.visibility.auth import RequestHeaderConfig
-from manager.runtime.visibility.server import start as start_visibility
-from manager.runtime.visibility.tls import self_signed_serving_certificate, server_ssl_context
-from manager.scenario.explain import explain_record
+from pykueue.certs.authority import ensure_bundle, issue_client, issue_serving, new_ca, self_signed_serving
+from pykueue.certs.rotation import require_client_certificates, server_context, write_pair
+from pykueue.extender.app import ExtenderDeps
+from pykueue.extender.app import make_app as extender_app
+from pykueue.extender.server import serve as serve_extender
+from pykueue.kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
+from pykueue.kube.event_loop import run_main
+from pykueue.kube.http_limits import Listener
+from pykueue.kube.logging import configure_cli_logging
+from pykueue.manager.runtime.dashboard.changes import ChangeFeed
+from pykueue.manager.runtime.dashboard.server import SESSIONS
+from pykueue.manager.runtime.dashboard.server import make_app as dashboard_app
+from pykueue.manager.runtime.dashboard.server import start as start_dashboard
+from pykueue.manager.runtime.metrics import KueueMetrics
+from pykueue.manager.runtime.metrics_auth import cluster_metrics_guard
+from pykueue.manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator, cluster_reviewers
+from pykueue.manager.runtime.visibility import RequestHeaderAuthenticator
+from pykueue.manager.runtime.visibility import make_app as visibility_app
+from pykueue.manager.runtime.visibility.auth import RequestHeaderConfig
+from pykueue.manager.runtime.visibility.server import start as start_visibility
+from pykueue.manager.runtime.visibility.tls import self_signed_serving_certificate, server_ssl_context
+from pykueue.manager.scenario.explain import explain_record
+from pykueue.webhook.app import WebhookDeps
+from pykueue.webhook.app import make_app as webhook_app
+from pykueue.webhook.server import serve_webhook
 from tests.component.extender.scenario import build_cluster
 from tests.component.visibility.conftest import FRONT_PROXY_CLIENT, InMemoryProvider
 from tests.component.visibility.conftest import issue_client as proxy_client
 from tests.component.visibility.conftest import make_ca as proxy_ca
 from tests.component.visibility.conftest import workload as pending_workload
 from tests.unit.dashboard.fixture import world
-from webhook.app import WebhookDeps
-from webhook.app import make_app as webhook_app
-from webhook.server import serve_webhook
 
 from . import fake_apiserver
 

@@ -32,17 +32,17 @@ from typing import Any
 
 import pytest
 
-from extender.endpoints import LIMITS as EXTENDER_LIMITS
-from kube.endpoints import METRICS_LIMITS, PROBE_LIMITS
-from kube.http_limits import ServerLimits
-from manager.jobs.registry import webhook_path
-from manager.runtime.dashboard.server import LIMITS as DASHBOARD_LIMITS
-from manager.runtime.token_review import NEGATIVE_TTL_S, TOKEN_REVIEW_BURST, TOKEN_REVIEWS_PER_S
-from manager.runtime.visibility.server import LIMITS as VISIBILITY_LIMITS
+from pykueue.extender.endpoints import LIMITS as EXTENDER_LIMITS
+from pykueue.kube.endpoints import METRICS_LIMITS, PROBE_LIMITS
+from pykueue.kube.http_limits import ServerLimits
+from pykueue.manager.jobs.registry import webhook_path
+from pykueue.manager.runtime.dashboard.server import LIMITS as DASHBOARD_LIMITS
+from pykueue.manager.runtime.token_review import NEGATIVE_TTL_S, TOKEN_REVIEW_BURST, TOKEN_REVIEWS_PER_S
+from pykueue.manager.runtime.visibility.server import LIMITS as VISIBILITY_LIMITS
+from pykueue.webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
+from pykueue.webhook.server import LIMITS as WEBHOOK_LIMITS
 from tests.component.extender.scenario import N11, N12, names_args, pod
 from tests.conftest import REPO
-from webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
-from webhook.server import LIMITS as WEBHOOK_LIMITS
 
 from . import generator
 from .slow import Slow, slow_connection

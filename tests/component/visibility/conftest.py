@@ -20,10 +20,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from manager.runtime.visibility import PendingWorkloadInfo, RequestHeaderAuthenticator, make_app
-from manager.runtime.visibility.auth import RequestHeaderConfig, allowed_by_groups
-from manager.runtime.visibility.server import start
-from manager.runtime.visibility.tls import (
+from pykueue.manager.runtime.visibility import PendingWorkloadInfo, RequestHeaderAuthenticator, make_app
+from pykueue.manager.runtime.visibility.auth import RequestHeaderConfig, allowed_by_groups
+from pykueue.manager.runtime.visibility.server import start
+from pykueue.manager.runtime.visibility.tls import (
     ServingCertificate,
     self_signed_serving_certificate,
     server_ssl_context,

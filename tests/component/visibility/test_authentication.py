@@ -7,8 +7,8 @@ import ssl
 import aiohttp
 import pytest
 
-from manager.runtime.visibility import make_app
-from manager.runtime.visibility.auth import (
+from pykueue.manager.runtime.visibility import make_app
+from pykueue.manager.runtime.visibility.auth import (
     AuthorizationDecision,
     RequestAttributes,
     RequestHeaderAuthenticator,
@@ -18,8 +18,8 @@ from manager.runtime.visibility.auth import (
     request_header_config_from_configmap,
     subject_access_review,
 )
-from manager.runtime.visibility.server import start
-from manager.runtime.visibility.tls import ServingCertificate, server_ssl_context
+from pykueue.manager.runtime.visibility.server import start
+from pykueue.manager.runtime.visibility.tls import ServingCertificate, server_ssl_context
 from tests.component.visibility.conftest import (
     FRONT_PROXY_CLIENT,
     VIEWER_HEADERS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.runtime.visibility.pagination import (
+from pykueue.manager.runtime.visibility.pagination import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     Page,
@@ -13,7 +13,7 @@ from manager.runtime.visibility.pagination import (
     local_queue_page,
     page_from_query,
 )
-from manager.runtime.visibility.provider import PendingWorkloadInfo
+from pykueue.manager.runtime.visibility.provider import PendingWorkloadInfo
 
 
 def wl(name: str, lq: str, ns: str = "ns") -> PendingWorkloadInfo:

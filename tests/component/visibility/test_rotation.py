@@ -18,12 +18,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from certs.authority import join_pem, now_utc
-from certs.rotation import API_SERVICE_PATH, CertRotator
-from manager.runtime.visibility import assembly
-from manager.runtime.visibility.assembly import API_SERVICE_NAMES, build_rotating_visibility_server
-from manager.runtime.visibility.auth import RequestHeaderConfig, allowed_by_groups
-from manager.runtime.visibility.server import start
+from pykueue.certs.authority import join_pem, now_utc
+from pykueue.certs.rotation import API_SERVICE_PATH, CertRotator
+from pykueue.manager.runtime.visibility import assembly
+from pykueue.manager.runtime.visibility.assembly import API_SERVICE_NAMES, build_rotating_visibility_server
+from pykueue.manager.runtime.visibility.auth import RequestHeaderConfig, allowed_by_groups
+from pykueue.manager.runtime.visibility.server import start
 from tests.component.certs.loopback import der, old_bundle, served_leaf
 from tests.component.visibility.conftest import (
     FRONT_PROXY_CLIENT,

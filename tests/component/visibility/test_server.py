@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.runtime.visibility import OwnerReference, PendingWorkloadInfo
+from pykueue.manager.runtime.visibility import OwnerReference, PendingWorkloadInfo
 from tests.component.visibility.conftest import VIEWER_HEADERS, Identities, Server, workload
 
 GV = "/apis/visibility.kueue.x-k8s.io/v1beta2"

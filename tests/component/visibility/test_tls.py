@@ -6,7 +6,7 @@ import ipaddress
 
 from cryptography import x509
 
-from manager.runtime.visibility.tls import self_signed_serving_certificate, service_dns_names
+from pykueue.manager.runtime.visibility.tls import self_signed_serving_certificate, service_dns_names
 
 
 def test_serving_certificate_names_loopback_and_the_service() -> None:

@@ -25,12 +25,12 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from certs.authority import ensure_bundle
-from certs.rotation import server_context, write_pair
-from manager.jobs.admission import AdmissionPolicy
-from webhook.app import WebhookDeps, make_app
-from webhook.facts import StaticLookup
-from webhook.server import serve_webhook
+from pykueue.certs.authority import ensure_bundle
+from pykueue.certs.rotation import server_context, write_pair
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.webhook.app import WebhookDeps, make_app
+from pykueue.webhook.facts import StaticLookup
+from pykueue.webhook.server import serve_webhook
 
 
 @dataclass

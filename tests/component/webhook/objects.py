@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api import keys
+from pykueue.api import keys
 
 JOB_M, JOB_V = "/mutate-batch-v1-job", "/validate-batch-v1-job"
 PT_M, PT_V = "/mutate-kubeflow-org-v1-pytorchjob", "/validate-kubeflow-org-v1-pytorchjob"

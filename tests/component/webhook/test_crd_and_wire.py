@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import keys
+from pykueue.api import keys
 
 from .conftest import WebhookServer, allow, deny
 from .objects import JOB_M

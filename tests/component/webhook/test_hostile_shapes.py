@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from webhook.offload import THRESHOLD_BYTES
+from pykueue.webhook.offload import THRESHOLD_BYTES
 
 from .conftest import WebhookServer
 from .objects import JOB_M

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.gates import FeatureGates
-from manager.jobs.registry import workloads_for
-from webhook.facts import StaticLookup
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.gates import FeatureGates
+from pykueue.manager.jobs.registry import workloads_for
+from pykueue.webhook.facts import StaticLookup
 
 from .conftest import WebhookServer
 from .objects import JOB_M, JOB_V, job, labels_of, owner_ref

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from api import keys
-from api.wire import JSON
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.integrations import OwnerKey
-from webhook.facts import LookupFailed, StaticLookup
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.integrations import OwnerKey
+from pykueue.webhook.facts import LookupFailed, StaticLookup
 
 from .conftest import WebhookServer, deny
 from .objects import JOB_M, JOB_V, POD_M, POD_V, job, owner_ref, pod

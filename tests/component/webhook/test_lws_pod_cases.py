@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.gates import FeatureGates
-from webhook.facts import StaticLookup
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.gates import FeatureGates
+from pykueue.webhook.facts import StaticLookup
 
 from .conftest import WebhookServer, allow, deny, mutate
 from .objects import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from webhook.facts import StaticLookup
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.webhook.facts import StaticLookup
 
 from .conftest import WebhookServer, mutate
 from .objects import POD_M, owner_ref, pod

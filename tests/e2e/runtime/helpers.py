@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from api.wire import JSON
-from kube.client import ApiError, KubeClient, connect
-from kube.informer import EventType
-from kube.resources import CONFIG_MAPS
+from pykueue.api.wire import JSON
+from pykueue.kube.client import ApiError, KubeClient, connect
+from pykueue.kube.informer import EventType
+from pykueue.kube.resources import CONFIG_MAPS
 
 
 class Recorder:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kube.client import ApiError, connect
-from kube.resources import CONFIG_MAPS
+from pykueue.kube.client import ApiError, connect
+from pykueue.kube.resources import CONFIG_MAPS
 from tests.e2e.conftest import DevCluster
 from tests.e2e.runtime.helpers import config_map
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kube.client import KubeClient, connect
-from kube.informer import EventType, Informer
-from kube.resources import CONFIG_MAPS, NAMESPACES
+from pykueue.kube.client import KubeClient, connect
+from pykueue.kube.informer import EventType, Informer
+from pykueue.kube.resources import CONFIG_MAPS, NAMESPACES
 from tests.e2e.conftest import DevCluster
 from tests.e2e.runtime.helpers import SELECTOR, Recorder, age_out_watch_history, config_map
 

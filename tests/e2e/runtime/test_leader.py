@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kube.client import ApiError, KubeClient, connect
-from kube.leader import LeaderElector, LeaderWorkEnded, micro_time
-from kube.resources import LEASES
+from pykueue.kube.client import ApiError, KubeClient, connect
+from pykueue.kube.leader import LeaderElector, LeaderWorkEnded, micro_time
+from pykueue.kube.resources import LEASES
 from tests.e2e.conftest import DevCluster
 
 pytestmark = pytest.mark.e2e

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from api import keys
-from kube.client import KubeClient, connect
-from kube.informer import Informer
-from kube.resources import WORKLOADS
-from manager.runtime.controllers.retention import FinishedRetention
+from pykueue.api import keys
+from pykueue.kube.client import KubeClient, connect
+from pykueue.kube.informer import Informer
+from pykueue.kube.resources import WORKLOADS
+from pykueue.manager.runtime.controllers.retention import FinishedRetention
 from tests.e2e.conftest import DevCluster
 
 pytestmark = pytest.mark.e2e

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import registry
-from api.conversion import (
+from pykueue.api import registry
+from pykueue.api.conversion import (
     CONVERTERS,
     V1BETA1,
     V1BETA2,

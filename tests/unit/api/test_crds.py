@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from api import crdgen
-from api.registry import KINDS
+from pykueue.api import crdgen
+from pykueue.api.registry import KINDS
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO / "manifests" / "crds"

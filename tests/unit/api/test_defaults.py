@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from api.clusterqueue import ClusterQueue
-from api.config import Configuration, parse_duration
-from api.provisioningrequestconfig import ProvisioningRequestConfig
-from api.workload import Workload
+from pykueue.api.clusterqueue import ClusterQueue
+from pykueue.api.config import Configuration, parse_duration
+from pykueue.api.provisioningrequestconfig import ProvisioningRequestConfig
+from pykueue.api.workload import Workload
 
 
 def test_minimal_cluster_queue_defaults() -> None:

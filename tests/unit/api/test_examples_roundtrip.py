@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api import registry
+from pykueue.api import registry
 
 
 def _kueue_documents(shared_dir: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -8,9 +8,9 @@ from typing import Any, Union, get_args, get_origin
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.fields import Model
-from api.quantity import Quantity
-from api.registry import EXTRA_KINDS, KINDS
+from pykueue.api.fields import Model
+from pykueue.api.quantity import Quantity
+from pykueue.api.registry import EXTRA_KINDS, KINDS
 
 _SCALARS = st.one_of(st.integers(-5, 5), st.text(max_size=3), st.booleans(), st.none())
 _UNKNOWN = st.dictionaries(st.sampled_from(["zz", "futureThing", "x-extra"]), _SCALARS, max_size=2)

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from api import registry
-from api.clusterqueue import ClusterQueue
-from api.fields import FieldError
-from api.quantity import Quantity
-from api.validation import validate
-from api.workload import Workload
+from pykueue.api import registry
+from pykueue.api.clusterqueue import ClusterQueue
+from pykueue.api.fields import FieldError
+from pykueue.api.quantity import Quantity
+from pykueue.api.validation import validate
+from pykueue.api.workload import Workload
 
 
 def _cq() -> dict[str, Any]:

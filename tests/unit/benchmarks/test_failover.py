@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import keys
 from benchmarks.failover import NAME, job, main, queue_objects, summarize
+from pykueue.api import keys
 
 
 def test_summary_takes_the_medians_of_the_rounds() -> None:

@@ -25,7 +25,7 @@ from benchmarks.kueue_perf_results import (
     top_index,
 )
 from benchmarks.plot_kueue_perf import compare_rows, table_rows
-from manager.runtime.metrics import KueueMetrics
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 
 def _metrics(mode: str, qps: float, burst: int, wall: float, **extra: Any) -> dict[str, Any]:
@@ -237,7 +237,7 @@ def test_machine_busy_share_between_two_readings() -> None:
 
 def test_the_shutdown_line_a_pykueue_client_logs_is_the_one_read_back(tmp_path: Path) -> None:
     from benchmarks.kueue_perf_managers import ManagerStats, _with_logged_requests
-    from kube.client import KubeClient
+    from pykueue.kube.client import KubeClient
 
     client = KubeClient(None)
     client.requests_issued = 5

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.status_write_cost import METHODS, body_bytes, main, workload, write_request
 from benchmarks.webhook_latency import percentile
-from kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
-from kube.merge_patch import apply_merge_patch
+from pykueue.kube.client import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
+from pykueue.kube.merge_patch import apply_merge_patch
 
 
 def _stored() -> dict[str, Any]:

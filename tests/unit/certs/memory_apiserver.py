@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kube.client import ApiError
+from pykueue.kube.client import ApiError
 
 Log = list[tuple[str, str]]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from certs.authority import (
+from pykueue.certs.authority import (
     CA_VALIDITY,
     CERT_VALIDITY,
     ensure_bundle,
@@ -117,7 +117,7 @@ def test_a_client_certificate_is_for_clients_only_and_checked_against_its_ca_and
     from cryptography import x509 as _x509
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    from certs.authority import client_renewal_reason, issue_client, new_ca
+    from pykueue.certs.authority import client_renewal_reason, issue_client, new_ca
 
     ca_crt, ca_key = new_ca()
     crt, _ = issue_client(ca_crt, ca_key, "pykueue-tas-scheduler")
@@ -202,7 +202,7 @@ def test_a_ca_replaced_because_its_pair_broke_stays_trusted() -> None:
 
 
 def test_files_round_trip_with_and_without_a_previous_ca() -> None:
-    from certs.authority import CA_PREVIOUS_CRT, CertBundle
+    from pykueue.certs.authority import CA_PREVIOUS_CRT, CertBundle
 
     bundle, _ = ensure_bundle(None, NAMES, now=T0)
     old_secret = {"ca.crt": bundle.ca_crt, "ca.key": bundle.ca_key, "tls.crt": bundle.tls_crt,
@@ -217,7 +217,7 @@ def test_files_round_trip_with_and_without_a_previous_ca() -> None:
 
 
 def test_join_pem_normalises_line_ends() -> None:
-    from certs.authority import join_pem
+    from pykueue.certs.authority import join_pem
 
     assert join_pem(b"A\n", None, b"B") == join_pem(b"A", b"B\n\n") == b"A\nB\n"
     assert join_pem() == b""

@@ -12,8 +12,8 @@ from typing import Any
 
 from cryptography import x509
 
-from certs.authority import CA_PREVIOUS_CRT, join_pem
-from certs.rotation import API_SERVICE_PATH, CRD_PATH, VALIDATING_PATH, CertRotator
+from pykueue.certs.authority import CA_PREVIOUS_CRT, join_pem
+from pykueue.certs.rotation import API_SERVICE_PATH, CRD_PATH, VALIDATING_PATH, CertRotator
 
 from .memory_apiserver import MemoryApiserver, recording_context
 

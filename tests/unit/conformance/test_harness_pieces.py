@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from devcluster.conformance import compare, objects
-from devcluster.conformance.driver import unsupported
-from devcluster.conformance.harness import with_uids
-from devcluster.conformance.idle import unsettled
-from devcluster.conformance.kueue_config import Listeners, configuration, scenario_sections
-from manager.scenario.loader import Scenario
+from pykueue.devcluster.conformance import compare, objects
+from pykueue.devcluster.conformance.driver import unsupported
+from pykueue.devcluster.conformance.harness import with_uids
+from pykueue.devcluster.conformance.idle import unsettled
+from pykueue.devcluster.conformance.kueue_config import Listeners, configuration, scenario_sections
+from pykueue.manager.scenario.loader import Scenario
 
 SERVED = {"Workload": "v1beta2", "ClusterQueue": "v1beta2", "LocalQueue": "v1beta2"}
 NOW = "2026-11-25T08:00:00Z"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from api import registry
-from api.validation import validate
-from devcluster.conformance import objects
-from webhook import crd_rules
+from pykueue.api import registry
+from pykueue.api.validation import validate
+from pykueue.devcluster.conformance import objects
+from pykueue.webhook import crd_rules
 
 PORTED = Path(__file__).resolve().parents[2] / "scenarios" / "kueue"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")

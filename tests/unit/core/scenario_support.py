@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from manager.scenario.loader import load
-from manager.scenario.report import result
-from manager.scenario.runner import Simulation
+from pykueue.manager.scenario.loader import load
+from pykueue.manager.scenario.report import result
+from pykueue.manager.scenario.runner import Simulation
 
 
 def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:

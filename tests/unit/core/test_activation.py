@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.engine import QueueingCore
-from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
 
 
 def _core(checks: list[str] | None = None) -> QueueingCore:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from manager.core.admission_fair_sharing import AfsConfig, UsageLedger, alpha
-from manager.core.config import ConfigError, config_from
-from manager.core.engine import QueueingCore
+from pykueue.manager.core.admission_fair_sharing import AfsConfig, UsageLedger, alpha
+from pykueue.manager.core.config import ConfigError, config_from
+from pykueue.manager.core.engine import QueueingCore
 
 
 def test_alpha_is_half_after_one_half_life() -> None:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from api.quantity import Quantity
-from manager.core.config import ConfigError, RequeuingStrategy, config_from, parse_duration
-from manager.core.jobs_to_workloads import workload_name
-from manager.core.queues import PendingQueue, sort_key
-from manager.core.resources import Transformation, pod_requests, requests_over_limits, transform_requests
-from manager.jobs.registry import workloads_for
+from pykueue.api.quantity import Quantity
+from pykueue.manager.core.config import ConfigError, RequeuingStrategy, config_from, parse_duration
+from pykueue.manager.core.jobs_to_workloads import workload_name
+from pykueue.manager.core.queues import PendingQueue, sort_key
+from pykueue.manager.core.resources import (
+    Transformation,
+    pod_requests,
+    requests_over_limits,
+    transform_requests,
+)
+from pykueue.manager.jobs.registry import workloads_for
 
 
 def test_pending_queue_orders_by_priority_then_time_then_key() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from manager.core.assignment import Assignment, Entry, Outcome
-from manager.core.engine import QueueingCore
-from manager.core.hooks import NO_CANDIDATES, PREEMPT
-from manager.core.objects import FR, ClusterQueueDef
-from manager.core.reasons import Pending
-from manager.core.snapshot import Snapshot
-from manager.core.status import workload_status
+from pykueue.manager.core.assignment import Assignment, Entry, Outcome
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.hooks import NO_CANDIDATES, PREEMPT
+from pykueue.manager.core.objects import FR, ClusterQueueDef
+from pykueue.manager.core.reasons import Pending
+from pykueue.manager.core.snapshot import Snapshot
+from pykueue.manager.core.status import workload_status
 
 
 def _setup(core: QueueingCore, cpu: int = 4, topology: str | None = None, **cq_spec: Any) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.config import CoreConfig, RequeuingStrategy, WaitForPodsReady
-from manager.core.engine import QueueingCore
-from manager.core.preemption.classical import victim_order
-from manager.core.status import workload_status
-from manager.core.workload_state import ADMITTED, PENDING, Stopping
+from pykueue.manager.core.config import CoreConfig, RequeuingStrategy, WaitForPodsReady
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.preemption.classical import victim_order
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, Stopping
 
 
 def _core(hold: bool = True, preemption: str = "LowerPriority", **config: Any) -> QueueingCore:

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.core.assignment import Assignment, Entry, Mode
-from manager.core.fair_sharing import Share, Shares, borrows_on, tournament, weight_key
-from manager.core.objects import FR, Quota, WorkloadDef
-from manager.core.quota import QuotaNode, Usage, compute_subtree
-from manager.core.snapshot import Snapshot
+from pykueue.manager.core.assignment import Assignment, Entry, Mode
+from pykueue.manager.core.fair_sharing import Share, Shares, borrows_on, tournament, weight_key
+from pykueue.manager.core.objects import FR, Quota, WorkloadDef
+from pykueue.manager.core.quota import QuotaNode, Usage, compute_subtree
+from pykueue.manager.core.snapshot import Snapshot
 
 FRS: tuple[FR, ...] = (("f", "cpu"), ("f", "mem"), ("g", "cpu"))
 

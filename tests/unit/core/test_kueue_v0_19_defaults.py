@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from api.config import CONFIG_API_VERSION, CONFIG_API_VERSION_V1BETA1
-from manager.core.config import config_from
-from manager.core.features import DEFAULTS, gate_enabled
-from manager.jobs.gates import FeatureGates
+from pykueue.api.config import CONFIG_API_VERSION, CONFIG_API_VERSION_V1BETA1
+from pykueue.manager.core.config import config_from
+from pykueue.manager.core.features import DEFAULTS, gate_enabled
+from pykueue.manager.jobs.gates import FeatureGates
 
 from .test_preemption import _core, _cq, _wl
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from api import keys
-from manager.core import max_execution
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.jobs_to_workloads import owned_workload
-from manager.core.objects import parse_time
-from manager.core.status import workload_status
+from pykueue.api import keys
+from pykueue.manager.core import max_execution
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.jobs_to_workloads import owned_workload
+from pykueue.manager.core.objects import parse_time
+from pykueue.manager.core.status import workload_status
 
 
 def _core() -> QueueingCore:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from manager.core.objects import format_time
-from manager.core.status import PAST_EXECUTION, accumulate_execution
+from pykueue.manager.core.objects import format_time
+from pykueue.manager.core.status import PAST_EXECUTION, accumulate_execution
 
 NOW = 1_800_000_000.0
 

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from manager.core.queues import PendingQueue, SortKey, sort_key
+from pykueue.manager.core.queues import PendingQueue, SortKey, sort_key
 
 
 class Model:

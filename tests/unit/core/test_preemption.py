@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from manager.core.engine import QueueingCore
-from manager.core.hooks import NO_CANDIDATES, PREEMPT, RECLAIM
-from manager.core.preemption import (
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.hooks import NO_CANDIDATES, PREEMPT, RECLAIM
+from pykueue.manager.core.preemption import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
     IN_COHORT_RECLAMATION,
@@ -125,7 +125,7 @@ def test_oracle_answers() -> None:
 
 
 def test_victim_status_has_evicted_and_preempted_conditions() -> None:
-    from manager.core.status import workload_status
+    from pykueue.manager.core.status import workload_status
 
     core = _core(_cq("a", 4, {"reclaimWithinCohort": "Any"}), _cq("b", 4, {}))
     core.apply(_wl("borrower", "b", 8, 5))

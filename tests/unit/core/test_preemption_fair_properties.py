@@ -18,16 +18,16 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.fair_sharing import (
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.fair_sharing import (
     IN_COHORT_FAIR_SHARING,
     LESS_THAN_INITIAL_SHARE,
     LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
     FairSharingPreemption,
     dominant_share,
 )
-from manager.core.quota import available
+from pykueue.manager.core.quota import available
 
 FR = ("f", "cpu")
 STRATEGIES = [

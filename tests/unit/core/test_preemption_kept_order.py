@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.preemption import ClassicalPreemption
-from manager.core.workload_state import PENDING
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.preemption import ClassicalPreemption
+from pykueue.manager.core.workload_state import PENDING
 
 CQS = ("a", "b", "c")
 FR = ("f", "cpu")

@@ -18,11 +18,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.core.assignment import Entry, Mode, Outcome
-from manager.core.engine import QueueingCore
-from manager.core.flavor_assigner import FlavorAssigner
-from manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
-from manager.core.preemption.classical import ClassicalPreemption
+from pykueue.manager.core.assignment import Entry, Mode, Outcome
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.flavor_assigner import FlavorAssigner
+from pykueue.manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
+from pykueue.manager.core.preemption.classical import ClassicalPreemption
 
 WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM = ("Never", "LowerPriority", "Any")

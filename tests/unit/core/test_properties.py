@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from manager.core.engine import QueueingCore
-from manager.core.objects import FR
-from manager.scenario.loader import Scenario
-from manager.scenario.runner import Simulation
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import FR
+from pykueue.manager.scenario.loader import Scenario
+from pykueue.manager.scenario.runner import Simulation
 
 FLAVORS = ("f1", "f2")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.queue_activity import (
+from pykueue.api import keys
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.queue_activity import (
     ActiveCondition,
     Inactivity,
     local_queue_active,

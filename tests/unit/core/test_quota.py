@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from manager.core.objects import Quota
-from manager.core.quota import (
+from pykueue.manager.core.objects import Quota
+from pykueue.manager.core.quota import (
     QuotaNode,
     Usage,
     available,

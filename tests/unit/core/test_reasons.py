@@ -3,7 +3,7 @@ rendered from them (the texts are Kueue's, compared byte for byte by the scenari
 
 from __future__ import annotations
 
-from manager.core.reasons import (
+from pykueue.manager.core.reasons import (
     FlavorVerdict,
     Miss,
     Pending,

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from manager.simulate import simulate
+from pykueue.manager.simulate import simulate
 
 
 def _ex(shared: Path, *parts: str) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.core.objects import PodSet
-from manager.core.queues import PendingQueue, scheduling_shape, sort_key
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.objects import PodSet
+from pykueue.manager.core.queues import PendingQueue, scheduling_shape, sort_key
 
 
 def _podset(cpu: int, count: int = 1) -> PodSet:

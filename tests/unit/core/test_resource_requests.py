@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.engine import QueueingCore
-from manager.core.status import workload_status
+from pykueue.api import keys
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.status import workload_status
 
 API = keys.API_VERSION
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from manager.simulate import simulate
+from pykueue.manager.simulate import simulate
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.core.assignment import Entry
-from manager.core.engine import QueueingCore
-from manager.core.flavor_assigner import FlavorAssigner
-from manager.core.status import workload_status
-from manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment, TopologySnapshot
-from manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
-from manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
+from pykueue.api import keys
+from pykueue.manager.core.assignment import Entry
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.flavor_assigner import FlavorAssigner
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment, TopologySnapshot
+from pykueue.manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

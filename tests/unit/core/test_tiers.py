@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from manager.core.config import CoreConfig, config_from
-from manager.core.engine import QueueingCore
-from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
-from manager.core.status import legacy_admitted, workload_status
-from manager.core.tiers import (
+from pykueue.manager.core.config import CoreConfig, config_from
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
+from pykueue.manager.core.status import legacy_admitted, workload_status
+from pykueue.manager.core.tiers import (
     AdmittedReason,
     Tier,
     most_severe,

@@ -6,12 +6,17 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.scenario.cluster_snapshot import ClusterListing, SubmissionError, what_if_scenario, world_objects
-from manager.scenario.explain import explain, text
-from manager.scenario.loader import ScenarioError
-from manager.scenario.what_if import predict, table
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.scenario.cluster_snapshot import (
+    ClusterListing,
+    SubmissionError,
+    what_if_scenario,
+    world_objects,
+)
+from pykueue.manager.scenario.explain import explain, text
+from pykueue.manager.scenario.loader import ScenarioError
+from pykueue.manager.scenario.what_if import predict, table
 
 NOW = 1_800_000_000.0
 CREATED = "2027-01-15T08:00:00Z"  # NOW

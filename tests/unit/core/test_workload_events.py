@@ -12,12 +12,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api.events import NORMAL, WARNING, EventRecord, ObjectReference
-from manager.core.config import CoreConfig, WaitForPodsReady
-from manager.core.engine import QueueingCore
-from manager.core.events import evicted_event_reason, retention_deleted, workload_events
-from manager.core.objects import format_time, parse_time
-from manager.core.status import workload_status
+from pykueue.api.events import NORMAL, WARNING, EventRecord, ObjectReference
+from pykueue.manager.core.config import CoreConfig, WaitForPodsReady
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.events import evicted_event_reason, retention_deleted, workload_events
+from pykueue.manager.core.objects import format_time, parse_time
+from pykueue.manager.core.status import workload_status
 
 CREATED = "2026-01-01T00:00:00Z"
 T0 = parse_time(CREATED) or 0.0

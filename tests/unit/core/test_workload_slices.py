@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.config import CoreConfig, config_from
-from manager.core.engine import QueueingCore
-from manager.core.status import workload_status
-from manager.core.workload_state import ADMITTED, FINISHED, PENDING
+from pykueue.api import keys
+from pykueue.manager.core.config import CoreConfig, config_from
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.core.workload_state import ADMITTED, FINISHED, PENDING
 
 
 def _core(nominal: int = 5, flavors: tuple[str, ...] = ("rf",), **config: Any) -> QueueingCore:

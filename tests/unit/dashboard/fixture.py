@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.scenario.loader import Scenario, parse_documents
-from manager.scenario.runner import Simulation
+from pykueue.manager.scenario.loader import Scenario, parse_documents
+from pykueue.manager.scenario.runner import Simulation
 
 WORLD = """
 apiVersion: kueue.x-k8s.io/v1beta2

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from aiohttp.test_utils import make_mocked_request
 
-from manager.runtime.dashboard.sessions import SessionStore
-from manager.runtime.dashboard.sign_in import FormTokens, page, same_origin
-from manager.runtime.visibility.auth import UserInfo
+from pykueue.manager.runtime.dashboard.sessions import SessionStore
+from pykueue.manager.runtime.dashboard.sign_in import FormTokens, page, same_origin
+from pykueue.manager.runtime.visibility.auth import UserInfo
 
 
 class Clock:

@@ -7,15 +7,15 @@ import fnmatch
 import re
 import tomllib
 
-from manager.runtime.dashboard import server
+from pykueue.manager.runtime.dashboard import server
 from tests.conftest import REPO
 
-STATIC = REPO / "manager" / "runtime" / "dashboard" / "static"
+STATIC = REPO / "pykueue" / "manager" / "runtime" / "dashboard" / "static"
 
 
 def test_every_served_file_is_package_data() -> None:
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
-        "manager.runtime.dashboard"]
+        "pykueue.manager.runtime.dashboard"]
     served = {"index.html", "login.html", *server.STATIC_FILES}
     assert served == {p.name for p in STATIC.iterdir()}
     for name in served:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import V1TokenReview, V1TokenReviewStatus, V1UserInfo
 
-from manager.runtime import token_review
-from manager.runtime.token_review import TokenReviewAuthenticator
-from manager.runtime.visibility.auth import UserInfo
+from pykueue.manager.runtime import token_review
+from pykueue.manager.runtime.token_review import TokenReviewAuthenticator
+from pykueue.manager.runtime.visibility.auth import UserInfo
 
 
 class _FakeAuthenticationApi:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from manager.runtime.dashboard import view
-from manager.scenario.explain import explain_record
+from pykueue.manager.runtime.dashboard import view
+from pykueue.manager.scenario.explain import explain_record
 
 from .fixture import workload, world
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devcluster.tas_scheduler import ClientTLS, dev_config, shipped_config, tas_scheduler_config
+from pykueue.devcluster.tas_scheduler import ClientTLS, dev_config, shipped_config, tas_scheduler_config
 
 
 def test_dev_up_changes_only_where_the_scheduler_connects() -> None:
@@ -23,7 +23,7 @@ def test_dev_up_changes_only_where_the_scheduler_connects() -> None:
 
 
 def test_a_test_scheduler_takes_a_profile_of_its_own() -> None:
-    from devcluster.components import Layout
+    from pykueue.devcluster.components import Layout
 
     tls = ClientTLS(Path("/d/ca.crt"), Path("/d/tls.crt"), Path("/d/tls.key"))
     config = tas_scheduler_config(Layout(Path("/state")), "https://127.0.0.1:1", tls, "mine")

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from certs.rotation import CertRotator
-from extender import certificates
-from extender.kube_port import API_ACCESS, KubeClusterPort
-from kube.client import Query
-from kube.resources import ResourceRef
+from pykueue.certs.rotation import CertRotator
+from pykueue.extender import certificates
+from pykueue.extender.kube_port import API_ACCESS, KubeClusterPort
+from pykueue.kube.client import Query
+from pykueue.kube.resources import ResourceRef
 from tests.conftest import REPO
 from tests.unit.certs.memory_apiserver import MemoryApiserver
 

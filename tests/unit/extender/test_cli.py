@@ -20,11 +20,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from devcluster.ports import free_ports
-from extender import certificates
-from extender import cli as extender_cli
 from pykueue import run
 from pykueue.cli import main
+from pykueue.devcluster.ports import free_ports
+from pykueue.extender import certificates
+from pykueue.extender import cli as extender_cli
 from tests.unit.certs.memory_apiserver import MemoryApiserver
 
 NAMESPACE = certificates.NAMESPACE

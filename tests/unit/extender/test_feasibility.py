@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.feasibility import rejection
+from pykueue.extender.feasibility import rejection
 
 
 def _node(name: str = "n1", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

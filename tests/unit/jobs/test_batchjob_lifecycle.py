@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-from manager.jobs.lifecycle import Replace, StartConflict, podset_infos
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
+from pykueue.manager.jobs.lifecycle import Replace, StartConflict, podset_infos
 
 from .helpers import FLAVORS, admitted
 

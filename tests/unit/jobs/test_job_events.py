@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from api import keys
-from manager.jobs import events, registry
-from manager.jobs.lifecycle import Delete, GroupedObjects, PodSetInfo, Replace
-from manager.jobs.pod.lifecycle import LIFECYCLE as POD
-from manager.jobs.pod_shape import role_hash
+from pykueue.api import keys
+from pykueue.manager.jobs import events, registry
+from pykueue.manager.jobs.lifecycle import Delete, GroupedObjects, PodSetInfo, Replace
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
+from pykueue.manager.jobs.pod_shape import role_hash
 
 # What kube-apiserver accepts as an Event's reportingController (a qualified name).
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.builtin import BUILTIN
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.builtin import BUILTIN
+from pykueue.manager.jobs.lifecycle import (
     AdoptsPods,
     GroupedObjects,
     JobLifecycle,
@@ -21,7 +21,7 @@ from manager.jobs.lifecycle import (
     podset_infos,
     restored_template,
 )
-from manager.jobs.registry import enabled_registry
+from pykueue.manager.jobs.registry import enabled_registry
 
 from .helpers import FLAVORS, admitted
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.leaderworkerset.lifecycle import LIFECYCLE as LWS
-from manager.jobs.leaderworkerset.lifecycle import group_workload_name
-from manager.jobs.lifecycle import Delete, Replace, StartConflict, podset_infos
-from manager.jobs.pod.lifecycle import LIFECYCLE as POD
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.leaderworkerset.lifecycle import LIFECYCLE as LWS
+from pykueue.manager.jobs.leaderworkerset.lifecycle import group_workload_name
+from pykueue.manager.jobs.lifecycle import Delete, Replace, StartConflict, podset_infos
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
 
 from .helpers import FLAVORS, admitted
 

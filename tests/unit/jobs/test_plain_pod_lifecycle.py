@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.jobs_to_workloads import workload_name
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.lifecycle import PodSetInfo, Replace
-from manager.jobs.pod.lifecycle import LIFECYCLE as POD
-from manager.jobs.pod_shape import role_hash
+from pykueue.api import keys
+from pykueue.manager.core.jobs_to_workloads import workload_name
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.lifecycle import PodSetInfo, Replace
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
+from pykueue.manager.jobs.pod_shape import role_hash
 
 NS = "team-a"
 POD_ENABLED = AdmissionPolicy.from_config({"integrations": {"frameworks": ["pod"]}})

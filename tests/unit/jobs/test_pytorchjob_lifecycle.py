@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionPolicy
-from manager.jobs.lifecycle import StartConflict, podset_infos
-from manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PTJ
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.lifecycle import StartConflict, podset_infos
+from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PTJ
 
 from .helpers import FLAVORS, admitted
 

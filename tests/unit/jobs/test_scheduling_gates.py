@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api import keys
-from manager.jobs.lifecycle import Delete, Replace
-from manager.jobs.scheduling_gates import admitted_since, lifted_gates, placed_by_tas
+from pykueue.api import keys
+from pykueue.manager.jobs.lifecycle import Delete, Replace
+from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates, placed_by_tas
 
 
 def _pod(name: str, *gates: str, group: str | None = None) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-from manager.jobs.pod.lifecycle import LIFECYCLE as POD
-from manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCH
+from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
+from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCH
 
 
 def test_a_job_runs_while_it_has_active_pods() -> None:

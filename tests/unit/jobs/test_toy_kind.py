@@ -15,17 +15,17 @@ import jsonpatch
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from api import keys
-from api.fields import FieldError
-from api.wire import JSON, meta
-from manager.core.engine import QueueingCore
-from manager.core.jobs_to_workloads import owned_workload, workload_name
-from manager.core.objects import named_meta
-from manager.core.status import workload_status
-from manager.jobs.admission import AdmissionContext, AdmissionPolicy
-from manager.jobs.defaulting import apply_job_defaults
-from manager.jobs.integrations import Integration
-from manager.jobs.lifecycle import (
+from pykueue.api import keys
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON, meta
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
+from pykueue.manager.core.objects import named_meta
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.jobs.admission import AdmissionContext, AdmissionPolicy
+from pykueue.manager.jobs.defaulting import apply_job_defaults
+from pykueue.manager.jobs.integrations import Integration
+from pykueue.manager.jobs.lifecycle import (
     Action,
     Finished,
     JobLifecycle,
@@ -34,7 +34,7 @@ from manager.jobs.lifecycle import (
     TopLevelOwner,
     podset_infos,
 )
-from manager.jobs.registry import (
+from pykueue.manager.jobs.registry import (
     JobKind,
     enabled_registry,
     is_job,
@@ -44,8 +44,8 @@ from manager.jobs.registry import (
     webhook_path,
     workloads_for,
 )
-from manager.jobs.validation import validate_job_on_create
-from webhook.app import WebhookDeps, make_app, routes
+from pykueue.manager.jobs.validation import validate_job_on_create
+from pykueue.webhook.app import WebhookDeps, make_app, routes
 
 TOY = Integration("example.com/toyjob", "example.com", "v1", "ToyJob", "toyjobs")
 POLICY = AdmissionPolicy.from_config({"integrations": {"frameworks": ["batch/job", TOY.name]}})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from api import keys
-from manager.jobs.batchjob.kind import workloads
-from manager.jobs.workload_slices import plan_slices, pods_to_ungate
+from pykueue.api import keys
+from pykueue.manager.jobs.batchjob.kind import workloads
+from pykueue.manager.jobs.workload_slices import plan_slices, pods_to_ungate
 
 NS = "default"
 

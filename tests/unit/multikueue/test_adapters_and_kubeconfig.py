@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from api import keys
-from manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-from manager.jobs.lifecycle import managed_by_multikueue, prebuilt_workload_name
-from manager.jobs.multikueue.adapter import remote_workload
-from manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
-from manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCH
+from pykueue.api import keys
+from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
+from pykueue.manager.jobs.lifecycle import managed_by_multikueue, prebuilt_workload_name
+from pykueue.manager.jobs.multikueue.adapter import remote_workload
+from pykueue.manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
+from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCH
 
 GENERATED = {"batch.kubernetes.io/controller-uid": "u1", "batch.kubernetes.io/job-name": "j",
              "controller-uid": "u1", "job-name": "j"}

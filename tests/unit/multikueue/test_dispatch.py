@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.jobs.multikueue.dispatch import (
+from pykueue.api import keys
+from pykueue.manager.jobs.multikueue.dispatch import (
     LOST_MESSAGE,
     READY,
     RETRY,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from manager.core.objects import format_time
-from manager.core.status import carry_check_details
+from pykueue.manager.core.objects import format_time
+from pykueue.manager.core.status import carry_check_details
 
 NOW = 1_800_000_000.0
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from manager.scenario.cluster_snapshot import ClusterListing
-from manager.scenario.explain import admission_checks, explain, text
+from pykueue.manager.scenario.cluster_snapshot import ClusterListing
+from pykueue.manager.scenario.explain import admission_checks, explain, text
 from tests.unit.core.test_what_if import NOW, _admitted, _listing
 
 
@@ -56,8 +56,8 @@ def test_a_reader_that_may_not_list_provisioning_requests_still_gets_the_rest() 
 
     import pytest
 
-    from kube import resources as res
-    from kube.client import ApiError
+    from pykueue.kube import resources as res
+    from pykueue.kube.client import ApiError
     from pykueue.live_cluster import ClusterReadError, _list_kind
 
     class Forbidden:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from manager.jobs.provisioning.checks import (
+from pykueue.manager.jobs.provisioning.checks import (
     CLASS_ANNOTATION,
     CONSUME_ANNOTATION,
     NO_REQUEST_NEEDED,
@@ -16,9 +16,14 @@ from manager.jobs.provisioning.checks import (
     next_check,
     retry_backoff_s,
 )
-from manager.jobs.provisioning.config import CheckConfig, active_condition
-from manager.jobs.provisioning.names import attempt_of, limit_object_name, pod_template_name, request_name
-from manager.jobs.provisioning.requests import (
+from pykueue.manager.jobs.provisioning.config import CheckConfig, active_condition
+from pykueue.manager.jobs.provisioning.names import (
+    attempt_of,
+    limit_object_name,
+    pod_template_name,
+    request_name,
+)
+from pykueue.manager.jobs.provisioning.requests import (
     current_request,
     hand_over,
     merged_podsets,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kube.client import ApiError, WriteFence
+from pykueue.kube.client import ApiError, WriteFence
 
 
 class FakeLease:

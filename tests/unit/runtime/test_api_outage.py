@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as kube
 
-from api import keys
-from api.wire import JSON
-from kube import resources as res
-from kube.client import KubeClient
-from kube.informer import Informer
-from manager.runtime.controllers import retention
-from manager.runtime.controllers.finalizers import FINALIZER, FinalizerRelease
-from manager.runtime.controllers.manager import QUEUE_STATUS_PERIOD_S, QueueManager
+from pykueue.api import keys
+from pykueue.api.wire import JSON
+from pykueue.kube import resources as res
+from pykueue.kube.client import KubeClient
+from pykueue.kube.informer import Informer
+from pykueue.manager.runtime.controllers import retention
+from pykueue.manager.runtime.controllers.finalizers import FINALIZER, FinalizerRelease
+from pykueue.manager.runtime.controllers.manager import QUEUE_STATUS_PERIOD_S, QueueManager
 
 
 def _closed_port() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio import client
 
-from kube.client import resolve_environment_once
+from pykueue.kube.client import resolve_environment_once
 
 PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
               "all_proxy")

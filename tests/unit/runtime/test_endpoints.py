@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client.parser import text_string_to_metric_families
 
-from kube.endpoints import HealthChecks, build_app, start_site
-from manager.runtime.metrics import KueueMetrics
+from pykueue.kube.endpoints import HealthChecks, build_app, start_site
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 
 async def test_metrics_are_served_and_parse() -> None:

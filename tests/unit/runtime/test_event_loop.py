@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kube.event_loop import event_loop_factory, run_main
+from pykueue.kube.event_loop import event_loop_factory, run_main
 
 
 async def _loop_class() -> str:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from api.events import NORMAL, WARNING, EventRecord, ObjectReference
-from api.wire import JSON
-from kube.client import ApiError
-from kube.events import EventRecorder, Request, micro_time
+from pykueue.api.events import NORMAL, WARNING, EventRecord, ObjectReference
+from pykueue.api.wire import JSON
+from pykueue.kube.client import ApiError
+from pykueue.kube.events import EventRecorder, Request, micro_time
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/ns/events"
 WALL0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -254,7 +254,7 @@ async def test_failures_are_logged_at_debug_and_never_reach_the_caller(
     api.fail = ApiError(403, "Forbidden", "events.events.k8s.io is forbidden")
     recorder = _recorder(api, clocks)
     recorder.start()
-    with caplog.at_level(logging.DEBUG, logger="kube.events"):
+    with caplog.at_level(logging.DEBUG, logger="pykueue.kube.events"):
         recorder.record(_event())
         api_down = OSError("connection refused")
         await _settle(recorder)

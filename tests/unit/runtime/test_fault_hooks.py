@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from manager.runtime.fault_hooks import ENVIRONMENT_VARIABLE, FAIL_SCHEDULING, FaultHooks, InjectedFault
+from pykueue.manager.runtime.fault_hooks import (
+    ENVIRONMENT_VARIABLE,
+    FAIL_SCHEDULING,
+    FaultHooks,
+    InjectedFault,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 

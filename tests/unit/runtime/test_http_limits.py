@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from kube.http_limits import KiB, Listener, ServerLimits, Slots, is_json, read_body, serve
+from pykueue.kube.http_limits import KiB, Listener, ServerLimits, Slots, is_json, read_body, serve
 
 LIMITS = ServerLimits(name="test", max_body_bytes=1 * KiB, body_bytes_by_path=(("/big", 4 * KiB),),
                       max_connections=4, max_in_flight=2, max_buffered_bytes=6 * KiB,

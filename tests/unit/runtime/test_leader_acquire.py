@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kube.leader import LeaderElector
+from pykueue.kube.leader import LeaderElector
 
 from .fake_lease import FakeLease
 

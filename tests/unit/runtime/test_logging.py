@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 
-from kube.logging import GracefulShutdown, JsonFormatter, setup_logging
+from pykueue.kube.logging import GracefulShutdown, JsonFormatter, setup_logging
 
 DEADLINE_S = 5.0
 
@@ -67,7 +67,7 @@ async def test_sigterm_stops_components_in_the_given_order() -> None:
 
 
 def test_credentials_are_masked_in_whatever_a_line_quotes() -> None:
-    from kube.logging import redact
+    from pykueue.kube.logging import redact
 
     jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl"
     line = redact(f'Authorization: Bearer s3cret body {{"spec": {{"token": "{jwt}"}}}} GET /?token=abc&x=1 '
@@ -82,7 +82,7 @@ def test_credentials_are_masked_in_whatever_a_line_quotes() -> None:
 def test_at_debug_no_response_body_and_no_token_reaches_the_handlers() -> None:
     """The kube client logs whole response bodies at DEBUG (a TokenReview's echoes the token):
     the commands' logging keeps that logger at INFO, and masks what else may quote one."""
-    from kube.logging import configure_cli_logging
+    from pykueue.kube.logging import configure_cli_logging
 
     stream = io.StringIO()
     root = logging.getLogger()

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.merge_patch import apply_merge_patch, merge_patch
+from pykueue.kube.merge_patch import apply_merge_patch, merge_patch
 
 _leaf = st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.lists(st.integers(), max_size=3))
 _docs = st.recursive(_leaf, lambda inner: st.dictionaries(st.sampled_from("abcde"), inner, max_size=4),

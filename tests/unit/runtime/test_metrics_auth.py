@@ -15,11 +15,11 @@ from aiohttp import web
 from multidict import CIMultiDictProxy
 from prometheus_client.parser import text_string_to_metric_families
 
-from kube.endpoints import HealthChecks, build_app, start_site
-from manager.runtime.metrics import KueueMetrics
-from manager.runtime.metrics_auth import READ_METRICS, metrics_guard
-from manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator, bearer_token
-from manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
+from pykueue.kube.endpoints import HealthChecks, build_app, start_site
+from pykueue.manager.runtime.metrics import KueueMetrics
+from pykueue.manager.runtime.metrics_auth import READ_METRICS, metrics_guard
+from pykueue.manager.runtime.token_review import CachedAuthorizer, CachedTokenAuthenticator, bearer_token
+from pykueue.manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
 
 READER, STRANGER, BROKEN = "reader-token", "stranger-token", "broken-token"
 
@@ -163,7 +163,7 @@ def test_bearer_token(header: str | None, token: str | None) -> None:
 
 
 async def test_a_flood_of_new_tokens_beyond_the_review_budget_is_429() -> None:
-    from manager.runtime.token_review import ReviewBudget
+    from pykueue.manager.runtime.token_review import ReviewBudget
 
     tokens = FakeTokens()
     clock = [0.0]

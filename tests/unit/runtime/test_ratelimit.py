@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from tests.unit.runtime.fakes import FakeTime
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kube.client import ApiError
-from kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, LEASES, WORKLOADS, object_key
+from pykueue.kube.client import ApiError
+from pykueue.kube.resources import CLUSTER_QUEUES, CONFIG_MAPS, LEASES, WORKLOADS, object_key
 
 
 @pytest.mark.parametrize(("path", "expected"), [

@@ -8,14 +8,14 @@ import asyncio
 
 import pytest
 
-from manager.runtime.token_review import (
+from pykueue.manager.runtime.token_review import (
     KNOWN_GOOD_S,
     CachedAuthorizer,
     CachedTokenAuthenticator,
     ReviewBudget,
     ReviewsThrottled,
 )
-from manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
+from pykueue.manager.runtime.visibility.auth import AuthorizationDecision, RequestAttributes, UserInfo
 
 GOOD = "good-token"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from certs.authority import issue_serving, new_ca
-from kube.startup import StartupError, check_kubeconfig, exit_code, one_line, starting
+from pykueue.certs.authority import issue_serving, new_ca
 from pykueue.cli import main
+from pykueue.kube.startup import StartupError, check_kubeconfig, exit_code, one_line, starting
 
 
 def _closed_port() -> int:

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from kube.backoff import Backoff
-from kube.workqueue import WorkQueue
+from pykueue.kube.backoff import Backoff
+from pykueue.kube.workqueue import WorkQueue
 from tests.unit.runtime.fakes import FakeTime
 
 DEADLINE_S = 5.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kube.client import KubeClient
-from kube.informer import EventType
-from manager.core.status import workload_status
-from manager.runtime.controllers.manager import QueueManager
+from pykueue.kube.client import KubeClient
+from pykueue.kube.informer import EventType
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.runtime.controllers.manager import QueueManager
 
 from .test_queue_status import _objects
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from kube.client import KubeClient
-from manager.jobs.lifecycle import JobLifecycle
-from manager.runtime.controllers.manager import QueueManager
-from manager.runtime.metrics import KueueMetrics
+from pykueue.kube.client import KubeClient
+from pykueue.manager.jobs.lifecycle import JobLifecycle
+from pykueue.manager.runtime.controllers.manager import QueueManager
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 from .test_events_recorded import _job
 

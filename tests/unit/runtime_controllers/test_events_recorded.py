@@ -12,12 +12,12 @@ import asyncio
 import copy
 from typing import Any, cast
 
-from api.wire import JSON
-from kube.client import KubeClient
-from kube.events import EventRecorder, Request
-from kube.informer import EventType
-from manager.jobs.lifecycle import JobLifecycle
-from manager.runtime.controllers.manager import QueueManager
+from pykueue.api.wire import JSON
+from pykueue.kube.client import KubeClient
+from pykueue.kube.events import EventRecorder, Request
+from pykueue.kube.informer import EventType
+from pykueue.manager.jobs.lifecycle import JobLifecycle
+from pykueue.manager.runtime.controllers.manager import QueueManager
 
 from .test_adoption import _admitted
 from .test_queue_status import _objects

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.engine import QueueingCore
-from manager.runtime.controllers.finalizers import cluster_queues_using_flavor, release_due, terminating
-from manager.runtime.controllers.queue_status import cluster_queue_status
+from pykueue.api import keys
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.runtime.controllers.finalizers import (
+    cluster_queues_using_flavor,
+    release_due,
+    terminating,
+)
+from pykueue.manager.runtime.controllers.queue_status import cluster_queue_status
 
 DELETED_AT = "2026-01-01T00:00:00Z"
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from kube.client import KubeClient
-from kube.informer import EventType
-from manager.core.config import config_from
-from manager.core.status import workload_status
-from manager.jobs.registry import build_workloads, is_job
-from manager.runtime.controllers.manager import QueueManager
-from manager.scenario.loader import Scenario, load
-from manager.scenario.runner import Simulation
+from pykueue.kube.client import KubeClient
+from pykueue.kube.informer import EventType
+from pykueue.manager.core.config import config_from
+from pykueue.manager.core.status import workload_status
+from pykueue.manager.jobs.registry import build_workloads, is_job
+from pykueue.manager.runtime.controllers.manager import QueueManager
+from pykueue.manager.scenario.loader import Scenario, load
+from pykueue.manager.scenario.runner import Simulation
 
 TAS_SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios" / "tas"
 REPLAYABLE_STEPS = {"failNode", "checkState"}

@@ -13,13 +13,13 @@ import copy
 import time
 from typing import Any, cast
 
-from kube.client import MERGE_PATCH, KubeClient
-from kube.events import EventRecorder
-from kube.informer import EventType
-from kube.merge_patch import apply_merge_patch
-from manager.core import max_execution
-from manager.core.objects import format_time
-from manager.runtime.controllers.manager import QueueManager
+from pykueue.kube.client import MERGE_PATCH, KubeClient
+from pykueue.kube.events import EventRecorder
+from pykueue.kube.informer import EventType
+from pykueue.kube.merge_patch import apply_merge_patch
+from pykueue.manager.core import max_execution
+from pykueue.manager.core.objects import format_time
+from pykueue.manager.runtime.controllers.manager import QueueManager
 
 from .test_events_recorded import Sent
 from .test_metrics_feed import _value

@@ -9,15 +9,15 @@ import calendar
 import time
 from typing import Any, cast
 
-from api import keys
-from kube.client import ApiError, KubeClient
-from manager.jobs.batchjob.lifecycle import LIFECYCLE as BATCH_JOB
-from manager.jobs.multikueue.dispatch import READY, Decision, reserved_message
-from manager.jobs.pod.lifecycle import LIFECYCLE as POD
-from manager.jobs.pod_shape import role_hash
-from manager.runtime.controllers.manager import QueueManager
-from manager.runtime.controllers.multikueue.connections import Worker
-from manager.runtime.metrics import KueueMetrics
+from pykueue.api import keys
+from pykueue.kube.client import ApiError, KubeClient
+from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as BATCH_JOB
+from pykueue.manager.jobs.multikueue.dispatch import READY, Decision, reserved_message
+from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
+from pykueue.manager.jobs.pod_shape import role_hash
+from pykueue.manager.runtime.controllers.manager import QueueManager
+from pykueue.manager.runtime.controllers.multikueue.connections import Worker
+from pykueue.manager.runtime.metrics import KueueMetrics
 
 from ..core.test_engine import overlapping_preemptors
 from .test_events_recorded import _Store

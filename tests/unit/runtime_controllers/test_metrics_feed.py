@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import keys
-from manager.core.config import CoreConfig, config_from
-from manager.core.engine import QueueingCore
-from manager.runtime.controllers.manager import pods_ready_since
-from manager.runtime.metrics import KueueMetrics
-from manager.runtime.metrics_feed import (
+from pykueue.api import keys
+from pykueue.manager.core.config import CoreConfig, config_from
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.runtime.controllers.manager import pods_ready_since
+from pykueue.manager.runtime.metrics import KueueMetrics
+from pykueue.manager.runtime.metrics_feed import (
     MetricsFeed,
     cluster_queue_counts,
     eviction_labels,

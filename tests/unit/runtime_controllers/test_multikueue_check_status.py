@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from api import keys
-from manager.runtime.controllers.multikueue.connections import Worker
-from manager.runtime.controllers.multikueue.controller import check_active, multikueue_settings
+from pykueue.api import keys
+from pykueue.manager.runtime.controllers.multikueue.connections import Worker
+from pykueue.manager.runtime.controllers.multikueue.controller import check_active, multikueue_settings
 
 CHECK = {"metadata": {"name": "mk"}, "spec": {"controllerName": keys.MULTIKUEUE_CONTROLLER, "parameters": {
     "apiGroup": keys.GROUP, "kind": "MultiKueueConfig", "name": "cfg"}}}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from manager.runtime.controllers.pending_view import CorePendingWorkloads
+from pykueue.manager.runtime.controllers.pending_view import CorePendingWorkloads
 
 from .test_unadmitted_metrics import _core
 

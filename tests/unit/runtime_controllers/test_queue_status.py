@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.config import CoreConfig
-from manager.core.engine import QueueingCore
-from manager.runtime.controllers.queue_status import cluster_queue_status, local_queue_status, same_status
+from pykueue.manager.core.config import CoreConfig
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.runtime.controllers.queue_status import (
+    cluster_queue_status,
+    local_queue_status,
+    same_status,
+)
 
 
 def _objects() -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from manager.runtime.controllers.release_order import ReleaseOrder
+from pykueue.manager.runtime.controllers.release_order import ReleaseOrder
 
 
 def test_an_admission_waits_for_the_release_before_it_and_is_retried_after() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from manager.core.config import ConfigError
-from manager.runtime.controllers.retention import after_finished, deletion_due
+from pykueue.manager.core.config import ConfigError
+from pykueue.manager.runtime.controllers.retention import after_finished, deletion_due
 
 
 def _finished(at: str, status: str = "True") -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from manager.runtime import cli
+from pykueue.manager.runtime import cli
 
 
 def _args(*argv: str) -> argparse.Namespace:

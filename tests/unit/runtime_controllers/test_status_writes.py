@@ -9,21 +9,21 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from kube.backoff import Backoff
-from kube.client import MERGE_PATCH, ApiError, KubeClient, WriteFence
-from kube.informer import EventType
-from kube.merge_patch import apply_merge_patch
-from kube.ratelimit import TokenBucket
-from manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
-from manager.core.workload_state import FINISHED
-from manager.runtime.controllers import manager as manager_module
-from manager.runtime.controllers.manager import (
+from pykueue.kube.backoff import Backoff
+from pykueue.kube.client import MERGE_PATCH, ApiError, KubeClient, WriteFence
+from pykueue.kube.informer import EventType
+from pykueue.kube.merge_patch import apply_merge_patch
+from pykueue.kube.ratelimit import TokenBucket
+from pykueue.manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
+from pykueue.manager.core.workload_state import FINISHED
+from pykueue.manager.runtime.controllers import manager as manager_module
+from pykueue.manager.runtime.controllers.manager import (
     QueueManager,
     only_pending_message_changed,
     pending_notice,
     queue_status_max_defer,
 )
-from webhook.crd_rules import validate_workload
+from pykueue.webhook.crd_rules import validate_workload
 
 from .test_metrics_feed import _value
 from .test_queue_status import _objects

@@ -9,10 +9,10 @@ import asyncio
 import copy
 from typing import Any
 
-from kube.client import KubeClient
-from kube.informer import EventType
-from manager.jobs.lifecycle import JobLifecycle
-from manager.runtime.controllers.manager import QueueManager
+from pykueue.kube.client import KubeClient
+from pykueue.kube.informer import EventType
+from pykueue.manager.jobs.lifecycle import JobLifecycle
+from pykueue.manager.runtime.controllers.manager import QueueManager
 
 from .test_adoption import _admitted
 from .test_queue_status import _objects

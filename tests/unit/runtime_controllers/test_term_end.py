@@ -9,9 +9,9 @@ import asyncio
 
 import pytest
 
-from kube.client import KubeClient, WriteFence, WritesFenced
-from kube.leader import LeaderElector
-from manager.runtime.controllers.manager import QueueManager
+from pykueue.kube.client import KubeClient, WriteFence, WritesFenced
+from pykueue.kube.leader import LeaderElector
+from pykueue.manager.runtime.controllers.manager import QueueManager
 from tests.unit.runtime.fake_lease import FakeLease
 
 from .test_status_writes import WORKLOADS, FakeApi, _setup

@@ -7,7 +7,7 @@ import asyncio
 import copy
 from dataclasses import replace
 
-from kube.informer import EventType
+from pykueue.kube.informer import EventType
 
 from .test_status_writes import WORKLOADS, _setup
 

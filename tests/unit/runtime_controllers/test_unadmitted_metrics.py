@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.config import config_from
-from manager.core.engine import QueueingCore
-from manager.runtime.metrics import KueueMetrics
-from manager.runtime.metrics_feed import MetricsFeed
+from pykueue.manager.core.config import config_from
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.runtime.metrics import KueueMetrics
+from pykueue.manager.runtime.metrics_feed import MetricsFeed
 
 from .test_metrics_feed import _samples, _value
 

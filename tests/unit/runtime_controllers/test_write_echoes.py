@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.runtime.controllers.write_echoes import WriteEchoes, compare_versions
+from pykueue.manager.runtime.controllers.write_echoes import WriteEchoes, compare_versions
 
 KEY = "ns/w"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.tas import PodSetRequest, TopologySnapshot
+from pykueue.api import keys
+from pykueue.manager.core.tas import PodSetRequest, TopologySnapshot
 
 BLOCK = "cloud.provider.com/topology-block"
 RACK = "cloud.provider.com/topology-rack"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from manager.core.tas import AssignmentError, DomainAssignment, TopologyAssignment
-from manager.core.tas.assignment import encode_v1beta2
+from pykueue.manager.core.tas import AssignmentError, DomainAssignment, TopologyAssignment
+from pykueue.manager.core.tas.assignment import encode_v1beta2
 
 from .fixtures import BLOCK, HOST, RACK
 

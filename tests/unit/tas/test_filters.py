@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import keys
-from manager.core.tas import NoFit, PodSetRequest
+from pykueue.api import keys
+from pykueue.manager.core.tas import NoFit, PodSetRequest
 
 from .fixtures import RACK, UNCONSTRAINED, counts, node, nodes, pod, podset, podset_dict, required, snapshot
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from api import keys
-from manager.core.tas import TopologySnapshot
+from pykueue.api import keys
+from pykueue.manager.core.tas import TopologySnapshot
 
 from .fixtures import BLOCK, HOST, RACK, counts, node, podset, required, snapshot
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from api import keys
-from manager.core.tas import (
+from pykueue.api import keys
+from pykueue.manager.core.tas import (
     NOT_SYNCED_REASON,
     NoFit,
     Placed,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import keys
-from manager.core.tas import Placed, PodSetRequest
+from pykueue.api import keys
+from pykueue.manager.core.tas import Placed, PodSetRequest
 
 from .fixtures import BLOCK, HOST, RACK, node, pod, podset, snapshot
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api import keys
-from manager.core.tas import (
+from pykueue.api import keys
+from pykueue.manager.core.tas import (
     NoReplacement,
     PodSetRequest,
     Replacement,

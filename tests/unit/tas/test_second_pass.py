@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.tas import NoFit, cluster_queue_for_entry, needs_second_pass
+from pykueue.manager.core.tas import NoFit, cluster_queue_for_entry, needs_second_pass
 
 from .fixtures import HOST
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.core.tas import DomainAssignment, NoFit, TopologyAssignment, workload_tas_usage
+from pykueue.manager.core.tas import DomainAssignment, NoFit, TopologyAssignment, workload_tas_usage
 
 from .fixtures import HOST, RACK, UNCONSTRAINED, counts, node, pod, podset, podset_dict, required, snapshot
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from api import keys
-from manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
-from manager.jobs.defaulting import apply_default_local_queue
-from manager.jobs.integrations import OwnerLookupNeeded
-from manager.jobs.ownership import find_managed_ancestor, is_managed, workload_should_be_suspended
+from pykueue.api import keys
+from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
+from pykueue.manager.jobs.defaulting import apply_default_local_queue
+from pykueue.manager.jobs.integrations import OwnerLookupNeeded
+from pykueue.manager.jobs.ownership import find_managed_ancestor, is_managed, workload_should_be_suspended
 
 DEFAULT_NS = {keys.NAMESPACE_NAME_LABEL: "default"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from webhook.offload import THRESHOLD_BYTES, WorkerLane
+from pykueue.webhook.offload import THRESHOLD_BYTES, WorkerLane
 
 
 def pid_and_nice(body: bytes) -> bytes:

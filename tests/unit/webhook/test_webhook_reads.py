@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kube.client import KubeClient
-from kube.ratelimit import TokenBucket
-from webhook.server import LOOKUP_BURST, LOOKUP_QPS, webhook_reads
+from pykueue.kube.client import KubeClient
+from pykueue.kube.ratelimit import TokenBucket
+from pykueue.webhook.server import LOOKUP_BURST, LOOKUP_QPS, webhook_reads
 
 
 def test_the_webhook_reads_with_its_own_budget_on_the_managers_connections() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from webhook.crd_rules import validate_workload
+from pykueue.webhook.crd_rules import validate_workload
 
 
 def _reserved(count: int) -> dict[str, Any]:

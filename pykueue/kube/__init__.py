@@ -1,0 +1,2 @@
+"""The platform: the only door to Kubernetes (API client, informers, work queues, leader election,
+rate limits, endpoints, Events)."""

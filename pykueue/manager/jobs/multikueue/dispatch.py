@@ -1,0 +1,151 @@
+"""What MultiKueue does with one manager Workload, decided from a snapshot: pure, no I/O.
+
+Kueue's "AllAtOnce" dispatcher (v0.12.3's default and the only one here): once the
+Workload holds quota in the manager (and every other admission check is Ready), a copy goes
+to every connected worker of its MultiKueueConfig; the first worker whose copy reserves
+quota wins, the other copies are deleted, the job itself is created in the winner only, and
+the check turns Ready (so the manager admits the Workload). From then on the remote job's
+status is mirrored back. The rules that keep a job from running in two clusters:
+
+* the winner is remembered; a copy in any other cluster is deleted whenever it is seen,
+  including in a worker that comes back after it was given up for lost;
+* a Workload that no longer holds quota, is finished, or whose check went to Retry or
+  Rejected has every remote copy deleted;
+* a winner that stops answering (or whose copy lost its reservation) keeps the Workload
+  admitted for ``worker_lost_timeout`` from the moment it was first seen missing, then the
+  check goes to Retry: the manager evicts and requeues, and dispatches again.
+
+The controller in ``manager.runtime.controllers.multikueue`` gathers the snapshot
+(:class:`WorkloadView`) and carries out the :class:`Decision`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykueue.api import keys
+
+READY, PENDING, RETRY, REJECTED = "Ready", "Pending", "Retry", "Rejected"
+LOST_MESSAGE = "Reserving remote lost"
+
+
+def reserved_message(cluster: str) -> str:
+    return f'The workload got reservation on "{cluster}"'
+
+
+def _condition(obj: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def condition_is_true(obj: Mapping[str, Any] | None, kind: str) -> bool:
+    cond = _condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """What one reachable worker holds of the Workload: its copy and the job's copy."""
+
+    workload: Mapping[str, Any] | None = None
+    job: Mapping[str, Any] | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.workload is not None or self.job is not None
+
+    @property
+    def reserving(self) -> bool:
+        return condition_is_true(self.workload, keys.WorkloadCondition.QUOTA_RESERVED) and not self.finished
+
+    @property
+    def finished(self) -> bool:
+        return condition_is_true(self.workload, keys.WorkloadCondition.FINISHED)
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    reserved: bool
+    """The manager's Workload holds quota (QuotaReserved)."""
+    finished: bool
+    check_state: str
+    other_checks_ready: bool
+    clusters: tuple[str, ...]
+    """The config's workers that answer, in the config's order."""
+    remotes: Mapping[str, Remote]
+    """What each of those holds (a missing entry: nothing)."""
+    now: float
+    worker_lost_timeout: float
+    winner: str | None = None
+    """The worker remembered as the one that reserved it."""
+    missing_since: float | None = None
+    """When the winner (or its reservation) was first seen missing."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    delete_in: tuple[str, ...] = ()
+    """Workers whose copies (job and Workload) go."""
+    create_workload_in: tuple[str, ...] = ()
+    create_job_in: str | None = None
+    mirror_from: str | None = None
+    """The worker whose job status is copied to the manager's job."""
+    check: tuple[str, str] | None = None
+    """(state, message) to write into the manager Workload's check."""
+    finish: tuple[str, str] | None = None
+    """(reason, message) of the remote Finished condition, to copy to the manager Workload."""
+    winner: str | None = None
+    missing_since: float | None = None
+    wait_s: float | None = None
+    """Look again after this long at the latest (the lost-worker clock)."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def _present(view: WorkloadView, keep: str | None = None) -> tuple[str, ...]:
+    return tuple(c for c in view.clusters if c != keep and view.remotes.get(c, Remote()).present)
+
+
+def decide(view: WorkloadView) -> Decision:
+    if view.finished or not view.reserved or view.check_state in (RETRY, REJECTED):
+        return Decision(delete_in=_present(view))
+    remotes = {c: view.remotes.get(c, Remote()) for c in view.clusters}
+    done = next((c for c, r in remotes.items() if r.finished), None)
+    if done is not None:
+        cond = _condition(remotes[done].workload, keys.WorkloadCondition.FINISHED) or {}
+        return Decision(mirror_from=done if remotes[done].job is not None else None,
+                        finish=(str(cond.get("reason") or keys.Reason.SUCCEEDED),
+                                str(cond.get("message") or "")),
+                        winner=done)
+    reserving = [c for c, r in remotes.items() if r.reserving]
+    if reserving:
+        winner = view.winner if view.winner in reserving else reserving[0]
+        remote = remotes[winner]
+        check = None
+        if view.check_state != READY:
+            check = (READY, reserved_message(winner))
+        return Decision(delete_in=_present(view, keep=winner),
+                        create_job_in=winner if remote.job is None else None,
+                        mirror_from=winner if remote.job is not None else None,
+                        check=check, winner=winner)
+    if view.check_state == READY:
+        # Admitted through a worker that no longer shows its reservation: wait, then give up on it.
+        since = view.missing_since if view.missing_since is not None else view.now
+        left = view.worker_lost_timeout - (view.now - since)
+        if left > 0:
+            return Decision(winner=view.winner, missing_since=since, wait_s=left)
+        return Decision(delete_in=_present(view), check=(RETRY, LOST_MESSAGE))
+    if not view.other_checks_ready:
+        return Decision()
+    return Decision(create_workload_in=tuple(c for c in view.clusters if remotes[c].workload is None),
+                    delete_in=tuple(c for c in view.clusters
+                                    if remotes[c].workload is None and remotes[c].job is not None))
+
+
+def orphaned(remote_workload: Mapping[str, Any], local_keys: set[str]) -> bool:
+    """A remote copy whose manager Workload is gone (deleted in the manager, or never ours)."""
+    m = remote_workload.get("metadata") or {}
+    return f"{m.get('namespace')}/{m.get('name')}" not in local_keys
