@@ -51,6 +51,7 @@ from pykueue.webhook.review import (
     admission_response,
     json_patch,
     parse_admission_review,
+    short,
 )
 
 log = logging.getLogger(__name__)
@@ -138,15 +139,9 @@ def _admission_handler(deps: WebhookDeps, gvk: GVK, decide: Decide, mutating: bo
             return _bad("the request is nested too deeply")
         except UNPROCESSABLE as exc:
             log.debug("unprocessable admission request on %s: %s", request.path, type(exc).__name__)
-            return _bad(f"cannot process the object: {type(exc).__name__}: {_short(exc)}")
+            return _bad(f"cannot process the object: {type(exc).__name__}: {short(exc)}")
 
     return handle
-
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    """An exception's text, cut: it may quote (part of) a hostile body."""
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _denied(uid: str, errors: list[FieldError] | str) -> JSON:
@@ -276,7 +271,7 @@ def _converter(deps: WebhookDeps) -> Handler:
             return _bad("the request is nested too deeply")
         except UNPROCESSABLE as exc:
             log.debug("unprocessable conversion request: %s", type(exc).__name__)
-            return _bad(f"cannot process the objects: {type(exc).__name__}: {_short(exc)}")
+            return _bad(f"cannot process the objects: {type(exc).__name__}: {short(exc)}")
 
     return handle
 

@@ -12,7 +12,7 @@ import orjson
 
 from pykueue.api.conversion import ConversionError, convert
 from pykueue.api.wire import JSON
-from pykueue.webhook.review import conversion_response, parse_conversion_review
+from pykueue.webhook.review import conversion_response, parse_conversion_review, short
 
 ERROR_LIMIT = 1000
 
@@ -24,9 +24,7 @@ def converted(body: bytes) -> JSON:
         # The objects were parsed for this request alone: no copy needed.
         objects = [convert(obj, review.desired_api_version, in_place=True) for obj in review.objects]
     except ConversionError as exc:
-        text = str(exc)
-        cut = text if len(text) <= ERROR_LIMIT else text[:ERROR_LIMIT] + "..."
-        return conversion_response(review.uid, error=cut)
+        return conversion_response(review.uid, error=short(exc, ERROR_LIMIT))
     return conversion_response(review.uid, objects)
 
 

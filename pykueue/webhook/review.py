@@ -59,6 +59,12 @@ def decode_json(body: bytes, limit: int = MAX_REVIEW_BYTES) -> Any:
         raise BadRequest(f"request body is not JSON: {str(exc)[:200]}") from None
 
 
+def short(exc: BaseException, limit: int = 200) -> str:
+    """An exception's text, cut: it may quote (part of) a hostile body."""
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _brief(value: Any, limit: int = 80) -> str:
     """A value for an error message, cut: a hostile body may put megabytes where a name goes."""
     try:
