@@ -2,7 +2,7 @@
 # exactly what .ci/run executes: it installs everything it needs, lints, then runs the suite.
 PY ?= python3
 
-.PHONY: install lock lint test test-fast crds devcluster-bin
+.PHONY: install lock lint test test-fast crds manifests devcluster-bin
 
 # Runtime dependencies at the versions requirements.lock pins (the image installs exactly those,
 # hash-checked), so the suite tests what ships; the test tools come unpinned.
@@ -30,6 +30,11 @@ crds:
 	$(PY) -m pykueue crds --out manifests/crds
 	$(PY) -m tests.unit.deploy.crd_bundle --write
 	$(PY) -m tests.unit.deploy.chart_crds --write
+
+# Regenerates what the job kind registry decides in manifests/: the webhook configurations.
+# (RBAC and the frameworks list are checked against the registry by unit tests.)
+manifests:
+	$(PY) -m pykueue.webhook.configurations > manifests/06-webhooks.yaml
 
 # Builds (once, then reuses from ~/.cache/pykueue) the real Kubernetes binaries the e2e tests run.
 devcluster-bin:

@@ -1,6 +1,6 @@
 """``pykueue explain -n NS KIND/NAME [--kubeconfig F] [--config F] [--json]``: why it waits.
 
-KIND is ``workload`` or a job kind (``job``, ``pytorchjob``, ``leaderworkerset``); a job is
+KIND is ``workload`` or a registered job kind (``job``, ``pytorchjobs``, ``lws``...); a job is
 explained through the Workloads it owns. The cluster is only read (see ``live_cluster``);
 the answer comes from the scheduling core run over that snapshot
 (``manager.scenario.explain``). A missing object or an unreachable cluster is one line on
@@ -18,6 +18,8 @@ from typing import Any
 from pykueue.api.wire import JSON
 from pykueue.kube import resources as res
 from pykueue.kube.client import ApiError, KubeClient
+from pykueue.manager.jobs.registry import by_cli_name, kinds
+from pykueue.manager.runtime.job_resources import resource_of
 from pykueue.manager.scenario.cluster_snapshot import ClusterListing
 from pykueue.manager.scenario.explain import explain, text
 from pykueue.manager.scenario.loader import ScenarioError
@@ -25,18 +27,12 @@ from pykueue.manager.scenario.loader import ScenarioError
 from .live_cluster import ClusterReadError, read_listing, with_client
 
 EXIT_FAILED = 1
-JOB_KINDS: dict[str, res.ResourceRef] = {
-    "job": res.JOBS, "jobs": res.JOBS,
-    "pytorchjob": res.PYTORCH_JOBS, "pytorchjobs": res.PYTORCH_JOBS,
-    "leaderworkerset": res.LEADER_WORKER_SETS, "leaderworkersets": res.LEADER_WORKER_SETS,
-    "lws": res.LEADER_WORKER_SETS,
-}
 WORKLOAD_KINDS = ("workload", "workloads", "wl")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME",
-                        help="workload/NAME, job/NAME, pytorchjob/NAME or leaderworkerset/NAME")
+                        help=f"workload/NAME or a job's KIND/NAME, KIND one of {', '.join(_job_kinds())}")
     parser.add_argument("-n", "--namespace", default="default", help="the object's namespace")
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: the usual lookup)")
     parser.add_argument("--config", default=None,
@@ -44,12 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the explanation as JSON")
 
 
+def _job_kinds() -> list[str]:
+    return [k.integration.kind.lower() for k in kinds() if k.to_workloads is not None]
+
+
 def _parse_target(target: str) -> tuple[str, str]:
     kind, sep, name = target.partition("/")
     kind = kind.lower().split(".", 1)[0]
-    if not sep or not name or (kind not in JOB_KINDS and kind not in WORKLOAD_KINDS):
-        raise ClusterReadError(
-            f"expected workload/NAME or job|pytorchjob|leaderworkerset/NAME, got {target!r}")
+    if not sep or not name or (by_cli_name(kind) is None and kind not in WORKLOAD_KINDS):
+        raise ClusterReadError(f"expected workload/NAME or {'|'.join(_job_kinds())}/NAME, got {target!r}")
     return kind, name
 
 
@@ -68,7 +67,8 @@ def _owned_by(listing: ClusterListing, namespace: str, kind: str, name: str, uid
 
 async def _read(client: KubeClient, kind: str, name: str, namespace: str,
                 config: str | None) -> tuple[ClusterListing, list[str]]:
-    ref = res.WORKLOADS if kind in WORKLOAD_KINDS else JOB_KINDS[kind]
+    job_kind = by_cli_name(kind)
+    ref = resource_of(job_kind.integration) if job_kind is not None else res.WORKLOADS
     try:
         obj: JSON = await client.get(ref.object_path(name, namespace))
     except ApiError as exc:

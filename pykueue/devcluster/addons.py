@@ -29,6 +29,7 @@ from pykueue.devcluster.components import Layout
 from pykueue.devcluster.health import http_ok, wait_for
 from pykueue.devcluster.paths import DEV_MANIFESTS_DIR, MANIFESTS_DIR
 from pykueue.kube.blocking import BlockingClient
+from pykueue.manager.jobs.registry import shipped_frameworks
 
 CRD_DIRS = (MANIFESTS_DIR / "crds", DEV_MANIFESTS_DIR / "crds")
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -251,14 +252,13 @@ def start_tas_scheduler(client: BlockingClient, layout: Layout, extender_url: st
 
 
 WEBHOOK_SECRET = "pykueue-webhook-server-cert"
-# pykueue's Configuration in the dev cluster: every integration the dev CRDs provide, and
-# plain pods, which Kueue's default Configuration enables too.
+# pykueue's Configuration in the dev cluster: every job kind pykueue runs (the dev CRDs
+# provide them all), plain pods included, which Kueue's default Configuration enables too.
 DEV_CONFIG: dict[str, Any] = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "namespace": PYKUEUE_NAMESPACE,
     "internalCertManagement": {"enable": True, "webhookServiceName": "pykueue-webhook-service",
                                "webhookSecretName": WEBHOOK_SECRET},
-    "integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob",
-                                    "leaderworkerset.x-k8s.io/leaderworkerset", "pod"]},
+    "integrations": {"frameworks": shipped_frameworks()},
     # The optional per-flavor quota/usage gauges too, so tests can compare them with the API.
     "metrics": {"enableClusterQueueResources": True},
     # Kueue v0.19.2 leaves the tiered pending reasons off; the dev cluster shows them (the

@@ -56,9 +56,6 @@ NAMESPACES = ResourceRef("", "v1", "namespaces", False, "Namespace")
 EVENTS = ResourceRef("events.k8s.io", "v1", "events", True, "Event")
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", True, "Lease")
 JOBS = ResourceRef("batch", "v1", "jobs", True, "Job")
-PYTORCH_JOBS = ResourceRef("kubeflow.org", "v1", "pytorchjobs", True, "PyTorchJob")
-LEADER_WORKER_SETS = ResourceRef("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", True,
-                                 "LeaderWorkerSet")
 WORKLOADS = ResourceRef(keys.GROUP, keys.V1BETA2, "workloads", True, "Workload")
 LOCAL_QUEUES = ResourceRef(keys.GROUP, keys.V1BETA2, "localqueues", True, "LocalQueue")
 CLUSTER_QUEUES = ResourceRef(keys.GROUP, keys.V1BETA2, "clusterqueues", False, "ClusterQueue")
@@ -76,15 +73,6 @@ PROVISIONING_REQUESTS = ResourceRef("autoscaling.x-k8s.io", "v1", "provisioningr
                                     "ProvisioningRequest")
 PROVISIONING_REQUEST_CONFIGS = ResourceRef(keys.GROUP, keys.V1BETA2, "provisioningrequestconfigs", False,
                                            "ProvisioningRequestConfig")
-
-
-def for_object(obj: dict[str, object]) -> ResourceRef:
-    """The resource of an object we write back (a job kind or a pod), from apiVersion and kind."""
-    api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
-    for ref in (JOBS, PYTORCH_JOBS, LEADER_WORKER_SETS, PODS, WORKLOADS):
-        if (ref.api_version, ref.kind) == (api_version, kind):
-            return ref
-    raise ValueError(f"no resource known for {api_version} {kind}")
 
 
 def object_key(obj: dict[str, object]) -> str:

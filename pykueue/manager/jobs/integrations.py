@@ -19,6 +19,10 @@ class Integration:
     version: str
     kind: str
     plural: str
+    # Kueue accepts a prebuilt Workload for it (``kueue.x-k8s.io/prebuilt-workload-name``).
+    prebuilt: bool = False
+    # Kueue runs it as an elastic job (``kueue.x-k8s.io/elastic-job``, workload slices).
+    elastic: bool = False
 
     @property
     def api_version(self) -> str:
@@ -27,21 +31,23 @@ class Integration:
 
 # Kinds Kueue integrates that pykueue does not run: an object they own is theirs to queue.
 KNOWN_ELSEWHERE: tuple[Integration, ...] = (
-    Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
-    Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"),
-    Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"),
-    Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"),
-    Integration("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
-    Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"),
-    Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"),
-    Integration("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices"),
+    Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs", prebuilt=True),
+    Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs", prebuilt=True),
+    Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs", prebuilt=True),
+    Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", prebuilt=True),
+    Integration("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", prebuilt=True),
+    Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs", prebuilt=True, elastic=True),
+    Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters",
+                prebuilt=True, elastic=True),
+    Integration("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices",
+                prebuilt=True, elastic=True),
     Integration("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"),
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
-    Integration("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
-    Integration(
-        "workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"
-    ),
+    Integration("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs",
+                prebuilt=True),
+    Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
+                "appwrappers", prebuilt=True),
     Integration("deployment", "apps", "v1", "Deployment", "deployments"),
     Integration("statefulset", "apps", "v1", "StatefulSet", "statefulsets"),
 )
@@ -55,31 +61,6 @@ REPLICA_SET = Integration("", "apps", "v1", "ReplicaSet", "replicasets")
 
 
 MAX_OWNER_HOPS = 10
-
-
-# Kinds for which Kueue supports a prebuilt workload / elastic jobs (by group, kind).
-PREBUILT_KINDS = frozenset(
-    {
-        ("batch", "Job"),
-        ("jobset.x-k8s.io", "JobSet"),
-        ("kubeflow.org", "TFJob"),
-        ("kubeflow.org", "PaddleJob"),
-        ("kubeflow.org", "PyTorchJob"),
-        ("kubeflow.org", "XGBoostJob"),
-        ("trainer.kubeflow.org", "TrainJob"),
-        ("kubeflow.org", "MPIJob"),
-        ("ray.io", "RayJob"),
-        ("ray.io", "RayCluster"),
-        ("ray.io", "RayService"),
-        ("", "Pod"),
-        ("workload.codeflare.dev", "AppWrapper"),
-    }
-)
-
-
-ELASTIC_KINDS = frozenset(
-    {("batch", "Job"), ("ray.io", "RayCluster"), ("ray.io", "RayJob"), ("ray.io", "RayService")}
-)
 
 
 def group_of(api_version: str) -> str:

@@ -4,9 +4,10 @@ A :class:`JobKind` is everything pykueue does with one kind of job: its integrat
 group/version/kind, its admission webhook (defaulting and validation), its lifecycle
 (suspend, run, restore, finished, owner rules), the Workloads it turns into, and the API
 writes its lifecycle's actions make. The webhook's routes, the job reconciler, ``simulate``'s
-converter and the manifests' RBAC check all read :func:`kinds`, so a new kind is one module
-that builds its ``JobKind`` and calls :func:`register` (plus, for a built-in kind, one line
-in ``manager.jobs.builtin``).
+converter and the manifests' RBAC check all read :func:`kinds`, so a new kind is one folder
+whose ``kind`` module builds its ``JobKind`` (plus, for a built-in kind, one line in
+``manager.jobs.builtin``). The manifests' webhook configurations and frameworks list are
+generated from (and checked against) this registry, as is the manager's RBAC.
 
 This module holds data only: it imports no kind at import time (the built-in kinds are
 loaded on first use), so the shared job rules may consult it without an import cycle.
@@ -42,6 +43,14 @@ def job_rbac(group: str, plural: str) -> tuple[ApiAccess, ...]:
 
 
 @dataclass(frozen=True)
+class WebhookRules:
+    """The operations the kind's admission webhooks are registered for (the manifests' rules)."""
+
+    mutate: tuple[str, ...] = ("CREATE",)
+    validate: tuple[str, ...] = ("CREATE", "UPDATE")
+
+
+@dataclass(frozen=True)
 class JobKind:
     """One job kind and everything pykueue does with it."""
 
@@ -56,6 +65,17 @@ class JobKind:
     # itself (an informer of it, its finalizers for the Workloads it owns): see
     # ``manager.runtime.controllers.jobs.api_access``.
     rbac: tuple[ApiAccess, ...] = ()
+    webhook_rules: WebhookRules = WebhookRules()
+    # Names ``pykueue explain`` accepts besides the lower-case kind and its plural.
+    cli_aliases: tuple[str, ...] = ()
+    # Listed in the shipped Configuration's ``integrations.frameworks`` (manifests, chart,
+    # dev cluster); a kind only implied by another (the pods of an LWS group) is not.
+    shipped: bool = True
+
+    @property
+    def cli_names(self) -> tuple[str, ...]:
+        i = self.integration
+        return (i.kind.lower(), i.plural, *self.cli_aliases)
 
     @property
     def name(self) -> str:
@@ -136,6 +156,11 @@ def is_job(obj: Mapping[str, object]) -> bool:
     return kind is not None and kind.to_workloads is not None
 
 
+def is_job_kind(kind: str) -> bool:
+    """A registered kind (by its Kind name) whose objects turn into Workloads of their own."""
+    return any(k.integration.kind == kind and k.to_workloads is not None for k in kinds())
+
+
 def workloads_for(obj: JSON) -> list[JSON]:
     """The Workloads Kueue would create for a job submitted as is (none without a queue name,
     since manageJobsWithoutQueueName is off by default)."""
@@ -151,6 +176,17 @@ def webhook_path(verb: str, gvk: GVK) -> str:
     empty core group gives ``/mutate--v1-pod``."""
     group, version, kind = gvk
     return f"/{verb}-{group.replace('.', '-')}-{version}-{kind.lower()}"
+
+
+def shipped_frameworks() -> list[str]:
+    """``integrations.frameworks`` of the shipped Configuration: every kind pykueue runs."""
+    return [k.name for k in kinds() if k.shipped]
+
+
+def by_cli_name(name: str) -> JobKind | None:
+    """The kind a command-line ``KIND/NAME`` names (``job``, ``pytorchjobs``, ``lws``...)."""
+    wanted = name.lower().split(".", 1)[0]
+    return next((k for k in kinds() if k.to_workloads is not None and wanted in k.cli_names), None)
 
 
 def webhooks() -> dict[GVK, JobWebhook]:

@@ -14,9 +14,9 @@ from pykueue.api.field_errors import forbidden, invalid, too_long
 from pykueue.api.fields import FieldError
 from pykueue.manager.core.jobs_to_workloads import queue_name
 from pykueue.manager.jobs.admission import AdmissionContext
-from pykueue.manager.jobs.integrations import ELASTIC_KINDS, PREBUILT_KINDS
 from pykueue.manager.jobs.job_fields import annotations_of, labels, priority_class_label
 from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.manager.jobs.registry import integration_for
 
 _GATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -62,13 +62,14 @@ def validate_job_on_create(
     obj: Mapping[str, Any], ctx: AdmissionContext, group: str, kind: str
 ) -> list[FieldError]:
     errors: list[FieldError] = []
+    integration = integration_for(group, kind)
     queue = queue_name(obj)
     if queue:
         errors += dns_subdomain_errors(queue, label_path(keys.QUEUE_NAME))
     prebuilt, path = _prebuilt(obj, ctx)
     if prebuilt:
         errors += dns_subdomain_errors(prebuilt, path)
-        if (group, kind) not in PREBUILT_KINDS:
+        if integration is None or not integration.prebuilt:
             errors.append(forbidden(path, f"prebuilt workload is not supported for {kind}"))
     max_exec = labels(obj).get(keys.MAX_EXEC_TIME_SECONDS)
     if max_exec is not None:
@@ -85,7 +86,7 @@ def validate_job_on_create(
                     f"strconv.Atoi: parsing {json.dumps(max_exec)}: invalid syntax",
                 )
             )
-    if elastic_enabled(obj, ctx) and (group, kind) not in ELASTIC_KINDS:
+    if elastic_enabled(obj, ctx) and (integration is None or not integration.elastic):
         errors.append(
             forbidden(annotation_path(keys.ELASTIC_JOB), f"elastic jobs are not supported for {kind}")
         )

@@ -24,7 +24,7 @@ from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import ObjectError
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED
-from pykueue.manager.jobs.registry import is_job, workloads_for
+from pykueue.manager.jobs.registry import is_job, is_job_kind, workloads_for
 
 from .loader import Scenario, ScenarioError
 
@@ -207,8 +207,7 @@ class Simulation:
             raise ScenarioError(f"invalid delete step {arg!r}")
         kind, ns, name = str(arg["kind"]), arg.get("namespace"), str(arg["name"])
         job_key = f"{ns or 'default'}/{name}"
-        if kind not in ("Workload",) and job_key in self.job_workloads and kind in (
-                "Job", "PyTorchJob", "LeaderWorkerSet"):
+        if job_key in self.job_workloads and is_job_kind(kind):
             for key in self.job_workloads.pop(job_key):
                 self.core.delete("Workload", *key.split("/", 1))
             return

@@ -1,119 +1,51 @@
-"""A new job kind is one registration: this file defines a made-up ``ToyJob`` kind and, once
+"""A new job kind is one folder: ``toykind/`` declares a made-up ``ToyJob`` kind and, once
 it is registered, the generic code paths default it (the webhook's routing), turn it into a
-Workload (simulate's converter), admit it (the core) and run it (the reconcilers' registry).
-Nothing outside this file knows the kind."""
+Workload (simulate's converter and scenarios), admit it (the core), run it (the reconcilers'
+registry and the REST path of their writes), name it on the command line (``explain``) and
+install it (webhook configurations, RBAC, the frameworks list). Nothing outside that folder
+and this file knows the kind."""
 
 from __future__ import annotations
 
 import base64
-import copy
 import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
 
 import jsonpatch
 import pytest
+import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
 from pykueue.api import keys
-from pykueue.api.fields import FieldError
-from pykueue.api.wire import JSON, meta
+from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
 from pykueue.manager.core.engine import QueueingCore
-from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
-from pykueue.manager.core.objects import named_meta
 from pykueue.manager.core.status import workload_status
-from pykueue.manager.jobs.admission import AdmissionContext, AdmissionPolicy
-from pykueue.manager.jobs.defaulting import apply_job_defaults
-from pykueue.manager.jobs.integrations import Integration
-from pykueue.manager.jobs.lifecycle import (
-    Action,
-    Finished,
-    JobLifecycle,
-    PodSetInfo,
-    Replace,
-    TopLevelOwner,
-    podset_infos,
-)
+from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.lifecycle import JobLifecycle, Replace, podset_infos
 from pykueue.manager.jobs.registry import (
     JobKind,
+    by_cli_name,
     enabled_registry,
     is_job,
-    job_rbac,
+    kinds,
     register,
+    shipped_frameworks,
     unregister,
     webhook_path,
     workloads_for,
 )
-from pykueue.manager.jobs.validation import validate_job_on_create
+from pykueue.manager.runtime.controllers.jobs import api_access
+from pykueue.manager.runtime.job_resources import resource_for
+from pykueue.manager.simulate import simulate
 from pykueue.webhook.app import WebhookDeps, make_app, routes
+from pykueue.webhook.configurations import configurations
 
-TOY = Integration("example.com/toyjob", "example.com", "v1", "ToyJob", "toyjobs")
+from .toykind.kind import KIND as TOY_KIND
+from .toykind.lifecycle import TOY
+
 POLICY = AdmissionPolicy.from_config({"integrations": {"frameworks": ["batch/job", TOY.name]}})
-
-
-def _spec(job: Mapping[str, Any]) -> JSON:
-    spec: JSON = job.get("spec") or {}
-    return spec
-
-
-class ToyLifecycle(TopLevelOwner):
-    integration = TOY
-
-    def workload_name(self, job: Mapping[str, Any]) -> str:
-        return workload_name("ToyJob", TOY.group, str(meta(job)["name"]), str(meta(job).get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return bool(_spec(job).get("suspend"))
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
-
-    def still_running(self, job: Mapping[str, Any]) -> bool:
-        return bool((job.get("status") or {}).get("active"))
-
-    def start(self, job: Mapping[str, Any], workload: Mapping[str, Any],
-              infos: list[PodSetInfo]) -> list[Action]:
-        started = copy.deepcopy(dict(job))
-        started["spec"]["suspend"] = False
-        started["spec"]["nodeSelector"] = dict(infos[0].node_selector)
-        return [Replace(started)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        stopped = copy.deepcopy(dict(job))
-        stopped["spec"]["suspend"] = True
-        return [Replace(stopped)]
-
-    def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:
-        return []
-
-    def finished(self, job: Mapping[str, Any]) -> Finished | None:
-        return Finished(keys.Reason.SUCCEEDED, "done") if (job.get("status") or {}).get("done") else None
-
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
-        return True
-
-
-class ToyWebhook:
-    integration = TOY.name
-
-    def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        apply_job_defaults(obj, ctx, lambda o: o.setdefault("spec", {}),
-                           lambda o: bool(_spec(o).get("suspend")), "example.com/toy-controller")
-        return obj
-
-    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        return validate_job_on_create(obj, ctx, TOY.group, TOY.kind) if old is None else []
-
-
-def toy_workloads(job: JSON) -> list[JSON]:
-    m = named_meta(job)
-    podset = {"name": "main", "count": int(_spec(job).get("replicas", 1)),
-              "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}
-    return [owned_workload(job, workload_name("ToyJob", TOY.group, m["name"], str(m.get("uid", ""))),
-                           [podset], controller=True)]
-
-
-TOY_KIND = JobKind(TOY, ToyLifecycle(), ToyWebhook(), toy_workloads, job_rbac(TOY.group, TOY.plural))
 
 
 @pytest.fixture
@@ -174,6 +106,8 @@ def test_the_core_admits_its_workload_and_the_reconcilers_run_it(toy_registered:
     (action,) = lifecycle.start(suspended, admitted, podset_infos(admitted, flavors))
     assert isinstance(action, Replace)
     assert action.obj["spec"]["suspend"] is False and action.obj["spec"]["nodeSelector"] == {"pool": "toys"}
+    # The reconciler PUTs the started job to the kind's own resource.
+    assert resource_for(action.obj).object_path("t1", "ns") == "/apis/example.com/v1/namespaces/ns/toyjobs/t1"
 
 
 def test_it_is_gone_once_unregistered() -> None:
@@ -184,3 +118,39 @@ def test_it_is_gone_once_unregistered() -> None:
 
 def test_registered_it_is_served(toy_registered: JobKind) -> None:
     assert {webhook_path("mutate", TOY_KIND.gvk), webhook_path("validate", TOY_KIND.gvk)} <= set(routes())
+
+
+def test_the_install_registers_its_hooks_grants_its_writes_and_enables_it(toy_registered: JobKind) -> None:
+    hooks = {h["name"]: h for doc in configurations() for h in doc["webhooks"]}
+    mutate, validate = hooks["mtoyjob.pykueue.x-k8s.io"], hooks["vtoyjob.pykueue.x-k8s.io"]
+    assert mutate["clientConfig"]["service"]["path"] == "/mutate-example-com-v1-toyjob"
+    assert mutate["rules"] == [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                                "operations": ["CREATE"], "resources": ["toyjobs"]}]
+    assert validate["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert "kube-system" in mutate["namespaceSelector"]["matchExpressions"][0]["values"]
+    granted = api_access(kinds())
+    assert ApiAccess("example.com", "toyjobs", ("update",)) in granted
+    assert any(a.resource == "toyjobs" and "watch" in a.verbs for a in granted)
+    assert TOY.name in shipped_frameworks()
+
+
+def test_the_command_line_names_it(toy_registered: JobKind) -> None:
+    assert by_cli_name("toyjob") is by_cli_name("toyjobs") is by_cli_name("toy") is toy_registered
+
+
+def test_simulate_admits_it_from_a_manifest(toy_registered: JobKind, tmp_path: Path) -> None:
+    scenario = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+            "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 3}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}},
+        toy(replicas=2),
+        {**toy(replicas=2), "metadata": {**toy()["metadata"], "name": "t2", "uid": "uid-t2"}},
+    ]
+    path = tmp_path / "toy.yaml"
+    path.write_text(yaml.safe_dump_all(scenario))
+    result = simulate([str(path)])
+    owners = {w["owner"]: w["status"] for w in result["workloads"].values()}
+    assert owners == {"example.com/v1/ToyJob ns/t1": "Admitted", "example.com/v1/ToyJob ns/t2": "Pending"}

@@ -106,7 +106,8 @@ def _own_generated_labels(template: JSON, job: Mapping[str, Any]) -> JSON:
 
 
 class BatchJobLifecycle(TopLevelOwner):
-    integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs")
+    integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs",
+                                           prebuilt=True, elastic=True)
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",), _scrub_for_worker)
 
     def workload_name(self, job: Mapping[str, Any]) -> str:

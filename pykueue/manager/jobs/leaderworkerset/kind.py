@@ -11,7 +11,7 @@ from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
 from pykueue.manager.core.objects import named_meta
 from pykueue.manager.jobs.leaderworkerset.lifecycle import GROUP, LIFECYCLE
 from pykueue.manager.jobs.leaderworkerset.webhook import WEBHOOK
-from pykueue.manager.jobs.registry import JobKind
+from pykueue.manager.jobs.registry import JobKind, WebhookRules
 
 
 def workloads(lws: JSON) -> list[JSON]:
@@ -36,4 +36,6 @@ def workloads(lws: JSON) -> list[JSON]:
 
 # A LeaderWorkerSet is never written (its groups run through their pods): adoption stamps
 # each pod with its group (a PUT of the pod).
-KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads, (ApiAccess("", "pods", ("update",)),))
+KIND = JobKind(LIFECYCLE.integration, LIFECYCLE, WEBHOOK, workloads, (ApiAccess("", "pods", ("update",)),),
+               # Scaling a LeaderWorkerSet changes its groups: the defaulter sees updates too.
+               webhook_rules=WebhookRules(mutate=("CREATE", "UPDATE")), cli_aliases=("lws",))

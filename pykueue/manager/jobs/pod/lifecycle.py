@@ -110,7 +110,7 @@ def _podset(pod: Mapping[str, Any], name: str, count: int) -> JSON:
 
 
 class PodGroupLifecycle:
-    integration: Integration = Integration("pod", "", "v1", "Pod", "pods")
+    integration: Integration = Integration("pod", "", "v1", "Pod", "pods", prebuilt=True)
     # LWS pods (adopted or not yet) and plain managed pods; selecting them keeps every
     # other pod of the cluster (a Job's, a Deployment's) out of memory.
     label_selectors: tuple[str, ...] = (keys.LWS_NAME, f"{keys.MANAGED}=true,!{keys.LWS_NAME}")

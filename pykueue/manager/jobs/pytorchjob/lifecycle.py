@@ -45,7 +45,7 @@ def roles(job: Mapping[str, Any]) -> list[str]:
 
 class PyTorchJobLifecycle(TopLevelOwner):
     integration: Integration = Integration("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob",
-                                           "pytorchjobs")
+                                           "pytorchjobs", prebuilt=True)
     # The training operator (v1.8+) honours spec.runPolicy.managedBy.
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec", "runPolicy"))
 

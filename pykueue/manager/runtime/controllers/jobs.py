@@ -71,6 +71,7 @@ from pykueue.manager.jobs.lifecycle import (
 from pykueue.manager.jobs.registry import JobKind, Registry
 from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from pykueue.manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
+from pykueue.manager.runtime.job_resources import resource_for, resource_of
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +79,6 @@ FAILED_TO_START = "FailedToStart"
 CREATION_LATENCY_GATE = "MetricForWorkloadCreationLatency"
 NAMESPACE_RETRY_S = 1.0
 UNGATE_RETRY_S = 1.0
-
-
-def resource_of(lc: WorkloadOwner) -> ResourceRef:
-    i = lc.integration
-    return ResourceRef(i.group, i.version, i.plural, True, i.kind)
 
 
 # Kubernetes' OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift, for
@@ -102,7 +98,7 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
     ones deleted."""
     rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
     for kind in job_kinds:
-        ref = resource_of(kind.lifecycle)
+        ref = resource_of(kind.integration)
         rows += [ref.access("list", "watch"), *kind.rbac,
                  ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
         if isinstance(kind.lifecycle, ScalesBySlices):
@@ -154,7 +150,7 @@ class JobReconciler:
     async def prepare(self) -> None:
         """Create the informers of integrations whose API is served; call before starting them."""
         for lc in self.registry:
-            ref = resource_of(lc)
+            ref = resource_of(lc.integration)
             if ref.group and not await self._served(ref):
                 log.warning("%s integration disabled: the %s API (%s) is not served by this cluster",
                             lc.integration.name, ref.kind, ref.api_version)
@@ -577,7 +573,7 @@ class JobReconciler:
         for action in actions:
             obj = action.obj
             m = meta(obj)
-            path = res.for_object(obj).object_path(str(m.get("name")), str(m.get("namespace") or "") or None)
+            path = resource_for(obj).object_path(str(m.get("name")), str(m.get("namespace") or "") or None)
             try:
                 if isinstance(action, Replace):
                     await self.client.replace(path, obj)

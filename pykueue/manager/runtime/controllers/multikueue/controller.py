@@ -46,6 +46,7 @@ from pykueue.manager.jobs.multikueue.dispatch import (
     orphaned,
 )
 from pykueue.manager.jobs.registry import JobKind, Registry
+from pykueue.manager.runtime.job_resources import resource_of
 from pykueue.manager.runtime.metrics import KueueMetrics
 
 from . import connections
@@ -99,9 +100,7 @@ class MultiKueueController:
         self.adapters: dict[str, tuple[ResourceRef, MultiKueueAdapter]] = {}
         for lc in registry:
             if isinstance(lc, DispatchedByMultiKueue):
-                i = lc.integration
-                ref = ResourceRef(i.group, i.version, i.plural, True, i.kind)
-                self.adapters[i.kind] = (ref, lc.multikueue)
+                self.adapters[lc.integration.kind] = (resource_of(lc.integration), lc.multikueue)
         self.lifecycles: dict[str, WorkloadOwner] = {lc.integration.kind: lc for lc in registry}
         self.connections = WorkerConnections(client, namespace, self.origin,
                                              [ref for ref, _ in self.adapters.values()])
