@@ -31,6 +31,11 @@ def invalid(path: str, value: Any, detail: str) -> FieldError:
     return _error(path, f"Invalid value: {_show(value)}", detail)
 
 
+def invalid_omitted(path: str, detail: str) -> FieldError:
+    """``field.Invalid`` with an omitted value (``field.OmitValueType``)."""
+    return _error(path, "Invalid value", detail)
+
+
 def required(path: str, detail: str = "") -> FieldError:
     return _error(path, "Required value", detail)
 

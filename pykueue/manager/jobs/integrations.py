@@ -35,7 +35,6 @@ KNOWN_ELSEWHERE: tuple[Integration, ...] = (
     Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs", prebuilt=True),
     Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs", prebuilt=True),
     Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", prebuilt=True),
-    Integration("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", prebuilt=True),
     Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs", prebuilt=True, elastic=True),
     Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters",
                 prebuilt=True, elastic=True),

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pykueue.api import keys
-from pykueue.api.field_errors import forbidden, invalid, required
+from pykueue.api.field_errors import forbidden, invalid, invalid_omitted, required
 from pykueue.api.fields import FieldError
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.job_fields import str_map
@@ -146,3 +147,48 @@ def _slice_constraint_errors(
         else:
             previous = size
     return errors
+
+
+@dataclass(frozen=True)
+class GroupedPodSet:
+    """One pod set as the grouping rules see it: its template metadata at path ``base``."""
+
+    base: str
+    template_meta: Mapping[str, Any]
+    count: int
+
+
+def podset_grouping_errors(podsets: list[GroupedPodSet]) -> list[FieldError]:
+    """Kueue's ValidatePodSetGroupingTopology: pod sets naming one group come in pairs, one of
+    the pair with a single pod, both asking for the same required or preferred topology."""
+    groups: dict[str, list[tuple[GroupedPodSet, dict[str, str]]]] = {}
+    for ps in podsets:
+        ann = str_map(ps.template_meta.get("annotations"))
+        name = ann.get(keys.PODSET_GROUP_NAME)
+        if name is not None:
+            groups.setdefault(name, []).append((ps, ann))
+    errors: list[FieldError] = []
+    for name, members in groups.items():
+        paths = [annotation_path(keys.PODSET_GROUP_NAME, ps.base) for ps, _ in members]
+        if len(members) != 2:
+            errors += [invalid(path, name, f"can only define groups of exactly 2 pod sets, got: "
+                                           f"{len(members)} pod set(s)") for path in paths]
+            continue
+        (first, ann1), (second, ann2) = members
+        if first.count != 1 and second.count != 1:
+            message = ("can only define groups where at least one pod set has only 1 replica, got: "
+                       f"{first.count} replica(s) and {second.count} replica(s) in the group")
+            errors += [invalid(path, name, message) for path in paths]
+        if not _same_topology(ann1, ann2):
+            template = (f"must specify '{keys.PODSET_REQUIRED_TOPOLOGY}' or "
+                        f"'{keys.PODSET_PREFERRED_TOPOLOGY}' topology consistent with '%s' in group '{name}'")
+            one, two = f"{first.base}.annotations", f"{second.base}.annotations"
+            errors += [invalid_omitted(one, template % two), invalid_omitted(two, template % one)]
+    return errors
+
+
+def _same_topology(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    wanted = (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY)
+    if not any(k in a for k in wanted) or not any(k in b for k in wanted):
+        return False
+    return all(a.get(k) == b.get(k) for k in wanted)

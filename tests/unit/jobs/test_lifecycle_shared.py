@@ -111,9 +111,10 @@ def test_managed_top_level_follows_the_decision_table(
 
 def test_every_builtin_satisfies_its_protocols() -> None:
     kinds = {k.lifecycle.integration.kind: k.lifecycle for k in BUILTIN}
-    assert set(kinds) == {"Job", "PyTorchJob", "LeaderWorkerSet", "Pod"}
+    assert set(kinds) >= {"Job", "JobSet", "PyTorchJob", "LeaderWorkerSet", "Pod"}
     assert all(isinstance(lc, WorkloadOwner) for lc in kinds.values())
-    assert isinstance(kinds["Job"], JobLifecycle) and isinstance(kinds["PyTorchJob"], JobLifecycle)
+    # Every kind but the LWS (which runs through its pods) is a job of its own.
+    assert all(isinstance(lc, JobLifecycle) for kind, lc in kinds.items() if kind != "LeaderWorkerSet")
     assert not isinstance(kinds["LeaderWorkerSet"], JobLifecycle), "an LWS runs through its pod groups"
     assert isinstance(kinds["LeaderWorkerSet"], AdoptsPods)
     assert isinstance(kinds["Pod"], GroupedObjects) and isinstance(kinds["Pod"], JobLifecycle)

@@ -1,0 +1,62 @@
+"""Admission of jobset.x-k8s.io/v1alpha2 JobSets (Kueue's ``jobset_webhook.go``).
+
+Defaulting: default LocalQueue and priority class, ``spec.suspend`` when Kueue manages it,
+MultiKueue ``spec.managedBy``. Validation runs the creation rules on create and on update
+(the update adds the shared update rules), with the topology annotations of every
+replicated job's pod template and the pairing rules of pod set groups.
+"""
+
+from __future__ import annotations
+
+from pykueue.api.fields import FieldError
+from pykueue.api.wire import JSON
+from pykueue.manager.jobs.admission import AdmissionContext
+from pykueue.manager.jobs.defaulting import apply_job_defaults
+from pykueue.manager.jobs.job_fields import get_path
+from pykueue.manager.jobs.tas_annotations import GroupedPodSet, podset_grouping_errors, tas_podset_errors
+from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
+
+from .lifecycle import GROUP, OWN_CONTROLLER, pods_count, replicated_jobs
+
+
+def is_suspended(jobset: JSON) -> bool:
+    return get_path(jobset, "spec", "suspend") is True
+
+
+def _spec(jobset: JSON) -> JSON:
+    spec: JSON = jobset.setdefault("spec", {})
+    return spec
+
+
+class JobSetWebhook:
+    integration = "jobset.x-k8s.io/jobset"
+    group, kind = GROUP, "JobSet"
+
+    def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
+        apply_job_defaults(obj, ctx, _spec, is_suspended, OWN_CONTROLLER)
+        return obj
+
+    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
+        errors: list[FieldError] = []
+        if old is not None:
+            errors += validate_job_on_update(old, obj, ctx, new_suspended=is_suspended(obj),
+                                             old_suspended=is_suspended(old))
+        errors += validate_job_on_create(obj, ctx, self.group, self.kind)
+        return errors + self._topology_errors(obj, ctx)
+
+    @staticmethod
+    def _topology_errors(obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
+        if not ctx.gate("TopologyAwareScheduling"):
+            return []
+        errors: list[FieldError] = []
+        grouped: list[GroupedPodSet] = []
+        for i, rj in enumerate(replicated_jobs(obj)):
+            base = f"spec.replicatedJobs[{i}].template.spec.template.metadata"
+            meta = get_path(rj, "template", "spec", "template", "metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            errors += tas_podset_errors(meta, base, ctx, pods_count(rj))
+            grouped.append(GroupedPodSet(base, meta, pods_count(rj)))
+        return errors + podset_grouping_errors(grouped)
+
+
+WEBHOOK = JobSetWebhook()
