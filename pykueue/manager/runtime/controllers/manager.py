@@ -119,16 +119,11 @@ CYCLE_SLICE_S = 0.05
 STATUS_WRITERS = 16
 # The scheduler decides no further ahead than a few seconds of writes: no cycle starts
 # while this many admissions, evictions and finishes wait for a writer (those of the
-# running slice included). Unbounded, on a kube-apiserver that applies writes slower than
-# the core decides (Kueue's large-scale shape on two cores), reservations queued for
-# minutes: quota held in the core that no job could use, taken back and decided again
-# whenever a higher-priority workload arrived meanwhile. Bounded too tightly (two per
-# writer), a reservation is written before a higher-priority arrival a moment later can
-# take it back unseen, so that arrival evicts a job that has just started instead (Kueue's
-# baseline shape). At sixteen per writer three quarters of the quota TAS cohorts counted
-# was reservations waiting for a writer (checker usage 76 %, admitted 25 %), decided again
-# whenever an arrival took them back; at four per writer about 60 % with the same admitted
-# usage, fewer decisions taken back and less manager CPU, the baseline within its spread.
+# running slice included). Unbounded, a kube-apiserver slower than the core leaves
+# reservations queued for minutes, holding quota no job can use; at two per writer a
+# reservation is written before a higher-priority arrival can take it back unseen, so the
+# arrival evicts a job that has just started. Four per writer holds fewer unwritten
+# reservations than sixteen at no cost in wall time (benchmarks/README.md, History).
 WRITE_BACKLOG_LIMIT = 4 * STATUS_WRITERS
 # A held admission logs once its releases wait longer than this; it keeps waiting (see
 # ReleaseOrder), since writing it first would show more admitted than the quota.
@@ -140,19 +135,17 @@ QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
 # Parked workloads of a cohort tree are requeued at most once per this period after quota
 # is freed (Kueue batches with 1 s). With equivalence hashing a requeue costs one evaluation
-# per shape and queue, so a shorter period is affordable, and it matters: on Kueue's
-# baseline shape (runtimes of 0.2-1 s) a simulated run ends at 61 s with 0.1 s, 89 s with
-# 0.3 s and 120 s with 1 s, time to admission of small workloads 9 s, 64 s and 87 s.
+# per shape and queue, so a shorter period is affordable, and with runtimes of 0.2-1 s it
+# matters: Kueue's baseline shape ends at 61 s of simulated time with 0.1 s, 120 s with 1 s.
 REQUEUE_BATCH_S = 0.1
 # ... and a tree of many queues waits longer, 10 ms per ClusterQueue up to Kueue's 1 s: on
 # Kueue's large-scale shape (100 queues per cohort) requeues at 0.1 s re-evaluated every
 # parked head of a cohort ten times a second and kept the manager CPU-bound.
 REQUEUE_BATCH_PER_QUEUE_S = 0.01
-# ... or 5 ms per parked group (one per shape and queue) when that is longer: on Kueue's TAS
-# shape (nine shapes in each of six queues) requeues at 0.1 s kept the heaps full of heads
-# that took freed room one cycle before a queue within its nominal quota reclaimed it; the
-# scheduler chose 7,346 victims (Kueue 16), nearly all taken back before their admission
-# was written. The baseline's three shapes stay at 0.1 s, where 1 s would cost it wall time.
+# ... or 5 ms per parked group (one per shape and queue) when that is longer: with many
+# shapes per queue (Kueue's TAS shape), requeues at 0.1 s let heads take freed room a cycle
+# before a queue within its nominal quota reclaimed it (7,346 victims chosen, Kueue 16).
+# The baseline's three shapes stay at 0.1 s (benchmarks/README.md, History).
 REQUEUE_BATCH_PER_GROUP_S = 0.005
 # A pending notice (see pending_notice) or a queue status write waits while less than
 # this share of the client's burst is left, and looks again after PENDING_NOTICE_RETRY_S:
