@@ -273,14 +273,16 @@ def _placed_pods(dev_cluster: DevCluster, namespace: str, kind: str, name: str, 
                  ) -> list[dict[str, Any]] | None:
     def ours(pod: dict[str, Any]) -> bool:
         refs = pod["metadata"].get("ownerReferences") or ()
+        pod_labels = pod["metadata"].get("labels") or {}
         return any(r["kind"] == kind and r["name"] == name for r in refs) or \
-            (pod["metadata"].get("labels") or {}).get(keys.LWS_NAME) == name
+            pod_labels.get(keys.LWS_NAME) == name or pod_labels.get(JOBSET_NAME) == name
 
     pods = [p for p in dev_cluster.get_json("pods", "-n", namespace)["items"]
             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") and ours(p)]
     return pods if len(pods) == count else None
 
 
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 TOPOLOGY_AND_LONG_RUN = {keys.PODSET_REQUIRED_TOPOLOGY: RACK_LABEL, KWOK_COMPLETE_DELAY: "1h"}
 
 
@@ -328,6 +330,27 @@ def test_a_pytorchjob_with_a_required_rack_runs_where_the_manager_placed_it(
         _check_operator_job_placed(dev_cluster, tas_queue.namespace, "PyTorchJob", "ranked", 4)
     finally:
         dev_cluster.kubectl("delete", "pytorchjobs.kubeflow.org", "ranked", "-n", tas_queue.namespace,
+                            "--wait=false", check=False)
+
+
+def test_a_jobset_with_a_required_rack_lands_in_one_rack(
+        dev_cluster: DevCluster, tas_queue: TasQueue) -> None:
+    def replicated(name: str, replicas: int, pods: int) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {"spec": {
+            "parallelism": pods, "completions": pods, "backoffLimit": 0, "template": {
+                "metadata": {"annotations": TOPOLOGY_AND_LONG_RUN},
+                "spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "c", "image": "registry.k8s.io/pause:3.10",
+                     "resources": {"requests": {"cpu": "2"}}}]}}}}}
+
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "racked", "labels": {keys.QUEUE_NAME: "lq"}},
+              "spec": {"replicatedJobs": [replicated("driver", 1, 1), replicated("workers", 2, 2)]}}
+    try:
+        dev_cluster.kubectl("apply", "-n", tas_queue.namespace, "-f", "-", stdin=json.dumps(jobset))
+        _check_operator_job_placed(dev_cluster, tas_queue.namespace, "JobSet", "racked", 5)
+    finally:
+        dev_cluster.kubectl("delete", "jobsets.jobset.x-k8s.io", "racked", "-n", tas_queue.namespace,
                             "--wait=false", check=False)
 
 
