@@ -45,7 +45,7 @@ API_ACCESS: Final[tuple[ApiAccess, ...]] = (
 LEASE_DURATION_S = 15.0
 RENEW_DEADLINE_S = 10.0
 RETRY_PERIOD_S = 2.0
-_JITTER = 1.2  # client-go's JitterFactor for the acquire loop
+JITTER = 1.2  # client-go's JitterFactor for the acquire loop
 
 StartedLeading = Callable[[], Coroutine[Any, Any, None]]
 StoppedLeading = Callable[[], Awaitable[None] | None]
@@ -69,7 +69,7 @@ class LeaderElector:
                  on_lost_lease: Callable[[], None] | None = None, release_on_cancel: bool = True,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        if not lease_duration_s > renew_deadline_s > retry_period_s * _JITTER:
+        if not lease_duration_s > renew_deadline_s > retry_period_s * JITTER:
             raise ValueError("need lease_duration > renew_deadline > retry_period * 1.2")
         self.client = client
         self.namespace = namespace
@@ -186,7 +186,7 @@ class LeaderElector:
         then ends about a second earlier), or exactly until the Lease runs out when that
         comes first. Taking over stays as safe as client-go's: only a record unchanged for
         the whole lease duration since we last saw it change may be taken."""
-        pause = self.retry_period_s / 2 * (1.0 + random.random() * (_JITTER - 1.0))
+        pause = self.retry_period_s / 2 * (1.0 + random.random() * (JITTER - 1.0))
         if self._free_at is not None:
             pause = min(pause, max(0.0, self._free_at - self._clock()) + 0.01)
         return pause

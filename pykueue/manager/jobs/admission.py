@@ -32,6 +32,7 @@ class AdmissionPolicy:
     external_frameworks: frozenset[str] = frozenset()  # "Kind.version.group"
     gates: FeatureGates = field(default_factory=FeatureGates)
     tas_scheduler: str = "pykueue-tas-scheduler"  # see manager.jobs.tas_routing
+    label_keys_to_copy: tuple[str, ...] = ()  # integrations.labelKeysToCopy
 
     def integration_enabled(self, name: str) -> bool:
         if name in self.frameworks:
@@ -59,6 +60,7 @@ class AdmissionPolicy:
             gates=FeatureGates(dict(parsed.feature_gates or {})),
             tas_scheduler=(parsed.tas_scheduler.scheduler_name if parsed.tas_scheduler else None)
             or "pykueue-tas-scheduler",
+            label_keys_to_copy=tuple((integrations.label_keys_to_copy if integrations else None) or ()),
         )
 
 

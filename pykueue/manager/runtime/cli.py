@@ -19,7 +19,7 @@ import signal
 import socket
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from pykueue.kube.leader import LeaderElector
 from pykueue.kube.logging import configure_cli_logging
 from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from pykueue.kube.startup import check_kubeconfig, exit_code, starting
-from pykueue.manager.core.config import config_from
+from pykueue.manager.core.config import ConfigError, config_from, parse_duration
 from pykueue.manager.runtime import token_review
 from pykueue.manager.runtime.controllers import manager as queue_manager
 from pykueue.manager.runtime.controllers.manager import QueueManager
@@ -72,6 +72,32 @@ class Settings:
     # HTTPS for /metrics, as Kueue serves it; the dev cluster keeps plain HTTP.
     metrics_secure: bool = False
     metrics_cert_dir: str | None = None
+    lease: LeaseSettings = field(default_factory=lambda: LeaseSettings())
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """``leaderElection``'s Lease: its name and namespace (None: pykueue's own) and timings."""
+
+    name: str = leader.KUEUE_LEASE_NAME
+    namespace: str | None = None
+    duration_s: float = leader.LEASE_DURATION_S
+    renew_deadline_s: float = leader.RENEW_DEADLINE_S
+    retry_period_s: float = leader.RETRY_PERIOD_S
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> LeaseSettings:
+        """From a Configuration's ``leaderElection``; a bad value is a ConfigError."""
+        section = config.get("leaderElection") or {}
+        lease = cls(str(section.get("resourceName") or leader.KUEUE_LEASE_NAME),
+                    str(section["resourceNamespace"]) if section.get("resourceNamespace") else None,
+                    parse_duration(section.get("leaseDuration", leader.LEASE_DURATION_S)),
+                    parse_duration(section.get("renewDeadline", leader.RENEW_DEADLINE_S)),
+                    parse_duration(section.get("retryPeriod", leader.RETRY_PERIOD_S)))
+        if not lease.duration_s > lease.renew_deadline_s > lease.retry_period_s * leader.JITTER:
+            raise ConfigError("leaderElection: leaseDuration must exceed renewDeadline, which must exceed "
+                              f"retryPeriod x {leader.JITTER}")
+        return lease
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,12 +123,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     metrics = (config.get("metrics") or {}).get("bindAddress") or DEFAULT_METRICS_ADDRESS
     health = (config.get("health") or {}).get("healthProbeBindAddress") or DEFAULT_HEALTH_ADDRESS
     elect = (config.get("leaderElection") or {}).get("leaderElect", True)
+    with starting("--config leaderElection"):
+        lease = LeaseSettings.from_config(config)
     return Settings(args.kubeconfig, config, args.metrics_bind_address or metrics,
                     args.health_probe_bind_address or health,
                     bool(elect if args.leader_elect is None else args.leader_elect),
                     str(config.get("namespace") or DEFAULT_NAMESPACE),
                     metrics_secure=bool(getattr(args, "metrics_secure", False)),
-                    metrics_cert_dir=getattr(args, "metrics_cert_dir", None))
+                    metrics_cert_dir=getattr(args, "metrics_cert_dir", None), lease=lease)
 
 
 def client_limits(config: dict[str, Any]) -> tuple[float, int]:
@@ -202,7 +230,11 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
             asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, _dump, manager)
         if settings.leader_elect:
             identity = f"{socket.gethostname()}_{os.getpid()}"
-            elector = LeaderElector(client, namespace=settings.namespace, identity=identity,
+            lease = settings.lease
+            elector = LeaderElector(client, namespace=lease.namespace or settings.namespace,
+                                    identity=identity, name=lease.name, lease_duration_s=lease.duration_s,
+                                    renew_deadline_s=lease.renew_deadline_s,
+                                    retry_period_s=lease.retry_period_s,
                                     on_started_leading=manager.lead, on_lost_lease=manager.lose_lease)
             work = asyncio.create_task(elector.run(), name="leader-election")
         else:

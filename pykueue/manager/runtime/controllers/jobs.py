@@ -48,6 +48,7 @@ from pykueue.manager.core.objects import ObjectError, parse_time
 from pykueue.manager.core.workload_state import ADMITTED, FINISHED
 from pykueue.manager.jobs import events as job_events
 from pykueue.manager.jobs.admission import AdmissionPolicy
+from pykueue.manager.jobs.copied_labels import with_copied_labels
 from pykueue.manager.jobs.lifecycle import (
     Action,
     AdoptsPods,
@@ -302,7 +303,8 @@ class JobReconciler:
         prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
         try:
             # A prebuilt Workload (MultiKueue's copy in a worker) is made by someone else.
-            desired = [] if prebuilt else lc.workloads(job)
+            desired = [] if prebuilt else with_copied_labels(lc.workloads(job), job,
+                                                             self.policy.label_keys_to_copy)
         except (ObjectError, ValueError, TypeError) as exc:
             log.warning("%s %s: cannot build its Workloads: %s", kind, obj_key, exc)
             return None
