@@ -21,6 +21,7 @@ from aiohttp import web
 
 from pykueue.api.access import ApiAccess
 from pykueue.certs.rotation import CertRotator
+from pykueue.kube.endpoints import server_ssl_context
 from pykueue.kube.logging import configure_cli_logging
 from pykueue.kube.startup import exit_code
 from pykueue.manager.runtime import cli as manager_cli
@@ -172,10 +173,7 @@ def dashboard_tls(cert_dir: str | None) -> ssl.SSLContext:
     """The dashboard's server context when it is exposed: the pair in ``cert_dir``, else a
     self-signed one (kept in that directory, or a private temporary one), as for /metrics."""
     files = manager_cli.serving_pair(cert_dir, "pykueue-dashboard-")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(files["cert_file"], files["key_file"])
-    return context
+    return server_ssl_context(files["cert_file"], files["key_file"])
 
 
 def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra | None:

@@ -50,6 +50,7 @@ from pykueue.certs.authority import (
     issue_client,
     now_utc,
 )
+from pykueue.kube import tls_policy
 from pykueue.kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,7 @@ def write_pair(directory: Path, bundle: CertBundle) -> tuple[Path, Path]:
 
 
 def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context = tls_policy.server_context()
     context.load_cert_chain(str(cert_file), str(key_file))
     return context
 

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from pykueue.kube import tls_policy
 from pykueue.kube.http_limits import KiB, Listener, ServerLimits, serve
 
 Check = Callable[[], bool | Awaitable[bool]]
@@ -105,8 +106,7 @@ def build_app(metrics: Exposition | None = None, health: HealthChecks | None = N
 
 
 def server_ssl_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context = tls_policy.server_context()
     context.load_cert_chain(cert_file, key_file)
     return context
 

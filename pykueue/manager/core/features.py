@@ -30,6 +30,8 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
     "MultiKueue": True,
     "LWSImmutableGroupSize": True,
+    # Servers
+    "TLSOptions": True,  # beta since v0.16: the Configuration's tls section
     # Metrics
     "MetricForWorkloadCreationLatency": True,
     "MetricsForCohorts": True,

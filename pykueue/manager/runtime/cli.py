@@ -25,7 +25,7 @@ from typing import Any
 
 from pykueue.api.access import ApiAccess
 from pykueue.api.config import DEFAULT_NAMESPACE
-from pykueue.kube import leader
+from pykueue.kube import leader, tls_policy
 from pykueue.kube.client import connect
 from pykueue.kube.config_file import load_config
 from pykueue.kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
@@ -35,7 +35,9 @@ from pykueue.kube.leader import LeaderElector
 from pykueue.kube.logging import configure_cli_logging
 from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from pykueue.kube.startup import check_kubeconfig, exit_code, starting
+from pykueue.kube.tls_policy import TlsPolicy
 from pykueue.manager.core.config import ConfigError, config_from, parse_duration
+from pykueue.manager.core.features import gate_enabled
 from pykueue.manager.runtime import token_review
 from pykueue.manager.runtime.controllers import manager as queue_manager
 from pykueue.manager.runtime.controllers.manager import QueueManager
@@ -73,6 +75,7 @@ class Settings:
     metrics_secure: bool = False
     metrics_cert_dir: str | None = None
     lease: LeaseSettings = field(default_factory=lambda: LeaseSettings())
+    tls: TlsPolicy = field(default_factory=TlsPolicy)
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
     elect = (config.get("leaderElection") or {}).get("leaderElect", True)
     with starting("--config leaderElection"):
         lease = LeaseSettings.from_config(config)
+    with starting("--config"):
+        tls = TlsPolicy.from_config(config.get("tls")) if gate_enabled(config.get("featureGates"),
+                                                                        "TLSOptions") else TlsPolicy()
     return Settings(args.kubeconfig, config, args.metrics_bind_address or metrics,
                     args.health_probe_bind_address or health,
                     bool(elect if args.leader_elect is None else args.leader_elect),
                     str(config.get("namespace") or DEFAULT_NAMESPACE),
                     metrics_secure=bool(getattr(args, "metrics_secure", False)),
-                    metrics_cert_dir=getattr(args, "metrics_cert_dir", None), lease=lease)
+                    metrics_cert_dir=getattr(args, "metrics_cert_dir", None), lease=lease, tls=tls)
 
 
 def client_limits(config: dict[str, Any]) -> tuple[float, int]:
@@ -261,6 +267,8 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
 
 def serve(settings: Settings, extras: tuple[Extra, ...] = (),
           manager_extras: tuple[ManagerExtra, ...] = ()) -> int:
+    tls_policy.configure(settings.tls)  # before any server makes its context
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pykueue.certs import authority
+from pykueue.kube import tls_policy
 
 SERVICE_NAMESPACE = "pykueue-system"
 SERVICE_NAME = "pykueue-visibility-server"
@@ -58,8 +59,7 @@ def client_verifying_context(client_ca_pem: str | None) -> ssl.SSLContext:
     headers trustworthy. A certificate rotator loads the serving pair into it (in place, on
     every renewal); :func:`server_ssl_context` loads a fixed one.
     """
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context = tls_policy.server_context()
     if client_ca_pem:
         context.load_verify_locations(cadata=client_ca_pem)
         context.verify_mode = ssl.CERT_OPTIONAL
