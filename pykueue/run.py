@@ -138,7 +138,7 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
                               cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")),
                               api_services=API_SERVICE_NAMES)  # one per served version
         app, context = await build_rotating_visibility_server(
-            client._api, CorePendingWorkloads(manager.core), rotator, reviewers.authorizer)
+            client, CorePendingWorkloads(manager.core), rotator, reviewers.authorizer)
         host, port = manager_cli.split_address(args.visibility_bind_address)
         runner, bound = await start_visibility(app, context, host, port)
         rotator.start()

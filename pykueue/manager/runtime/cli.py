@@ -43,7 +43,14 @@ from pykueue.manager.runtime.controllers import manager as queue_manager
 from pykueue.manager.runtime.controllers.manager import QueueManager
 from pykueue.manager.runtime.metrics import KueueMetrics, ReplicaRole
 from pykueue.manager.runtime.metrics_auth import cluster_metrics_guard
-from pykueue.manager.runtime.token_review import Reviewers, cluster_reviewers
+from pykueue.manager.runtime.token_review import (
+    ACCESS_REVIEW_BURST,
+    ACCESS_REVIEWS_PER_S,
+    TOKEN_REVIEW_BURST,
+    TOKEN_REVIEWS_PER_S,
+    Reviewers,
+    cluster_reviewers,
+)
 from pykueue.manager.runtime.visibility.tls import self_signed_serving_certificate
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,11 @@ def api_access() -> tuple[ApiAccess, ...]:
     """What ``pykueue manager`` asks of the API, as RBAC (``api.access``): the queue manager
     and its controllers, the Lease, and the reviews of /metrics' bearer tokens."""
     return (*queue_manager.api_access(), *leader.API_ACCESS, *token_review.API_ACCESS)
+
+
+# The reviewers' client: room for both review budgets at once.
+REVIEW_QPS = TOKEN_REVIEWS_PER_S + ACCESS_REVIEWS_PER_S
+REVIEW_BURST = TOKEN_REVIEW_BURST + ACCESS_REVIEW_BURST
 
 
 @dataclass(frozen=True)
@@ -198,7 +210,9 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
     # event broadcaster has its own client: they never wait for, nor delay, an admission.
     events = EventRecorder(client_transport(client.sharing_pool(TokenBucket(OVERALL[1], OVERALL[0]))))
     manager = QueueManager(client, core_config, job_config=settings.config, metrics=metrics, events=events)
-    reviewers = cluster_reviewers(client._api)
+    # Reviews on the same connections with a request budget of their own (bounded further by
+    # the reviewers' own budgets): a flood of bearer tokens never delays a Lease renewal.
+    reviewers = cluster_reviewers(client.sharing_pool(TokenBucket(REVIEW_QPS, REVIEW_BURST)))
     health = HealthChecks()
     health.add_liveness("ping", lambda: True)
     health.add_readiness("informers", lambda: all(i.has_synced for i in manager.informers.values()))

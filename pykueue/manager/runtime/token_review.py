@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from kubernetes_asyncio.client import ApiClient, AuthenticationV1Api, V1TokenReview, V1TokenReviewSpec
-
 from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.kube.client import KubeClient
 from pykueue.manager.runtime.visibility import auth
 from pykueue.manager.runtime.visibility.auth import (
     AuthorizationDecision,
@@ -79,30 +79,40 @@ def bearer_token(authorization: str | None) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def token_review(token: str, audiences: tuple[str, ...] = ()) -> V1TokenReview:
-    return V1TokenReview(api_version="authentication.k8s.io/v1", kind="TokenReview",
-                         spec=V1TokenReviewSpec(token=token, audiences=list(audiences) or None))
+TOKEN_REVIEWS_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
+
+
+def token_review(token: str, audiences: tuple[str, ...] = ()) -> JSON:
+    spec: JSON = {"token": token}
+    if audiences:
+        spec["audiences"] = list(audiences)
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+
+
+def user_of(review: JSON) -> UserInfo | None:
+    """The user a TokenReview's answer names, or None when the token is not valid."""
+    status = review.get("status") or {}
+    user = status.get("user")
+    if not status.get("authenticated") or not isinstance(user, dict):
+        return None
+    extra = {str(k): tuple(str(v) for v in vs or ()) for k, vs in (user.get("extra") or {}).items()}
+    groups = tuple(str(g) for g in user.get("groups") or ())
+    return UserInfo(name=str(user.get("username") or ""), groups=groups, extra=extra)
 
 
 class TokenReviewAuthenticator:
     """Asks kube-apiserver; needs ``create`` on ``tokenreviews``."""
 
-    def __init__(self, api: ApiClient, audiences: tuple[str, ...] = (),
+    def __init__(self, client: KubeClient, audiences: tuple[str, ...] = (),
                  timeout_s: float = REVIEW_TIMEOUT_S) -> None:
-        self._api = AuthenticationV1Api(api)
+        self._client = client
         self._audiences = audiences
         self._timeout_s = timeout_s
 
     async def authenticate(self, token: str) -> UserInfo | None:
-        review = await self._api.create_token_review(token_review(token, self._audiences),
-                                                     _request_timeout=self._timeout_s)
-        status = review.status
-        if status is None or not status.authenticated or status.user is None:
-            return None
-        user = status.user
-        extra = {str(k): tuple(str(v) for v in vs or ()) for k, vs in (user.extra or {}).items()}
-        return UserInfo(name=str(user.username or ""), groups=tuple(str(g) for g in user.groups or ()),
-                        extra=extra)
+        review = await self._client.request("POST", TOKEN_REVIEWS_PATH, timeout_s=self._timeout_s,
+                                            body=token_review(token, self._audiences))
+        return user_of(review)
 
 
 class ReviewBudget:
@@ -264,7 +274,9 @@ def cached_reviewers(authenticator: TokenAuthenticator, authorizer: Authorizer,
                          budget=ReviewBudget(ACCESS_REVIEWS_PER_S, ACCESS_REVIEW_BURST, clock)))
 
 
-def cluster_reviewers(api: ApiClient) -> Reviewers:
-    """Reviewers asking kube-apiserver through ``api`` (its identity needs ``create`` on
-    ``tokenreviews`` and ``subjectaccessreviews``)."""
-    return cached_reviewers(TokenReviewAuthenticator(api), SubjectAccessReviewAuthorizer(api))
+def cluster_reviewers(client: KubeClient) -> Reviewers:
+    """Reviewers asking kube-apiserver through ``client`` (its identity needs ``create`` on
+    ``tokenreviews`` and ``subjectaccessreviews``). Give it a client with a rate limit of its
+    own (``KubeClient.sharing_pool``): the reviews' budgets bound them, and they must not
+    spend the budget Lease renewals and status writes draw from."""
+    return cached_reviewers(TokenReviewAuthenticator(client), SubjectAccessReviewAuthorizer(client))

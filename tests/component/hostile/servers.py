@@ -27,10 +27,13 @@ from pykueue.certs.rotation import require_client_certificates, server_context, 
 from pykueue.extender.app import ExtenderDeps
 from pykueue.extender.app import make_app as extender_app
 from pykueue.extender.server import serve as serve_extender
+from pykueue.kube.client import KubeClient
 from pykueue.kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
 from pykueue.kube.event_loop import run_main
 from pykueue.kube.http_limits import Listener
 from pykueue.kube.logging import configure_cli_logging
+from pykueue.kube.ratelimit import TokenBucket
+from pykueue.manager.runtime.cli import REVIEW_BURST, REVIEW_QPS
 from pykueue.manager.runtime.dashboard.changes import ChangeFeed
 from pykueue.manager.runtime.dashboard.server import SESSIONS
 from pykueue.manager.runtime.dashboard.server import make_app as dashboard_app
@@ -84,7 +87,7 @@ async def _serve(directory: Path, good_token: str) -> None:
     await api_site.start()
     configuration = Configuration(host=f"http://127.0.0.1:{api_runner.addresses[0][1]}")
     api = ApiClient(configuration)
-    reviewers = cluster_reviewers(api)
+    reviewers = cluster_reviewers(KubeClient(api, TokenBucket(REVIEW_QPS, REVIEW_BURST)))
 
     # Webhook: a serving pair of its own CA, as the rotator keeps it.
     bundle, _ = ensure_bundle(None, ["localhost"], ["127.0.0.1"])

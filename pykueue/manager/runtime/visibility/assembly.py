@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, ApiregistrationV1Api
 
 from pykueue.api.access import ApiAccess
 from pykueue.api.keys import VISIBILITY_GROUP
 from pykueue.certs import rotation
 from pykueue.certs.rotation import CertRotator
+from pykueue.kube.client import KubeClient
 from pykueue.manager.runtime.visibility import auth
 from pykueue.manager.runtime.visibility.auth import (
     Authorizer,
@@ -62,17 +62,18 @@ class VisibilityServer:
         return server_ssl_context(self.serving, self.client_ca_pem)
 
 
-async def build_visibility_server(api: ApiClient, provider: PendingWorkloadsProvider,
+async def build_visibility_server(client: KubeClient, provider: PendingWorkloadsProvider,
                                   dns_names: Sequence[str] = DEFAULT_DNS_NAMES,
                                   serving: ServingCertificate | None = None) -> VisibilityServer:
     """``serving`` is the certificate to present (default: a fresh self-signed one)."""
-    request_header = await load_request_header_config(api)
+    request_header = await load_request_header_config(client)
     serving = serving or self_signed_serving_certificate(tuple(dns_names))
-    app = make_app(provider, RequestHeaderAuthenticator(request_header), SubjectAccessReviewAuthorizer(api))
+    app = make_app(provider, RequestHeaderAuthenticator(request_header),
+                   SubjectAccessReviewAuthorizer(client))
     return VisibilityServer(app, serving, request_header.client_ca_pem)
 
 
-async def build_rotating_visibility_server(api: ApiClient, provider: PendingWorkloadsProvider,
+async def build_rotating_visibility_server(client: KubeClient, provider: PendingWorkloadsProvider,
                                            rotator: CertRotator, authorizer: Authorizer | None = None,
                                            ) -> tuple[web.Application, ssl.SSLContext]:
     """The application and the context to serve it with, kept current by ``rotator``.
@@ -87,18 +88,18 @@ async def build_rotating_visibility_server(api: ApiClient, provider: PendingWork
     """
     if rotator.context is not None:
         raise ValueError("the rotator already has a context: it must get the visibility one")
-    request_header = await load_request_header_config(api)
+    request_header = await load_request_header_config(client)
     rotator.context = client_verifying_context(request_header.client_ca_pem)
     await rotator.reconcile()
     app = make_app(provider, RequestHeaderAuthenticator(request_header),
-                   authorizer or SubjectAccessReviewAuthorizer(api))
+                   authorizer or SubjectAccessReviewAuthorizer(client))
     return app, rotator.context
 
 
-async def inject_ca_bundle(api: ApiClient, serving: ServingCertificate, name: str = API_SERVICE_NAME,
+async def inject_ca_bundle(client: KubeClient, serving: ServingCertificate, name: str = API_SERVICE_NAME,
                            ca_pem: bytes | None = None) -> None:
     """Point the APIService's trust at ``ca_pem`` (default: this server's own self-signed
     certificate); needs ``patch`` on it."""
     ca_bundle = base64.b64encode(ca_pem or serving.cert_pem).decode()
     patch = {"spec": {"caBundle": ca_bundle, "insecureSkipTLSVerify": False}}
-    await ApiregistrationV1Api(api).patch_api_service(name, patch)
+    await client.patch(f"/apis/apiregistration.k8s.io/v1/apiservices/{name}", patch)

@@ -20,17 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubernetes_asyncio.client import (
-    ApiClient,
-    AuthorizationV1Api,
-    CoreV1Api,
-    V1NonResourceAttributes,
-    V1ResourceAttributes,
-    V1SubjectAccessReview,
-    V1SubjectAccessReviewSpec,
-)
-
 from pykueue.api.access import ApiAccess
+from pykueue.api.wire import JSON
+from pykueue.kube.client import KubeClient
+from pykueue.kube.resources import CONFIG_MAPS
 
 AUTHENTICATION_CONFIGMAP_NAMESPACE = "kube-system"
 AUTHENTICATION_CONFIGMAP_NAME = "extension-apiserver-authentication"
@@ -84,10 +77,10 @@ def request_header_config_from_configmap(data: Mapping[str, str]) -> RequestHead
     )
 
 
-async def load_request_header_config(api: ApiClient) -> RequestHeaderConfig:
-    configmap = await CoreV1Api(api).read_namespaced_config_map(
-        AUTHENTICATION_CONFIGMAP_NAME, AUTHENTICATION_CONFIGMAP_NAMESPACE)
-    return request_header_config_from_configmap(configmap.data or {})
+async def load_request_header_config(client: KubeClient) -> RequestHeaderConfig:
+    configmap = await client.get(CONFIG_MAPS.object_path(AUTHENTICATION_CONFIGMAP_NAME,
+                                                         AUTHENTICATION_CONFIGMAP_NAMESPACE))
+    return request_header_config_from_configmap(configmap.get("data") or {})
 
 
 def _common_names(peercert: Mapping[str, Any]) -> list[str]:
@@ -176,35 +169,36 @@ class ReviewsThrottled(Exception):
     """More new questions than the review budget allows right now (HTTP 429)."""
 
 
-def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> V1SubjectAccessReview:
-    resource = None
-    non_resource = None
+SUBJECT_ACCESS_REVIEWS_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+def subject_access_review(user: UserInfo, attributes: RequestAttributes) -> JSON:
+    spec: JSON = {"user": user.name, "groups": list(user.groups),
+                  "extra": {k: list(v) for k, v in user.extra.items()}}
     if attributes.resource is None:
-        non_resource = V1NonResourceAttributes(path=attributes.path, verb=attributes.verb)
+        spec["nonResourceAttributes"] = {"path": attributes.path, "verb": attributes.verb}
     else:
-        resource = V1ResourceAttributes(
-            group=attributes.group, version=attributes.version, resource=attributes.resource,
-            subresource=attributes.subresource, name=attributes.name,
-            namespace=attributes.namespace, verb=attributes.verb)
-    spec = V1SubjectAccessReviewSpec(
-        user=user.name, groups=list(user.groups), extra={k: list(v) for k, v in user.extra.items()},
-        resource_attributes=resource, non_resource_attributes=non_resource)
-    return V1SubjectAccessReview(api_version="authorization.k8s.io/v1", kind="SubjectAccessReview", spec=spec)
+        resource = {"group": attributes.group, "version": attributes.version, "resource": attributes.resource,
+                    "subresource": attributes.subresource, "name": attributes.name,
+                    "namespace": attributes.namespace, "verb": attributes.verb}
+        spec["resourceAttributes"] = {k: v for k, v in resource.items() if v is not None}
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
 
 
 class SubjectAccessReviewAuthorizer:
     """Asks kube-apiserver; needs ``create`` on ``subjectaccessreviews``."""
 
-    def __init__(self, api: ApiClient, timeout_s: float = 5.0) -> None:
-        self._api = AuthorizationV1Api(api)
+    def __init__(self, client: KubeClient, timeout_s: float = 5.0) -> None:
+        self._client = client
         self._timeout_s = timeout_s
 
     async def authorize(self, user: UserInfo, attributes: RequestAttributes) -> AuthorizationDecision:
-        review = await self._api.create_subject_access_review(subject_access_review(user, attributes),
-                                                              _request_timeout=self._timeout_s)
-        status = review.status
-        return AuthorizationDecision(allowed=bool(status and status.allowed),
-                                     reason=(status.reason or "") if status else "")
+        review = await self._client.request("POST", SUBJECT_ACCESS_REVIEWS_PATH,
+                                            body=subject_access_review(user, attributes),
+                                            timeout_s=self._timeout_s)
+        status = review.get("status") or {}
+        return AuthorizationDecision(allowed=bool(status.get("allowed")),
+                                     reason=str(status.get("reason") or ""))
 
 
 def allowed_by_groups(groups: Sequence[str]) -> Authorizer:
