@@ -1,15 +1,16 @@
 """The topology annotations of a pod template (Kueue's ValidateTASPodSetRequest): which may
-be combined, their formats, and slice sizes against the pod set's count.
+be combined, their formats, and slice sizes against the pod set's count; and the pod set
+groups an object's templates form (ValidatePodSetGroupingTopology).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pykueue.api import keys
-from pykueue.api.field_errors import forbidden, invalid, required
+from pykueue.api.field_errors import forbidden, invalid, invalid_unshown, required
 from pykueue.api.fields import FieldError
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.job_fields import str_map
@@ -146,3 +147,46 @@ def _slice_constraint_errors(
         else:
             previous = size
     return errors
+
+
+def podset_group_errors(members: Sequence[tuple[str, Mapping[str, str], int]]) -> list[FieldError]:
+    """Kueue's ValidatePodSetGroupingTopology over an object's pod sets, in pod set order, each
+    given as (path of its template's metadata, the template's annotations, its count).
+
+    A pod set belongs to the group it names only with a required or preferred topology (as in
+    the topology request Kueue builds from the annotations). A group must hold exactly two pod
+    sets, one of them of count 1, both asking for the same required or preferred topology."""
+    groups: dict[str, list[tuple[str, Mapping[str, str], int]]] = {}
+    for base, ann, count in members:
+        name = ann.get(keys.PODSET_GROUP_NAME)
+        if name is not None and _group_topology(ann) != (None, None):
+            groups.setdefault(name, []).append((base, ann, count))
+    errors: list[FieldError] = []
+    for name, group in groups.items():
+        if len(group) != 2:
+            detail = f"can only define groups of exactly 2 pod sets, got: {len(group)} pod set(s)"
+            errors += [invalid(_group_path(base), name, detail) for base, _, _ in group]
+            continue
+        (base1, ann1, count1), (base2, ann2, count2) = group
+        if count1 != 1 and count2 != 1:
+            detail = ("can only define groups where at least one pod set has only 1 replica, "
+                      f"got: {count1} replica(s) and {count2} replica(s) in the group")
+            errors += [invalid(_group_path(base), name, detail) for base in (base1, base2)]
+        if _group_topology(ann1) != _group_topology(ann2):
+            path1, path2 = f"{base1}.annotations", f"{base2}.annotations"
+            errors += [invalid_unshown(mine, f"must specify '{keys.PODSET_REQUIRED_TOPOLOGY}' or "
+                                             f"'{keys.PODSET_PREFERRED_TOPOLOGY}' topology consistent with "
+                                             f"'{other}' in group '{name}'")
+                       for mine, other in ((path1, path2), (path2, path1))]
+    return errors
+
+
+def _group_path(base: str) -> str:
+    return annotation_path(keys.PODSET_GROUP_NAME, base)
+
+
+def _group_topology(ann: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(required, preferred) of the topology request: a required topology hides a preferred one."""
+    if keys.PODSET_REQUIRED_TOPOLOGY in ann:
+        return ann[keys.PODSET_REQUIRED_TOPOLOGY], None
+    return None, ann.get(keys.PODSET_PREFERRED_TOPOLOGY)

@@ -111,9 +111,9 @@ def test_managed_top_level_follows_the_decision_table(
 
 def test_every_builtin_satisfies_its_protocols() -> None:
     kinds = {k.lifecycle.integration.kind: k.lifecycle for k in BUILTIN}
-    assert set(kinds) == {"Job", "PyTorchJob", "LeaderWorkerSet", "Pod"}
+    assert set(kinds) == {"Job", "PyTorchJob", "MPIJob", "LeaderWorkerSet", "Pod"}
     assert all(isinstance(lc, WorkloadOwner) for lc in kinds.values())
-    assert isinstance(kinds["Job"], JobLifecycle) and isinstance(kinds["PyTorchJob"], JobLifecycle)
+    assert all(isinstance(kinds[k], JobLifecycle) for k in ("Job", "PyTorchJob", "MPIJob"))
     assert not isinstance(kinds["LeaderWorkerSet"], JobLifecycle), "an LWS runs through its pod groups"
     assert isinstance(kinds["LeaderWorkerSet"], AdoptsPods)
     assert isinstance(kinds["Pod"], GroupedObjects) and isinstance(kinds["Pod"], JobLifecycle)
