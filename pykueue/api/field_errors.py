@@ -31,8 +31,8 @@ def invalid(path: str, value: Any, detail: str) -> FieldError:
     return _error(path, f"Invalid value: {_show(value)}", detail)
 
 
-def invalid_omitted(path: str, detail: str) -> FieldError:
-    """``field.Invalid`` with an omitted value (``field.OmitValueType``)."""
+def invalid_unshown(path: str, detail: str) -> FieldError:
+    """An invalid value left out of the message (Kubernetes' ``field.OmitValueType``)."""
     return _error(path, "Invalid value", detail)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pykueue.manager.jobs.batchjob.kind import KIND as JOB
 from pykueue.manager.jobs.jobset.kind import KIND as JOBSET
 from pykueue.manager.jobs.leaderworkerset.kind import KIND as LEADER_WORKER_SET
+from pykueue.manager.jobs.mpijob.kind import KIND as MPI_JOB
 from pykueue.manager.jobs.pod.kind import KIND as LWS_POD
 from pykueue.manager.jobs.pytorchjob.kind import KIND as PYTORCH_JOB
 from pykueue.manager.jobs.registry import register
 
-BUILTIN = (JOB, JOBSET, PYTORCH_JOB, LEADER_WORKER_SET, LWS_POD)
+BUILTIN = (JOB, JOBSET, PYTORCH_JOB, MPI_JOB, LEADER_WORKER_SET, LWS_POD)
 for _kind in BUILTIN:
     register(_kind)

@@ -31,7 +31,6 @@ class Integration:
 
 # Kinds Kueue integrates that pykueue does not run: an object they own is theirs to queue.
 KNOWN_ELSEWHERE: tuple[Integration, ...] = (
-    Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs", prebuilt=True),
     Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs", prebuilt=True),
     Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs", prebuilt=True),
     Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", prebuilt=True),

@@ -1,16 +1,16 @@
 """The topology annotations of a pod template (Kueue's ValidateTASPodSetRequest): which may
-be combined, their formats, and slice sizes against the pod set's count.
+be combined, their formats, and slice sizes against the pod set's count; and the pod set
+groups an object's templates form (ValidatePodSetGroupingTopology).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pykueue.api import keys
-from pykueue.api.field_errors import forbidden, invalid, invalid_omitted, required
+from pykueue.api.field_errors import forbidden, invalid, invalid_unshown, required
 from pykueue.api.fields import FieldError
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.job_fields import str_map
@@ -149,46 +149,44 @@ def _slice_constraint_errors(
     return errors
 
 
-@dataclass(frozen=True)
-class GroupedPodSet:
-    """One pod set as the grouping rules see it: its template metadata at path ``base``."""
+def podset_group_errors(members: Sequence[tuple[str, Mapping[str, str], int]]) -> list[FieldError]:
+    """Kueue's ValidatePodSetGroupingTopology over an object's pod sets, in pod set order, each
+    given as (path of its template's metadata, the template's annotations, its count).
 
-    base: str
-    template_meta: Mapping[str, Any]
-    count: int
-
-
-def podset_grouping_errors(podsets: list[GroupedPodSet]) -> list[FieldError]:
-    """Kueue's ValidatePodSetGroupingTopology: pod sets naming one group come in pairs, one of
-    the pair with a single pod, both asking for the same required or preferred topology."""
-    groups: dict[str, list[tuple[GroupedPodSet, dict[str, str]]]] = {}
-    for ps in podsets:
-        ann = str_map(ps.template_meta.get("annotations"))
+    A pod set belongs to the group it names only with a required or preferred topology (as in
+    the topology request Kueue builds from the annotations). A group must hold exactly two pod
+    sets, one of them of count 1, both asking for the same required or preferred topology."""
+    groups: dict[str, list[tuple[str, Mapping[str, str], int]]] = {}
+    for base, ann, count in members:
         name = ann.get(keys.PODSET_GROUP_NAME)
-        if name is not None:
-            groups.setdefault(name, []).append((ps, ann))
+        if name is not None and _group_topology(ann) != (None, None):
+            groups.setdefault(name, []).append((base, ann, count))
     errors: list[FieldError] = []
-    for name, members in groups.items():
-        paths = [annotation_path(keys.PODSET_GROUP_NAME, ps.base) for ps, _ in members]
-        if len(members) != 2:
-            errors += [invalid(path, name, f"can only define groups of exactly 2 pod sets, got: "
-                                           f"{len(members)} pod set(s)") for path in paths]
+    for name, group in groups.items():
+        if len(group) != 2:
+            detail = f"can only define groups of exactly 2 pod sets, got: {len(group)} pod set(s)"
+            errors += [invalid(_group_path(base), name, detail) for base, _, _ in group]
             continue
-        (first, ann1), (second, ann2) = members
-        if first.count != 1 and second.count != 1:
-            message = ("can only define groups where at least one pod set has only 1 replica, got: "
-                       f"{first.count} replica(s) and {second.count} replica(s) in the group")
-            errors += [invalid(path, name, message) for path in paths]
-        if not _same_topology(ann1, ann2):
-            template = (f"must specify '{keys.PODSET_REQUIRED_TOPOLOGY}' or "
-                        f"'{keys.PODSET_PREFERRED_TOPOLOGY}' topology consistent with '%s' in group '{name}'")
-            one, two = f"{first.base}.annotations", f"{second.base}.annotations"
-            errors += [invalid_omitted(one, template % two), invalid_omitted(two, template % one)]
+        (base1, ann1, count1), (base2, ann2, count2) = group
+        if count1 != 1 and count2 != 1:
+            detail = ("can only define groups where at least one pod set has only 1 replica, "
+                      f"got: {count1} replica(s) and {count2} replica(s) in the group")
+            errors += [invalid(_group_path(base), name, detail) for base in (base1, base2)]
+        if _group_topology(ann1) != _group_topology(ann2):
+            path1, path2 = f"{base1}.annotations", f"{base2}.annotations"
+            errors += [invalid_unshown(mine, f"must specify '{keys.PODSET_REQUIRED_TOPOLOGY}' or "
+                                             f"'{keys.PODSET_PREFERRED_TOPOLOGY}' topology consistent with "
+                                             f"'{other}' in group '{name}'")
+                       for mine, other in ((path1, path2), (path2, path1))]
     return errors
 
 
-def _same_topology(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    wanted = (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY)
-    if not any(k in a for k in wanted) or not any(k in b for k in wanted):
-        return False
-    return all(a.get(k) == b.get(k) for k in wanted)
+def _group_path(base: str) -> str:
+    return annotation_path(keys.PODSET_GROUP_NAME, base)
+
+
+def _group_topology(ann: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(required, preferred) of the topology request: a required topology hides a preferred one."""
+    if keys.PODSET_REQUIRED_TOPOLOGY in ann:
+        return ann[keys.PODSET_REQUIRED_TOPOLOGY], None
+    return None, ann.get(keys.PODSET_PREFERRED_TOPOLOGY)

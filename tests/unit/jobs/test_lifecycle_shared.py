@@ -111,7 +111,7 @@ def test_managed_top_level_follows_the_decision_table(
 
 def test_every_builtin_satisfies_its_protocols() -> None:
     kinds = {k.lifecycle.integration.kind: k.lifecycle for k in BUILTIN}
-    assert set(kinds) >= {"Job", "JobSet", "PyTorchJob", "LeaderWorkerSet", "Pod"}
+    assert set(kinds) >= {"Job", "JobSet", "PyTorchJob", "MPIJob", "LeaderWorkerSet", "Pod"}
     assert all(isinstance(lc, WorkloadOwner) for lc in kinds.values())
     # Every kind but the LWS (which runs through its pods) is a job of its own.
     assert all(isinstance(lc, JobLifecycle) for kind, lc in kinds.items() if kind != "LeaderWorkerSet")

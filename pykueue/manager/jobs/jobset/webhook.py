@@ -12,8 +12,8 @@ from pykueue.api.fields import FieldError
 from pykueue.api.wire import JSON
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.defaulting import apply_job_defaults
-from pykueue.manager.jobs.job_fields import get_path
-from pykueue.manager.jobs.tas_annotations import GroupedPodSet, podset_grouping_errors, tas_podset_errors
+from pykueue.manager.jobs.job_fields import get_path, str_map
+from pykueue.manager.jobs.tas_annotations import podset_group_errors, tas_podset_errors
 from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 from .lifecycle import GROUP, OWN_CONTROLLER, pods_count, replicated_jobs
@@ -49,14 +49,14 @@ class JobSetWebhook:
         if not ctx.gate("TopologyAwareScheduling"):
             return []
         errors: list[FieldError] = []
-        grouped: list[GroupedPodSet] = []
+        grouped: list[tuple[str, dict[str, str], int]] = []
         for i, rj in enumerate(replicated_jobs(obj)):
             base = f"spec.replicatedJobs[{i}].template.spec.template.metadata"
             meta = get_path(rj, "template", "spec", "template", "metadata")
             meta = meta if isinstance(meta, dict) else {}
             errors += tas_podset_errors(meta, base, ctx, pods_count(rj))
-            grouped.append(GroupedPodSet(base, meta, pods_count(rj)))
-        return errors + podset_grouping_errors(grouped)
+            grouped.append((base, str_map(meta.get("annotations")), pods_count(rj)))
+        return errors + podset_group_errors(grouped)
 
 
 WEBHOOK = JobSetWebhook()

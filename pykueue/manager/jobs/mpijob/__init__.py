@@ -1,0 +1,1 @@
+"""The mpijob integration: admission rules (webhook.py) and reconciliation (lifecycle.py)."""
