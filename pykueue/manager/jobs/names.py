@@ -27,9 +27,11 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+# With the example and the regex, as the apiserver's IsDNS1123Subdomain words it.
 DNS1123_SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    r"regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 
 

@@ -37,11 +37,14 @@ def tas_podset_errors(
         if k in ann
     ]
     if len(present) > 1:
+        # Kueue names all three keys whichever are present, and omits the value.
+        every = (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY,
+                 keys.PODSET_UNCONSTRAINED_TOPOLOGY)
         errors.append(
-            invalid(
+            invalid_unshown(
                 f"{base}.annotations",
-                present,
-                "must not contain more than one topology annotation: " + ", ".join(present),
+                "must not contain more than one topology annotation: ["
+                + ", ".join(json.dumps(k) for k in every) + "]",
             )
         )
     for key in (
