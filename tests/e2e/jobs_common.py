@@ -20,8 +20,12 @@ def condition(obj: dict[str, Any], kind: str) -> bool:
     )
 
 
-def queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
-    """A flavor with node labels, a ClusterQueue of ``cpu`` CPUs for this namespace, LocalQueue ``lq``."""
+def queues(dev_cluster: DevCluster, namespace: str, cpu: str, memory: str | None = None) -> str:
+    """A flavor with node labels, a ClusterQueue of ``cpu`` CPUs (and ``memory``, when the jobs
+    ask for it: a resource no quota covers is never admitted) for this namespace, LocalQueue ``lq``."""
+    quotas = [{"name": "cpu", "nominalQuota": cpu}]
+    if memory is not None:
+        quotas.append({"name": "memory", "nominalQuota": memory})
     cq = f"cq-{namespace}"
     dev_cluster.apply(
         {
@@ -40,8 +44,8 @@ def queues(dev_cluster: DevCluster, namespace: str, cpu: str) -> str:
                 "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}},
                 "resourceGroups": [
                     {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+                        "coveredResources": [q["name"] for q in quotas],
+                        "flavors": [{"name": FLAVOR, "resources": quotas}],
                     }
                 ],
             },

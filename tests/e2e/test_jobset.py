@@ -81,7 +81,7 @@ def _waits_for_quota(dev_cluster: DevCluster, namespace: str, name: str) -> bool
 @pytest.fixture
 def three_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
     """Room for one sample JobSet (3 CPUs) on the labelled flavor; the ClusterQueue's name."""
-    cq = queues(dev_cluster, namespace, "3")
+    cq = queues(dev_cluster, namespace, "3", memory="8Gi")
     try:
         yield cq
     finally:
