@@ -37,13 +37,11 @@ def tas_podset_errors(
         if k in ann
     ]
     if len(present) > 1:
-        errors.append(
-            invalid(
-                f"{base}.annotations",
-                present,
-                "must not contain more than one topology annotation: " + ", ".join(present),
-            )
-        )
+        exclusive = (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY,
+                     keys.PODSET_UNCONSTRAINED_TOPOLOGY)
+        named = ", ".join(json.dumps(k) for k in exclusive)
+        errors.append(invalid_omitted(f"{base}.annotations",
+                                      f"must not contain more than one topology annotation: [{named}]"))
     for key in (
         keys.PODSET_REQUIRED_TOPOLOGY,
         keys.PODSET_PREFERRED_TOPOLOGY,
