@@ -12,7 +12,8 @@ from pykueue.manager.jobs.leaderworkerset.kind import KIND as LEADER_WORKER_SET
 from pykueue.manager.jobs.pod.kind import KIND as LWS_POD
 from pykueue.manager.jobs.pytorchjob.kind import KIND as PYTORCH_JOB
 from pykueue.manager.jobs.registry import register
+from pykueue.manager.jobs.trainjob.kind import KIND as TRAIN_JOB
 
-BUILTIN = (JOB, JOBSET, PYTORCH_JOB, LEADER_WORKER_SET, LWS_POD)
+BUILTIN = (JOB, JOBSET, PYTORCH_JOB, TRAIN_JOB, LEADER_WORKER_SET, LWS_POD)
 for _kind in BUILTIN:
     register(_kind)
