@@ -21,8 +21,9 @@ from pykueue.kube import resources as res
 from pykueue.kube.client import ApiError, KubeClient, connect
 from pykueue.kube.config_file import load_config
 from pykueue.kube.startup import check_kubeconfig, one_line
-from pykueue.manager.jobs.registry import kinds
+from pykueue.manager.jobs.registry import kinds, related_kinds
 from pykueue.manager.runtime.controllers.topology import BOUND_PODS
+from pykueue.manager.runtime.job_resources import related_resource
 from pykueue.manager.scenario.cluster_snapshot import ClusterListing
 
 READ_TIMEOUT_S = 60.0
@@ -60,11 +61,19 @@ async def list_all(client: KubeClient, ref: res.ResourceRef, field_selector: str
         query["continue"] = token
 
 
-async def _list_kind(client: KubeClient, ref: res.ResourceRef) -> list[JSON]:
+def related_listed() -> tuple[res.ResourceRef, ...]:
+    """The kinds job kinds' rules read besides the job (a TrainJob's training runtimes), listed
+    for what-if submissions of those jobs: optional and best effort, as a cluster may lack
+    their CRD and a role may not read them."""
+    return tuple(related_resource(rk) for rk in related_kinds())
+
+
+async def _list_kind(client: KubeClient, ref: res.ResourceRef, optional: bool = False) -> list[JSON]:
     try:
         return await list_all(client, ref, BOUND_PODS if ref.kind == "Pod" else "")
     except ApiError as exc:
-        if (exc.not_found and ref.kind in OPTIONAL) or (exc.status == 403 and ref.kind in BEST_EFFORT):
+        if (exc.not_found and (optional or ref.kind in OPTIONAL)) or \
+                (exc.status == 403 and (optional or ref.kind in BEST_EFFORT)):
             return []
         raise ClusterReadError(f"cannot list {ref.plural}: {exc}") from exc
 
@@ -92,10 +101,12 @@ async def manager_config(client: KubeClient, path: str | None) -> dict[str, Any]
 
 
 async def read_listing(client: KubeClient, config_path: str | None) -> ClusterListing:
-    lists = await asyncio.gather(*(_list_kind(client, ref) for ref in LISTED))
+    related = related_listed()
+    lists = await asyncio.gather(*(_list_kind(client, ref) for ref in LISTED),
+                                 *(_list_kind(client, ref, optional=True) for ref in related))
     config = await manager_config(client, config_path)
-    return ClusterListing({ref.kind: items for ref, items in zip(LISTED, lists, strict=True)}, config,
-                          now=time.time())
+    return ClusterListing({ref.kind: items for ref, items in zip((*LISTED, *related), lists, strict=True)},
+                          config, now=time.time())
 
 
 async def with_client(kubeconfig: str | None, work: Any) -> Any:

@@ -159,9 +159,10 @@ async def _patched(deps: WebhookDeps, admission: Admission, obj: JSON,
     return admission_response(admission.review.uid, patch=patch, warnings=warnings)
 
 
-async def _facts(deps: WebhookDeps, review: AdmissionRequest, obj: JSON) -> ClusterFacts:
+async def _facts(deps: WebhookDeps, review: AdmissionRequest, obj: JSON,
+                 related: bool = False) -> ClusterFacts:
     namespace = review.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
-    return await resolve_facts(obj, namespace, deps.policy, deps.lookup)
+    return await resolve_facts(obj, namespace, deps.policy, deps.lookup, related=related)
 
 
 def _mutator(deps: WebhookDeps, hook: JobWebhook, gvk: GVK) -> Decide:
@@ -203,7 +204,7 @@ def _validator(deps: WebhookDeps, hook: JobWebhook) -> Decide:
         if not deps.policy.integration_enabled(hook.integration):
             return admission_response(review.uid)
         try:
-            facts = await _facts(deps, review, obj)
+            facts = await _facts(deps, review, obj, related=True)
             errors = hook.validate(
                 obj,
                 review.old_object if review.operation == "UPDATE" else None,

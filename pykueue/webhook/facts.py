@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pykueue.api import keys
@@ -33,7 +33,8 @@ from pykueue.manager.jobs.integrations import (
     OwnerLookupNeeded,
 )
 from pykueue.manager.jobs.ownership import find_managed_ancestor, may_be_managed
-from pykueue.manager.jobs.registry import integration_for, kinds
+from pykueue.manager.jobs.registry import integration_for, kind_of, kinds, related_kinds
+from pykueue.manager.jobs.related import ReadsRelated, Related, RelatedKey
 from pykueue.manager.jobs.tas_routing import kueue_pod_queue, needs_queue_lookup, queue_is_tas_only
 
 GET_TIMEOUT_S = 2.0
@@ -98,8 +99,19 @@ def owner_access() -> tuple[ApiAccess, ...]:
     return tuple(ApiAccess(i.group, i.plural, ("get",)) for i in walked)
 
 
+def related_access() -> tuple[ApiAccess, ...]:
+    """The objects besides the job a kind's validation reads (``manager.jobs.related``: a
+    TrainJob's training runtime), which :class:`ApiLookup` GETs, as RBAC."""
+    return tuple(ApiAccess(rk.group, rk.plural, ("get",)) for rk in related_kinds())
+
+
 def _object_path(key: OwnerKey) -> str:
     api_version, kind, namespace, name = key
+    related = next((rk for rk in related_kinds() if (rk.api_version, rk.kind) == (api_version, kind)), None)
+    if related is not None:
+        prefix = f"/apis/{api_version}" if related.group else f"/api/{api_version}"
+        where = f"/namespaces/{namespace}" if related.namespaced else ""
+        return f"{prefix}{where}/{related.plural}/{name}"
     group = api_version.rpartition("/")[0]
     integration = integration_for(group, kind)
     if (group, kind) == (REPLICA_SET.group, REPLICA_SET.kind):
@@ -206,7 +218,7 @@ class ApiLookup:
         return False
 
     async def get_object(self, key: OwnerKey) -> JSON | None:
-        return await self._find(key[1], _object_path(key), key[3], key[2])
+        return await self._find(key[1], _object_path(key), key[3], key[2] or None)
 
 
 async def resolve_facts(
@@ -215,13 +227,26 @@ async def resolve_facts(
     policy: AdmissionPolicy,
     lookup: ClusterLookup,
     timeout_s: float = RESOLVE_TIMEOUT_S,
+    related: bool = False,
 ) -> ClusterFacts:
-    """Every fact the job decisions may read for ``obj``; raises :class:`LookupFailed`."""
+    """Every fact the job decisions may read for ``obj``; raises :class:`LookupFailed`.
+    ``related``: also the objects besides the job its kind's rules read (validation needs
+    them, defaulting does not)."""
     try:
         async with asyncio.timeout(timeout_s):
-            return await _resolve(obj, namespace, policy, lookup)
+            facts = await _resolve(obj, namespace, policy, lookup)
+            if related:
+                facts = replace(facts, related=await _related(obj, lookup))
+            return facts
     except TimeoutError as exc:
         raise LookupFailed(f"cluster lookups took longer than {timeout_s}s") from exc
+
+
+async def _related(obj: JSON, lookup: ClusterLookup) -> Related:
+    kind = kind_of(obj)
+    lc = None if kind is None else kind.lifecycle
+    needs: tuple[RelatedKey, ...] = lc.needs(obj) if isinstance(lc, ReadsRelated) else ()
+    return {key: await lookup.get_object(key) for key in needs}
 
 
 async def _resolve(obj: JSON, namespace: str, policy: AdmissionPolicy, lookup: ClusterLookup) -> ClusterFacts:

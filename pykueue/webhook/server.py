@@ -36,7 +36,7 @@ from pykueue.kube.informer import Informer
 from pykueue.kube.ratelimit import TokenBucket
 from pykueue.manager.jobs.admission import AdmissionPolicy
 from pykueue.webhook.app import WebhookDeps, make_app
-from pykueue.webhook.facts import ApiLookup, owner_access
+from pykueue.webhook.facts import ApiLookup, owner_access, related_access
 from pykueue.webhook.review import MAX_CONVERSION_BYTES, MAX_REVIEW_BYTES
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,9 @@ API_ACCESS: tuple[ApiAccess, ...] = (
 
 
 def api_access() -> tuple[ApiAccess, ...]:
-    """:data:`API_ACCESS` and the GETs of the ancestor walk (``webhook.facts.owner_access``)."""
-    return (*API_ACCESS, *owner_access())
+    """:data:`API_ACCESS`, the GETs of the ancestor walk (``webhook.facts.owner_access``) and of
+    the objects a kind's validation reads besides the job (``webhook.facts.related_access``)."""
+    return (*API_ACCESS, *owner_access(), *related_access())
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 
 # The webhook's own API budget (fact lookups that miss the informers, and the informers).

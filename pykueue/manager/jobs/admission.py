@@ -2,8 +2,9 @@
 caller resolved at the edge, and the contract each job kind's webhook implements.
 
 Purity is kept by splitting each decision in two: *facts* about the cluster (namespace
-labels, does LocalQueue ``default`` exist, owner objects) are resolved by the caller and
-handed in as :class:`ClusterFacts`; the rules only read them.
+labels, does LocalQueue ``default`` exist, owner objects, the objects a kind's rules read
+besides the job) are resolved by the caller and handed in as :class:`ClusterFacts`; the rules
+only read them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pykueue.api.fields import FieldError
 from pykueue.api.wire import JSON
 from pykueue.manager.jobs.gates import FeatureGates
 from pykueue.manager.jobs.integrations import OwnerKey
+from pykueue.manager.jobs.related import Related
 
 
 class AdmissionDenied(Exception):
@@ -74,6 +76,9 @@ class ClusterFacts:
     queue_uses_multikueue: bool = False  # the object's LocalQueue -> ClusterQueue has a MultiKueue check
     owners: Mapping[OwnerKey, JSON | None] = field(default_factory=dict)  # None: not found
     queue_tas_only: bool = False  # a pod's LocalQueue -> ClusterQueue has only TAS flavors
+    # The objects besides the job its kind's rules read (``manager.jobs.related``: a TrainJob's
+    # training runtime), for validation; None: looked up and not found.
+    related: Related = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pykueue.manager.jobs.mpijob.kind import KIND as MPI_JOB
 from pykueue.manager.jobs.pod.kind import KIND as LWS_POD
 from pykueue.manager.jobs.pytorchjob.kind import KIND as PYTORCH_JOB
 from pykueue.manager.jobs.registry import register
+from pykueue.manager.jobs.trainjob.kind import KIND as TRAIN_JOB
 
-BUILTIN = (JOB, JOBSET, PYTORCH_JOB, MPI_JOB, LEADER_WORKER_SET, LWS_POD)
+BUILTIN = (JOB, JOBSET, PYTORCH_JOB, MPI_JOB, TRAIN_JOB, LEADER_WORKER_SET, LWS_POD)
 for _kind in BUILTIN:
     register(_kind)

@@ -54,17 +54,27 @@ def finished_workload(integration: Integration, subject: Mapping[str, Any], work
                        reporter(integration))
 
 
+def _written(actions: Iterable[Action]) -> list[Mapping[str, Any]]:
+    """The objects the actions wrote, each once (a TrainJob's start writes it twice)."""
+    seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for action in actions:
+        m = meta(action.obj)
+        seen.setdefault((str(action.obj.get("kind") or ""), str(m.get("namespace") or ""),
+                         str(m.get("name") or "")), action.obj)
+    return list(seen.values())
+
+
 def started(integration: Integration, actions: Iterable[Action],
             workload: Mapping[str, Any]) -> list[EventRecord]:
     """One ``Started`` per object the start wrote (the job; each ungated pod of a group)."""
     cq = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-    return [EventRecord(_ref(a.obj), "Started", f"Admitted by clusterQueue {cq}", reporter(integration))
-            for a in actions]
+    return [EventRecord(_ref(obj), "Started", f"Admitted by clusterQueue {cq}", reporter(integration))
+            for obj in _written(actions)]
 
 
 def stopped(integration: Integration, actions: Iterable[Action], why: str) -> list[EventRecord]:
     """One ``Stopped`` per object the stop wrote (the suspended job; each deleted pod)."""
-    return [EventRecord(_ref(a.obj), "Stopped", why, reporter(integration)) for a in actions]
+    return [EventRecord(_ref(obj), "Stopped", why, reporter(integration)) for obj in _written(actions)]
 
 
 def admission_check_update(integration: Integration, subject: Mapping[str, Any],

@@ -42,8 +42,6 @@ KNOWN_ELSEWHERE: tuple[Integration, ...] = (
     Integration("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"),
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
-    Integration("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs",
-                prebuilt=True),
     Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
                 "appwrappers", prebuilt=True),
     Integration("deployment", "apps", "v1", "Deployment", "deployments"),

@@ -11,8 +11,9 @@ owns one per group). :class:`JobLifecycle` adds running one Workload: suspend st
 start, stop, restore, finished, pods ready. A LeaderWorkerSet is only an owner: its groups
 run through their pods (the ``pod`` lifecycle), exactly as Kueue splits the LWS reconciler
 from the pod-group reconciler. Everything else a kind may or may not do is a separate small
-capability Protocol (:class:`GroupedObjects`, :class:`AdoptsPods`), checked with
-``isinstance`` so the reconciler asks "can you" rather than "what are you".
+capability Protocol (:class:`GroupedObjects`, :class:`AdoptsPods`, and
+``manager.jobs.related.ReadsRelated`` for a kind whose rules read other objects than the
+job), checked with ``isinstance`` so the reconciler asks "can you" rather than "what are you".
 
 Pure: lifecycles return the objects to write as :class:`Replace`/:class:`Delete` values,
 and the runtime performs them with optimistic concurrency.
@@ -34,6 +35,7 @@ from pykueue.manager.jobs.multikueue.adapter import MultiKueueAdapter
 from pykueue.manager.jobs.names import is_dns1123_label
 from pykueue.manager.jobs.ownership import namespace_selected
 from pykueue.manager.jobs.registry import build_workloads, owner_integration
+from pykueue.manager.jobs.related import NO_RELATED, Related
 
 # -- what a lifecycle asks the runtime to do -------------------------------------------------
 
@@ -301,6 +303,9 @@ class TopLevelOwner:
     """
 
     integration: Integration
+    # The objects besides the job its rules read (``manager.jobs.related``): none, unless a
+    # lifecycle that reads some was bound to them.
+    related: Related = NO_RELATED
 
     def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
                    namespace_labels: Mapping[str, str]) -> bool:
@@ -311,7 +316,7 @@ class TopLevelOwner:
         return queue_name(job)
 
     def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        return build_workloads(dict(job))  # by the object's registered kind
+        return build_workloads(dict(job), self.related)  # by the object's registered kind
 
 
 # -- admission -> podset infos ---------------------------------------------------------------

@@ -25,6 +25,7 @@ from pykueue.api.wire import JSON
 from pykueue.manager.core.jobs_to_workloads import queue_name
 from pykueue.manager.core.objects import ObjectError
 from pykueue.manager.jobs.integrations import BY_GROUP_KIND, REPLICA_SET, Integration, group_of
+from pykueue.manager.jobs.related import NO_RELATED, Related, RelatedKind, related_kinds_of
 
 if TYPE_CHECKING:
     from pykueue.manager.jobs.admission import AdmissionPolicy, JobWebhook
@@ -57,9 +58,10 @@ class JobKind:
     integration: Integration
     lifecycle: WorkloadOwner
     webhook: JobWebhook | None = None
-    # The Workloads an object of this kind turns into (names deterministic); None for a kind
+    # The Workloads an object of this kind turns into (names deterministic), given the related
+    # objects its rules read (``manager.jobs.related``; most kinds read none); None for a kind
     # whose objects run under another kind's Workloads (the pods of an LWS group).
-    to_workloads: Callable[[JSON], list[JSON]] | None = None
+    to_workloads: Callable[[JSON, Related], list[JSON]] | None = None
     # The API writes its lifecycle's actions make (each ``Replace`` a PUT of the object's
     # resource, each ``Delete`` a DELETE). The reconciler adds what follows from the kind
     # itself (an informer of it, its finalizers for the Workloads it owns): see
@@ -117,6 +119,12 @@ def kinds() -> tuple[JobKind, ...]:
     return tuple(_KINDS.values())
 
 
+def related_kinds() -> tuple[RelatedKind, ...]:
+    """Every kind of object the registered kinds' rules read besides the job
+    (``manager.jobs.related``), each once."""
+    return related_kinds_of(k.lifecycle for k in kinds())
+
+
 def kind_of(obj: Mapping[str, object]) -> JobKind | None:
     """The registered kind of an object, by its apiVersion and kind."""
     api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
@@ -142,13 +150,14 @@ def owner_integration(policy: AdmissionPolicy, api_version: str, kind: str) -> t
     return (group, kind) == (REPLICA_SET.group, REPLICA_SET.kind), False
 
 
-def build_workloads(obj: JSON) -> list[JSON]:
+def build_workloads(obj: JSON, related: Related = NO_RELATED) -> list[JSON]:
     """The Workload objects a job turns into, whether or not it names a queue (the reconcilers
-    call this once they decided the job is managed; without a queue name the Workload waits)."""
+    call this once they decided the job is managed; without a queue name the Workload waits).
+    ``related``: the objects besides the job its kind's rules read, as the caller found them."""
     kind = kind_of(obj)
     if kind is None or kind.to_workloads is None:
         raise ObjectError(f"unsupported job kind {obj.get('apiVersion')}/{obj.get('kind')}")
-    return kind.to_workloads(obj)
+    return kind.to_workloads(obj, related)
 
 
 def is_job(obj: Mapping[str, object]) -> bool:
@@ -161,14 +170,14 @@ def is_job_kind(kind: str) -> bool:
     return any(k.integration.kind == kind and k.to_workloads is not None for k in kinds())
 
 
-def workloads_for(obj: JSON) -> list[JSON]:
+def workloads_for(obj: JSON, related: Related = NO_RELATED) -> list[JSON]:
     """The Workloads Kueue would create for a job submitted as is (none without a queue name,
     since manageJobsWithoutQueueName is off by default)."""
     if not is_job(obj):
         raise ObjectError(f"unsupported job kind {obj.get('apiVersion')}/{obj.get('kind')}")
     if not queue_name(obj):
         return []
-    return build_workloads(obj)
+    return build_workloads(obj, related)
 
 
 def webhook_path(verb: str, gvk: GVK) -> str:

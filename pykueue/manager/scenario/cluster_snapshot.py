@@ -9,7 +9,9 @@ ready Nodes and bound Pods (topology-aware placement), then every Workload with 
 A job submitted in a what-if becomes its Workloads the way a real ``kubectl create`` would
 make them: the kind's admission webhook defaults it (default LocalQueue, priority class,
 suspend) and validates it with facts read from the same lists, then the kind's lifecycle
-decides whether it is managed and builds its Workloads, as the job reconciler does.
+decides whether it is managed and builds its Workloads, as the job reconciler does. The
+objects some kinds' rules read besides the job (a TrainJob's training runtime) come from the
+lists too, under their kind's name.
 ``explain`` and ``simulate --cluster`` both start here.
 """
 
@@ -25,11 +27,13 @@ from pykueue.api import keys
 from pykueue.api.field_errors import aggregate
 from pykueue.api.wire import JSON
 from pykueue.manager.core.jobs_to_workloads import queue_name
+from pykueue.manager.core.objects import ObjectError
 from pykueue.manager.core.tas.nodes import is_ready
 from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
 from pykueue.manager.jobs.integrations import MAX_OWNER_HOPS, OwnerKey, OwnerLookupNeeded
 from pykueue.manager.jobs.ownership import find_managed_ancestor
-from pykueue.manager.jobs.registry import kind_of
+from pykueue.manager.jobs.registry import kind_of, related_kinds
+from pykueue.manager.jobs.related import ReadsRelated, RelatedKey, resolve
 
 from .loader import Scenario, ScenarioError
 from .runner import Simulation
@@ -131,6 +135,9 @@ class _Index:
         self.priority_classes = {str(_meta(p).get("name")) for p in
                                  listing.items.get("WorkloadPriorityClass") or ()}
         self.checks = {str(_meta(c).get("name")): c for c in listing.items.get("AdmissionCheck") or ()}
+        # Objects job kinds' rules read besides the job (a TrainJob's training runtime), by key.
+        self.related: dict[RelatedKey, JSON] = {
+            rk.key_of(o): o for rk in related_kinds() for o in listing.items.get(rk.kind) or ()}
 
     def uses_multikueue(self, namespace: str, queue: str) -> bool:
         lq = self.local_queues.get((namespace, queue))
@@ -153,8 +160,10 @@ class _Index:
         multikueue = (bool(queue) and policy.gates.enabled("MultiKueue")
                       and self.uses_multikueue(namespace, queue))
         owners: dict[OwnerKey, JSON | None] = {}
+        kind = kind_of(obj)
+        related = resolve(kind.lifecycle if kind is not None else None, obj, self.related)
         for _ in range(MAX_OWNER_HOPS + 2):
-            facts = ClusterFacts(labels, default_lq, default_wpc, multikueue, owners)
+            facts = ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, related=related)
             try:
                 find_managed_ancestor(obj, AdmissionContext(policy, facts))
             except OwnerLookupNeeded as need:
@@ -163,7 +172,7 @@ class _Index:
             except AdmissionDenied:
                 pass
             return facts
-        return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners)
+        return ClusterFacts(labels, default_lq, default_wpc, multikueue, owners, related=related)
 
 
 # The API server completes a generateName with five characters from this alphabet (no
@@ -243,8 +252,15 @@ def submission_workloads(obj: JSON, listing: ClusterListing, policy: AdmissionPo
     if not kind.lifecycle.is_managed(obj, policy, labels):
         raise SubmissionError(f"{ref}: pykueue would not manage it (no queue name, or its namespace "
                               "is not selected)")
+    lifecycle = kind.lifecycle
+    if isinstance(lifecycle, ReadsRelated):
+        lifecycle = lifecycle.bind(facts.related)
+    try:
+        made = lifecycle.workloads(obj)
+    except ObjectError as exc:
+        raise SubmissionError(f"{ref}: pykueue could not make its Workload: {exc}") from exc
     workloads = []
-    for i, wl in enumerate(kind.lifecycle.workloads(obj)):
+    for i, wl in enumerate(made):
         wl_meta = dict(_meta(wl))
         wl_meta["uid"] = f"{uid}-{i}"
         wl_meta["creationTimestamp"] = created

@@ -7,6 +7,9 @@ a scenario exercises waitForPodsReady. ``runUntilIdle`` schedules until nothing 
 at the current time; only ``advance`` moves the clock, firing timers (backoff ends,
 PodsReady timeouts) in time order on the way.
 
+Objects a job kind's rules read besides the job (``manager.jobs.related``: the training
+runtime a TrainJob names) are kept as given, for the jobs applied after them.
+
 Topology, Node and Pod objects (and ProvisioningRequest AdmissionChecks) feed the TAS
 placer; ``failNode`` deletes a node and the pods bound to it, after which admitted
 workloads with pods there get a replacement node or are evicted (``NodeFailures``).
@@ -24,7 +27,8 @@ from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import ObjectError
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED
-from pykueue.manager.jobs.registry import is_job, is_job_kind, workloads_for
+from pykueue.manager.jobs.registry import is_job, is_job_kind, kind_of, related_kinds, workloads_for
+from pykueue.manager.jobs.related import RelatedKey, RelatedKind, resolve
 
 from .loader import Scenario, ScenarioError
 
@@ -32,6 +36,11 @@ PODS_READY_AFTER = "pykueue.dev/pods-ready-after"
 START = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 # Kept as read; Topology, Node and Pod also feed topology-aware placement.
 _RECORDED_KINDS = ("Topology", "Node", "Pod", "ProvisioningRequestConfig", "PriorityClass")
+
+
+def _related_kind(api_version: str, kind: str) -> RelatedKind | None:
+    """The related kind (of some job kind's rules) an object is of, if any."""
+    return next((rk for rk in related_kinds() if (rk.api_version, rk.kind) == (api_version, kind)), None)
 
 
 class Simulation:
@@ -56,6 +65,7 @@ class Simulation:
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
         self.recorded: list[dict[str, Any]] = []
+        self.related: dict[RelatedKey, dict[str, Any]] = {}  # objects jobs' rules read, by key
         self.failed_nodes: list[str] = []
         self._ready_events: list[tuple[float, str, int]] = []
         self._ready_scheduled: dict[str, int] = {}
@@ -77,12 +87,16 @@ class Simulation:
                 self.recorded.append(obj)
                 if self.tas.apply(obj):
                     self.core.requeue_inadmissible()
+            elif (related_kind := _related_kind(str(obj.get("apiVersion") or ""), str(kind))) is not None:
+                self.related[related_kind.key_of(obj)] = obj
             elif is_job(obj):
                 meta = obj.get("metadata") or {}
                 job_key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
                 delay = self._delay(obj)
                 keys = []
-                for wl in workloads_for(obj):
+                job_kind = kind_of(obj)
+                related = resolve(job_kind.lifecycle if job_kind else None, obj, self.related)
+                for wl in workloads_for(obj, related):
                     rec = self.core.apply_workload(wl)
                     keys.append(rec.key)
                     self.ready_after[rec.key] = delay
@@ -210,6 +224,11 @@ class Simulation:
         if job_key in self.job_workloads and is_job_kind(kind):
             for key in self.job_workloads.pop(job_key):
                 self.core.delete("Workload", *key.split("/", 1))
+            return
+        related_kind = next((rk for rk in related_kinds() if rk.kind == kind), None)
+        if related_kind is not None:
+            if self.related.pop(related_kind.key(name, str(ns or "")), None) is None:
+                raise ScenarioError(f"delete: no {kind} {job_key if ns else name}")
             return
         if kind in _RECORDED_KINDS:
             before = len(self.recorded)

@@ -12,10 +12,11 @@ from pykueue.manager.core.objects import named_meta
 from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE, pods_count
 from pykueue.manager.jobs.batchjob.webhook import WEBHOOK
 from pykueue.manager.jobs.registry import JobKind, job_rbac
+from pykueue.manager.jobs.related import NO_RELATED, Related
 from pykueue.manager.jobs.workload_slices import is_elastic, slice_annotations
 
 
-def workloads(job: JSON) -> list[JSON]:
+def workloads(job: JSON, related: Related = NO_RELATED) -> list[JSON]:
     meta, spec = named_meta(job), job.get("spec") or {}
     podset: JSON = {"name": "main", "count": pods_count(job), "template": spec.get("template") or {}}
     min_par = (meta.get("annotations") or {}).get(keys.JOB_MIN_PARALLELISM)

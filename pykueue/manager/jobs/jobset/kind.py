@@ -6,12 +6,13 @@ from pykueue.api.wire import JSON
 from pykueue.manager.core.jobs_to_workloads import owned_workload
 from pykueue.manager.core.objects import ObjectError, named_meta
 from pykueue.manager.jobs.registry import JobKind, job_rbac
+from pykueue.manager.jobs.related import NO_RELATED, Related
 
 from .lifecycle import LIFECYCLE, pods_count, replicated_jobs
 from .webhook import WEBHOOK
 
 
-def workloads(jobset: JSON) -> list[JSON]:
+def workloads(jobset: JSON, related: Related = NO_RELATED) -> list[JSON]:
     m = named_meta(jobset)
     podsets = [{"name": str(rj.get("name") or ""), "count": pods_count(rj),
                 "template": ((rj.get("template") or {}).get("spec") or {}).get("template") or {}}

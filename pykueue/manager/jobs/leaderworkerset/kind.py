@@ -12,9 +12,10 @@ from pykueue.manager.core.objects import named_meta
 from pykueue.manager.jobs.leaderworkerset.lifecycle import GROUP, LIFECYCLE
 from pykueue.manager.jobs.leaderworkerset.webhook import WEBHOOK
 from pykueue.manager.jobs.registry import JobKind, WebhookRules
+from pykueue.manager.jobs.related import NO_RELATED, Related
 
 
-def workloads(lws: JSON) -> list[JSON]:
+def workloads(lws: JSON, related: Related = NO_RELATED) -> list[JSON]:
     meta, spec = named_meta(lws), lws.get("spec") or {}
     lwt = spec.get("leaderWorkerTemplate") or {}
     size = int(lwt.get("size", 1))

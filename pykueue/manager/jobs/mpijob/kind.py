@@ -18,9 +18,10 @@ from pykueue.manager.jobs.mpijob.lifecycle import (
 )
 from pykueue.manager.jobs.mpijob.webhook import WEBHOOK
 from pykueue.manager.jobs.registry import JobKind, job_rbac
+from pykueue.manager.jobs.related import NO_RELATED, Related
 
 
-def workloads(job: JSON) -> list[JSON]:
+def workloads(job: JSON, related: Related = NO_RELATED) -> list[JSON]:
     meta, specs = named_meta(job), replica_specs(job)
     podsets = [{"name": podset_name(role), "count": pods_count(specs[role]),
                 "template": copy.deepcopy(specs[role].get("template") or {})}

@@ -8,9 +8,10 @@ from pykueue.manager.core.objects import ObjectError, named_meta
 from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE, ROLES
 from pykueue.manager.jobs.pytorchjob.webhook import WEBHOOK
 from pykueue.manager.jobs.registry import JobKind, job_rbac
+from pykueue.manager.jobs.related import NO_RELATED, Related
 
 
-def workloads(job: JSON) -> list[JSON]:
+def workloads(job: JSON, related: Related = NO_RELATED) -> list[JSON]:
     meta, spec = named_meta(job), job.get("spec") or {}
     replicas = spec.get("pytorchReplicaSpecs") or {}
     podsets = [{"name": role.lower(), "count": int(replicas[role].get("replicas", 1)),

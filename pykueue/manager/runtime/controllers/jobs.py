@@ -22,6 +22,12 @@ the job's creation timestamp to the Workload's, both the API server's.
 Pod groups (capability ``GroupedObjects``) are keyed by group name; an index from group to
 member pods, kept by the pod informer's handler, assembles the group for the lifecycle.
 
+A kind whose rules read other objects (capability ``ReadsRelated``: a TrainJob's training
+runtime) gets an informer of each kind it may read; each reconcile looks up what the job needs
+there and binds the lifecycle to it. A job whose related objects are not all there is not
+reconciled: the reconcile fails and is retried with backoff (as Kueue's fails when it cannot
+build the job's pod sets), and it runs again at once when one of them appears or changes.
+
 An integration whose CRD is missing is logged and left out (a cluster may lack the
 training-operator or LWS); the others run. Writes carry the object's resourceVersion, so a
 409 raises, and the work queue retries from the informer's newer copy.
@@ -70,9 +76,10 @@ from pykueue.manager.jobs.lifecycle import (
     prebuilt_workload_name,
 )
 from pykueue.manager.jobs.registry import JobKind, Registry
+from pykueue.manager.jobs.related import ReadsRelated, RelatedKey, RelatedKind, RelatedMissing, missing
 from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from pykueue.manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
-from pykueue.manager.runtime.job_resources import resource_for, resource_of
+from pykueue.manager.runtime.job_resources import related_resource, resource_for, resource_of
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +103,7 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
     PUTs a ``Replace`` and DELETEs a ``Delete``), ``update`` on its finalizers for the Workloads
     it owns (``_create_workload`` sets blockOwnerDeletion), and a list of an elastic kind's pods
     (the ungater). For all kinds: Workloads created, their queue name or slice updated, surplus
-    ones deleted."""
+    ones deleted. An informer of each kind of object a kind's rules read (``ReadsRelated``)."""
     rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
     for kind in job_kinds:
         ref = resource_of(kind.integration)
@@ -104,6 +111,8 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
                  ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
         if isinstance(kind.lifecycle, ScalesBySlices):
             rows.append(res.PODS.access("list"))
+        if isinstance(kind.lifecycle, ReadsRelated):
+            rows += [related_resource(rk).access("list", "watch") for rk in kind.lifecycle.related_kinds]
     return tuple(rows)
 
 
@@ -145,6 +154,11 @@ class JobReconciler:
         self._prebuilt_of: dict[str, str] = {}
         # kind -> the informers of its objects (several for a grouped kind with several selectors).
         self._sources: dict[str, list[Informer]] = {}
+        # The related objects each job needs (ReadsRelated), and the reverse: whom to reconcile
+        # when one changes. Related kind name -> its informer.
+        self._needs_of: dict[str, tuple[RelatedKey, ...]] = {}
+        self._needed_by: dict[RelatedKey, set[str]] = {}
+        self._related: dict[str, Informer] = {}
 
     # -------------------------------------------------------------- setup
 
@@ -166,7 +180,25 @@ class JobReconciler:
                 # The first under the kind's name; further selectors beside it.
                 self.informers[ref.kind if i == 0 else f"{ref.kind}#{i}"] = informer
                 self._sources.setdefault(ref.kind, []).append(informer)
+            if isinstance(lc, ReadsRelated):
+                for rk in lc.related_kinds:
+                    await self._watch_related(rk)
         log.info("job integrations: %s", ", ".join(lc.integration.name for lc in self.active) or "none")
+
+    async def _watch_related(self, rk: RelatedKind) -> None:
+        if rk.kind in self._related:
+            return
+        ref = related_resource(rk)
+        if not await self._served(ref):
+            # Nothing of that kind can be found: the jobs that need one wait (and are retried).
+            log.warning("the %s API (%s) is not served by this cluster: jobs that need one wait",
+                        ref.kind, ref.api_version)
+            return
+        if rk.kind in self.informers:
+            raise ValueError(f"related kind {rk.kind} clashes with an informer of that name")
+        informer = Informer(self.client, ref)
+        informer.add_handler(self._related_handler(rk))
+        self.informers[rk.kind] = self._related[rk.kind] = informer
 
     async def _served(self, ref: ResourceRef) -> bool:
         try:
@@ -205,6 +237,27 @@ class JobReconciler:
                     name = None if event == EventType.DELETED else owner.pod_owner(obj)
                     self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
         return handle
+
+    def _related_handler(self, rk: RelatedKind) -> Callable[[EventType, JSON, JSON | None], None]:
+        def handle(event: EventType, obj: JSON, old: JSON | None) -> None:
+            for job_key in sorted(self._needed_by.get(rk.key_of(obj), ())):
+                self.queue.add(job_key)
+        return handle
+
+    def _note_needs(self, job_key: str, needs: tuple[RelatedKey, ...]) -> None:
+        for key in self._needs_of.pop(job_key, ()):
+            self._needed_by.get(key, set()).discard(job_key)
+            if not self._needed_by.get(key):
+                self._needed_by.pop(key, None)
+        if needs:
+            self._needs_of[job_key] = needs
+            for key in needs:
+                self._needed_by.setdefault(key, set()).add(job_key)
+
+    def _find_related(self, key: RelatedKey) -> JSON | None:
+        _, kind, namespace, name = key
+        informer = self._related.get(kind)
+        return None if informer is None else informer.get_by_name(name, namespace or None)
 
     def _note_prebuilt(self, job_key: str, ns: str, workload: str | None) -> None:
         """Remember which job runs under a prebuilt Workload: that Workload has no owner
@@ -286,6 +339,7 @@ class JobReconciler:
         ns, name = obj_key.split("/", 1)
         job = self._load(lc, key, ns, name)
         if job is None:
+            self._note_needs(key, ())
             if isinstance(lc, GroupedObjects) and self.core.job_stopped(obj_key):
                 self._kick()  # the last pod of an evicted group is gone
             return None  # deleted: its Workloads go with it (ownerReferences, garbage collector)
@@ -299,7 +353,17 @@ class JobReconciler:
                 await self._apply(lc.finalize(job, False))
             return None
         if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
+            self._note_needs(key, ())
             return None
+        if isinstance(lc, ReadsRelated):
+            needs = lc.needs(job)
+            self._note_needs(key, needs)
+            related = {k: self._find_related(k) for k in needs}
+            absent = missing(related, needs)
+            if absent:
+                # Kueue cannot build its pod sets: nothing is done, the reconcile is retried.
+                raise RelatedMissing(absent[0])
+            lc = lc.bind(related)
         prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
         try:
             # A prebuilt Workload (MultiKueue's copy in a worker) is made by someone else.
@@ -570,15 +634,23 @@ class JobReconciler:
             self._gate_removal(gate, cq, in_group, now - since)
 
     async def _apply(self, actions: list[Action]) -> list[Action]:
-        """Carry the actions out; returns those that were (not those whose object was gone)."""
+        """Carry the actions out; returns those that were (not those whose object was gone).
+        Replaces of one object follow each other: each is written over the version the one
+        before it left (a TrainJob's runtime patch, then its unsuspension)."""
         done: list[Action] = []
+        versions: dict[str, str] = {}  # path -> resourceVersion our last write of it left
         for action in actions:
             obj = action.obj
             m = meta(obj)
             path = resource_for(obj).object_path(str(m.get("name")), str(m.get("namespace") or "") or None)
+            if isinstance(action, Replace) and path in versions:
+                obj = {**obj, "metadata": {**m, "resourceVersion": versions[path]}}
             try:
                 if isinstance(action, Replace):
-                    await self.client.replace(path, obj)
+                    written = await self.client.replace(path, obj)
+                    version = meta(written).get("resourceVersion") if isinstance(written, Mapping) else None
+                    if version:
+                        versions[path] = str(version)
                 else:
                     await self.client.delete(path, {"preconditions": {"uid": m.get("uid")}}
                                              if m.get("uid") else None)
