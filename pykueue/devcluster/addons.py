@@ -10,6 +10,7 @@ applied server-side, so a second ``dev up`` updates them in place.
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import json
 import sys
@@ -41,42 +42,68 @@ PYKUEUE_DEADLINE_S = 60.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+# libyaml's parser when PyYAML has it: the operators' CRDs are megabytes of YAML, which
+# the pure-Python parser takes seconds to read on every ``dev up``.
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The digest of the manifest a CRD was last applied from, on the live CRD.
+CRD_DIGEST_ANNOTATION = "pykueue.dev/applied-manifest-sha256"
+
+
 def _documents(directories: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
     for directory in directories:
         if not directory.is_dir():
             continue
         for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
-            for doc in yaml.safe_load_all(path.read_text()):
+            for doc in yaml.load_all(path.read_text(), Loader=_YAML_LOADER):
                 if isinstance(doc, dict):
                     yield doc
 
 
+def _established(crd: dict[str, Any]) -> bool:
+    # A CRD just created has ``"conditions": null`` until the API server first looks at it
+    # (the field has no omitempty); the large operator CRDs stay there long enough to be seen.
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def manifest_digest(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def install_crds(client: BlockingClient, directories: tuple[Path, ...] = CRD_DIRS,
                  deadline_s: float = 60.0) -> list[str]:
-    """Apply every CustomResourceDefinition found and wait until each is Established."""
+    """Apply every CustomResourceDefinition found and wait until each is Established.
+
+    A CRD whose live copy was applied from the same manifest (its digest annotation says so)
+    and is Established is left alone: re-applying megabytes of unchanged schema on every
+    ``dev up`` of a running cluster costs the API server seconds for nothing.
+    """
+    live = {str(c["metadata"]["name"]): c for c in client.get(CRD_PATH).get("items") or ()}
     names = []
+    pending: set[str] = set()
     for doc in _documents(directories):
         if doc.get("kind") != "CustomResourceDefinition":
             continue
         name = doc["metadata"]["name"]
-        path = f"{CRD_PATH}/{urllib.parse.quote(name)}"
-        _keep_loopback_conversion(doc, client.get_or_none(path))
-        client.apply(path, doc)
+        current = live.get(name)
+        _keep_loopback_conversion(doc, current)
+        digest = manifest_digest(doc)
         names.append(name)
+        applied = ((current or {}).get("metadata", {}).get("annotations") or {}).get(CRD_DIGEST_ANNOTATION)
+        if current is not None and applied == digest and _established(current):
+            continue
+        doc.setdefault("metadata", {}).setdefault("annotations", {})[CRD_DIGEST_ANNOTATION] = digest
+        client.apply(f"{CRD_PATH}/{urllib.parse.quote(name)}", doc)
+        pending.add(name)
 
     def established() -> bool:
-        for name in names:
-            crd = client.get(f"{CRD_PATH}/{urllib.parse.quote(name)}")
-            # A CRD just created has ``"conditions": null`` until the API server first
-            # looks at it (the field has no omitempty); the large operator CRDs stay there
-            # long enough to be seen.
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
+        for name in sorted(pending):
+            if _established(client.get(f"{CRD_PATH}/{urllib.parse.quote(name)}")):
+                pending.discard(name)
+        return not pending
 
-    if names:
-        wait_for(f"{len(names)} CRDs to be Established", established, deadline_s)
+    if pending:
+        wait_for(f"{len(pending)} CRDs to be Established", established, deadline_s)
     return names
 
 
@@ -285,6 +312,10 @@ def register_webhooks(client: BlockingClient, base_url: str) -> None:
             continue
         path_part = webhook["clientConfig"]["service"]["path"]
         webhook["clientConfig"] = _client_config(base_url + path_part, ca_bundle)
+        # The digest ``install_crds`` computes of the same CRD on the next ``dev up``, so it
+        # is not applied again while it does not change (this apply owns the annotation now).
+        digest = manifest_digest(doc)
+        doc["metadata"].setdefault("annotations", {})[CRD_DIGEST_ANNOTATION] = digest
         client.apply(f"{CRD_PATH}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
     for doc in _documents((MANIFESTS_DIR,)):
         path = WEBHOOK_CONFIG_PATHS.get(str(doc.get("kind")))

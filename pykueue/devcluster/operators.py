@@ -1,9 +1,10 @@
-"""The third-party operators the dev cluster runs: Kubeflow's training operator and LWS.
+"""The third-party operators the dev cluster runs: Kubeflow's training operator, LWS,
+JobSet, Kubeflow Trainer (v2) and the MPI operator, at the versions Kueue v0.19.2 pins.
 
-pykueue integrates with PyTorchJob and LeaderWorkerSet, but it only suspends and resumes
-those objects; their pods come from the operators. ``dev up`` therefore runs the real
-controllers (built from the Go modules pinned under ``go/``) as host processes, the way it
-runs pykueue itself:
+pykueue integrates with PyTorchJob, LeaderWorkerSet, JobSet, TrainJob and MPIJob, but it only
+suspends and resumes those objects; their pods come from the operators. ``dev up`` therefore
+runs the real controllers (built from the Go modules pinned under ``go/``) as host processes,
+the way it runs pykueue itself:
 
 * each connects with a client certificate of the cluster CA; its user name is bound to
   the ClusterRole of ``manifests/dev/operators-rbac.yaml``, so a right an operator lacks
@@ -13,19 +14,25 @@ runs pykueue itself:
 * their admission webhooks are served with a certificate of the cluster CA for
   127.0.0.1 and registered with ``url`` client configs, after the operator reports ready,
   so the API server never calls a webhook that does not listen yet. The operators' own
-  certificate rotation is off (LWS through its Configuration; the training operator runs
-  behind our own main, ``go/training-operator/main.go``, which has none).
+  certificate rotation is off (LWS, JobSet and Trainer through their Configuration files;
+  the training operator runs behind our own main, ``go/training-operator/main.go``, which
+  has none). The MPI operator serves no webhook; it runs behind our own main too
+  (``go/mpi-operator/main.go``), since its command always elects a leader;
+* objects an operator's release installs with it (Trainer's ``torch-distributed``
+  ClusterTrainingRuntime) are applied once its webhooks are registered.
 
 Each operator keeps its files in ``operators/<name>/`` of the state directory
-(``ports.json``, ``kubeconfig``, ``certs/``, LWS's ``config.yaml``) and its process record
-in ``state.json`` beside the others, so ``dev down`` stops it and ``dev status`` lists it; a
-second ``dev up`` keeps an operator that runs and restarts one that died.
+(``ports.json``, ``kubeconfig``, ``certs/``, a ``config.yaml`` for those configured by file)
+and its process record in ``state.json`` beside the others, so ``dev down`` stops it and
+``dev status`` lists it; a second ``dev up`` keeps an operator that runs and restarts one
+that died.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import ssl
 import urllib.parse
@@ -66,8 +73,9 @@ class Webhook:
     group: str
     resource: str
     operations: tuple[str, ...]
-    # Only objects carrying this label key are sent (LWS's pod webhooks).
+    # Only objects carrying this label key are sent (LWS's and JobSet's pod webhooks).
     label_key: str | None = None
+    version: str = "v1"
 
     def to_config(self, url: str, ca_bundle: str) -> dict[str, Any]:
         hook: dict[str, Any] = {
@@ -76,7 +84,7 @@ class Webhook:
             "clientConfig": {"url": url + self.path, "caBundle": ca_bundle},
             "failurePolicy": "Fail",
             "sideEffects": "None",
-            "rules": [{"apiGroups": [self.group], "apiVersions": ["v1"],
+            "rules": [{"apiGroups": [self.group], "apiVersions": [self.version],
                        "operations": list(self.operations), "resources": [self.resource]}],
         }
         if self.label_key is not None:
@@ -118,6 +126,28 @@ class OperatorFiles:
     def config(self) -> Path:
         return self.root / "config.yaml"
 
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+
+@dataclass(frozen=True)
+class ClusterObjects:
+    """Cluster-scoped custom objects of one resource that an operator's release installs
+    with it, from a manifest under ``manifests/dev/``."""
+
+    manifest: Path
+    plural: str
+
+    def documents(self) -> list[tuple[str, dict[str, Any]]]:
+        """(API path, object) of each object of the manifest."""
+        result = []
+        for doc in yaml.safe_load_all(self.manifest.read_text()):
+            if isinstance(doc, dict):
+                name = urllib.parse.quote(str(doc["metadata"]["name"]))
+                result.append((f"/apis/{doc['apiVersion']}/{self.plural}/{name}", doc))
+        return result
+
 
 @dataclass(frozen=True)
 class Operator:
@@ -128,10 +158,31 @@ class Operator:
     metrics_scheme: str
     argv: Callable[[Path, OperatorFiles, OperatorPorts], list[str]]
     """The command line, given the binary; may write the operator's config file."""
+    tmpdir_certs: bool = False
+    """Its command offers no setting for the webhook certificates' directory, so it reads
+    them from controller-runtime's default, ``$TMPDIR/k8s-webhook-server/serving-certs``:
+    the dev cluster points TMPDIR at the operator's own ``tmp/`` and puts them there."""
+    installs: tuple[ClusterObjects, ...] = ()
 
     @property
     def user(self) -> str:
         return USER_PREFIX + self.name
+
+    @property
+    def has_webhooks(self) -> bool:
+        return bool(self.mutating or self.validating)
+
+    def cert_dir(self, files: OperatorFiles) -> Path:
+        """Where it reads its webhook serving certificate (``tls.crt``, ``tls.key``)."""
+        if self.tmpdir_certs:
+            return files.tmp / "k8s-webhook-server" / "serving-certs"
+        return files.cert_dir
+
+    def env(self, files: OperatorFiles) -> dict[str, str] | None:
+        """Its environment: ours, with TMPDIR moved when it reads its certificates there."""
+        if not self.tmpdir_certs:
+            return None
+        return {**os.environ, "TMPDIR": str(files.tmp)}
 
 
 def _training_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
@@ -163,8 +214,62 @@ def _lws_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[
             "--zap-devel=false"]
 
 
+def _jobset_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    config = {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        # As for LWS: the dev cluster hands it its certificates.
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": LOOPBACK, "port": ports.webhook, "certDir": str(files.cert_dir)},
+        # Metrics are served over TLS with the same certificate, authenticated by token.
+        "metrics": {"bindAddress": f"{LOOPBACK}:{ports.metrics}", "certDir": str(files.cert_dir)},
+        "health": {"healthProbeBindAddress": f"{LOOPBACK}:{ports.health}"},
+    }
+    files.config.write_text(yaml.safe_dump(config, sort_keys=False))
+    return [str(binary), f"--kubeconfig={files.kubeconfig}", f"--config={files.config}",
+            "--zap-devel=false"]
+
+
+def _trainer_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    config = {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        # Its certificate rotator would keep its CA in a Secret and patch the webhook
+        # configurations of the install; the dev cluster hands it a certificate instead
+        # (in the directory ``Operator.tmpdir_certs`` describes).
+        "certManagement": {"enable": False},
+        "webhook": {"host": LOOPBACK, "port": ports.webhook},
+        # Plain HTTP: with TLS it would serve a self-signed certificate, and its metrics
+        # endpoint authenticates nobody either way.
+        "metrics": {"bindAddress": f"{LOOPBACK}:{ports.metrics}", "secureServing": False},
+        "health": {"healthProbeBindAddress": f"{LOOPBACK}:{ports.health}"},
+    }
+    files.config.write_text(yaml.safe_dump(config, sort_keys=False))
+    return [str(binary), f"--kubeconfig={files.kubeconfig}", f"--config={files.config}"]
+
+
+def _mpi_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    return [str(binary), f"--kubeconfig={files.kubeconfig}",
+            f"--metrics-bind-address={LOOPBACK}:{ports.metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{ports.health}"]
+
+
 _LWS_GROUP = "leaderworkerset.x-k8s.io"
 _LWS_POD_LABEL = "leaderworkerset.sigs.k8s.io/name"
+_JOBSET_GROUP = "jobset.x-k8s.io"
+_JOBSET_POD_LABEL = "jobset.sigs.k8s.io/jobset-name"
+_TRAINER_GROUP = "trainer.kubeflow.org"
+# The ClusterTrainingRuntimes of the Trainer release the dev cluster installs.
+TRAINER_RUNTIMES = DEV_MANIFESTS_DIR / "trainer-runtimes.yaml"
+
+
+def _trainer_validator(resource: str) -> Webhook:
+    kind = resource.removesuffix("s")
+    return Webhook(f"validator.{kind}.{_TRAINER_GROUP}",
+                   f"/validate-trainer-kubeflow-org-v1alpha1-{kind}", _TRAINER_GROUP, resource,
+                   ("CREATE", "UPDATE"), version="v1alpha1")
 
 OPERATORS: tuple[Operator, ...] = (
     Operator(
@@ -190,6 +295,38 @@ OPERATORS: tuple[Operator, ...] = (
         metrics_scheme="https",
         argv=_lws_argv,
     ),
+    Operator(
+        "jobset-controller",
+        mutating=(Webhook("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", _JOBSET_GROUP,
+                          "jobsets", ("CREATE",), version="v1alpha2"),
+                  Webhook("mpod.kb.io", "/mutate--v1-pod", "", "pods", ("CREATE",),
+                          label_key=_JOBSET_POD_LABEL)),
+        validating=(Webhook("vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", _JOBSET_GROUP,
+                            "jobsets", ("CREATE", "UPDATE"), version="v1alpha2"),
+                    Webhook("vpod.kb.io", "/validate--v1-pod", "", "pods", ("CREATE",),
+                            label_key=_JOBSET_POD_LABEL)),
+        metrics_scheme="https",
+        argv=_jobset_argv,
+    ),
+    Operator(
+        "trainer-controller",
+        mutating=(Webhook(f"defaulter.trainjob.{_TRAINER_GROUP}",
+                          "/mutate-trainer-kubeflow-org-v1alpha1-trainjob", _TRAINER_GROUP, "trainjobs",
+                          ("CREATE", "UPDATE"), version="v1alpha1"),),
+        validating=tuple(_trainer_validator(r) for r in
+                         ("clustertrainingruntimes", "trainingruntimes", "trainjobs")),
+        metrics_scheme="http",
+        argv=_trainer_argv,
+        tmpdir_certs=True,
+        installs=(ClusterObjects(TRAINER_RUNTIMES, "clustertrainingruntimes"),),
+    ),
+    Operator(
+        "mpi-operator",
+        mutating=(),
+        validating=(),
+        metrics_scheme="http",
+        argv=_mpi_operator_argv,
+    ),
 )
 BINARY_NAMES = tuple(op.name for op in OPERATORS)
 
@@ -197,12 +334,14 @@ BINARY_NAMES = tuple(op.name for op in OPERATORS)
 @dataclass(frozen=True)
 class OperatorEndpoints:
     name: str
-    webhook: str
+    webhook: str | None
+    """None for an operator without admission webhooks (the MPI operator)."""
     metrics: str
     health: str
 
     def line(self) -> str:
-        return f"{self.name}: webhook {self.webhook}, metrics {self.metrics}, health {self.health}"
+        webhook = f"webhook {self.webhook}, " if self.webhook is not None else ""
+        return f"{self.name}: {webhook}metrics {self.metrics}, health {self.health}"
 
 
 def files_of(layout: Layout, operator: Operator) -> OperatorFiles:
@@ -234,12 +373,13 @@ def install_rbac(client: BlockingClient, path: Path = RBAC_MANIFEST) -> None:
 
 def _write_credentials(layout: Layout, operator: Operator, files: OperatorFiles, server: str) -> None:
     ca = Authority.load(layout.pem("ca"), layout.key("ca"))
-    files.cert_dir.mkdir(parents=True, exist_ok=True)
+    cert_dir = operator.cert_dir(files)
+    cert_dir.mkdir(parents=True, exist_ok=True)
     files.root.chmod(0o700)
     kubeconfig.write(files.kubeconfig, server, ca.cert_pem, operator.user,
                      ca.issue(operator.user, client=True))
     ca.issue(f"{operator.name}-webhook", dns_names=("localhost",), ip_addresses=(LOOPBACK,),
-             server=True).write(files.cert_dir / "tls.crt", files.cert_dir / "tls.key")
+             server=True).write(cert_dir / "tls.crt", cert_dir / "tls.key")
 
 
 def read_ports(files: OperatorFiles) -> OperatorPorts | None:
@@ -281,14 +421,16 @@ def _serving(port: int, ca_file: Path) -> bool:
         return False
 
 
-def _readiness(ports: OperatorPorts, ca_file: Path) -> Callable[[], bool]:
+def _readiness(operator: Operator, ports: OperatorPorts, ca_file: Path) -> Callable[[], bool]:
     def ready() -> bool:
-        return http_ok(f"http://{LOOPBACK}:{ports.health}/readyz") and _serving(ports.webhook, ca_file)
+        return http_ok(f"http://{LOOPBACK}:{ports.health}/readyz") and \
+            (not operator.has_webhooks or _serving(ports.webhook, ca_file))
     return ready
 
 
 def endpoints_of(operator: Operator, ports: OperatorPorts) -> OperatorEndpoints:
-    return OperatorEndpoints(operator.name, f"https://{LOOPBACK}:{ports.webhook}",
+    return OperatorEndpoints(operator.name,
+                             f"https://{LOOPBACK}:{ports.webhook}" if operator.has_webhooks else None,
                              f"{operator.metrics_scheme}://{LOOPBACK}:{ports.metrics}/metrics",
                              f"http://{LOOPBACK}:{ports.health}/readyz")
 
@@ -317,20 +459,27 @@ def start_operators(client: BlockingClient, layout: Layout, binaries: Mapping[st
         argv = operator.argv(binaries[operator.name], files, ports)
         files.ports.write_text(json.dumps({"metrics": ports.metrics, "health": ports.health,
                                            "webhook": ports.webhook}))
-        record = processes.spawn(operator.name, argv, layout.logs / f"{operator.name}.log")
+        record = processes.spawn(operator.name, argv, layout.logs / f"{operator.name}.log",
+                                 env=operator.env(files))
         save_record(layout, record)
         started.append((operator, record, ports))
     for operator, record, ports in started:
-        took = wait_for(f"{operator.name} readiness", _readiness(ports, layout.pem("ca")),
+        took = wait_for(f"{operator.name} readiness", _readiness(operator, ports, layout.pem("ca")),
                         READY_DEADLINE_S, record)
         report(f"  {operator.name} ready in {took:.1f}s (pid {record.pid})")
     ca_pem = layout.pem("ca").read_bytes()
     result = []
     for operator, _record, ports in [*running, *started]:
         endpoints = endpoints_of(operator, ports)
-        for doc in webhook_configurations(operator, endpoints.webhook, ca_pem):
-            path = _CONFIG_PATHS[doc["kind"].removesuffix("WebhookConfiguration")]
-            client.apply(f"{path}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
+        if endpoints.webhook is not None:
+            for doc in webhook_configurations(operator, endpoints.webhook, ca_pem):
+                path = _CONFIG_PATHS[doc["kind"].removesuffix("WebhookConfiguration")]
+                client.apply(f"{path}/{urllib.parse.quote(doc['metadata']['name'])}", doc)
         result.append(endpoints)
+    # Once every webhook is registered, so the operators' own admission checks them.
+    for operator, _record, _ports in [*running, *started]:
+        for objects in operator.installs:
+            for path, doc in objects.documents():
+                client.apply(path, doc)
     order = {op.name: i for i, op in enumerate(OPERATORS)}
     return sorted(result, key=lambda e: order[e.name])

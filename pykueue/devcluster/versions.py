@@ -43,6 +43,13 @@ BINARIES: tuple[GoBinary, ...] = (
     # dependencies stay in the module graph, built by its import path.
     GoBinary("training-operator", "training-operator", "."),
     GoBinary("lws-controller", "lws", "sigs.k8s.io/lws/cmd"),
+    # JobSet's and Kubeflow Trainer's own commands, declared as tools like LWS's (both take
+    # a configuration file that turns leader election and certificate rotation off); the
+    # MPI operator's controller behind our own main (see its main.go for why).
+    GoBinary("jobset-controller", "jobset", "sigs.k8s.io/jobset"),
+    GoBinary("trainer-controller", "trainer",
+             "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
+    GoBinary("mpi-operator", "mpi-operator", "."),
     # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
     # and real Kueue, the oracle of ``dev conformance``; both declared as tools like LWS.
     GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
@@ -65,6 +72,9 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("kwok", "kwok", "sigs.k8s.io/kwok"),
     ("training-operator", "training-operator", "github.com/kubeflow/training-operator"),
     ("lws", "lws", "sigs.k8s.io/lws"),
+    ("jobset", "jobset", "sigs.k8s.io/jobset"),
+    ("trainer", "trainer", "github.com/kubeflow/trainer/v2"),
+    ("mpi-operator", "mpi-operator", "github.com/kubeflow/mpi-operator"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
     ("helm", "helm", "helm.sh/helm/v4"),
@@ -102,15 +112,17 @@ _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/vers
 
 
 # Where the other stamped tools keep their version: they print it (``kubectl kueue version``,
-# ``helm version``), and a comparison with ours must not differ by a placeholder.
+# ``helm version``), and a comparison with ours must not differ by a placeholder. JobSet's
+# release stamps it too; it logs it and sends it in its user agent.
 _VERSION_VARIABLES = {
     "kueuectl": ("sigs.k8s.io/kueue", "sigs.k8s.io/kueue/pkg/version.GitVersion"),
     "helm": ("helm.sh/helm/v4", "helm.sh/helm/v4/internal/version.version"),
+    "jobset": ("sigs.k8s.io/jobset", "sigs.k8s.io/jobset/pkg/version.GitVersion"),
 }
 
 
 def link_flags(module_dir: str, go_dir: Path = GO_DIR) -> tuple[str, ...]:
-    """``-X`` linker flags of a module's binaries (Kubernetes, kueuectl and helm have some)."""
+    """``-X`` linker flags of a module's binaries (Kubernetes, kueuectl, helm and JobSet have some)."""
     if module_dir in _VERSION_VARIABLES:
         module_path, variable = _VERSION_VARIABLES[module_dir]
         return (f"-X {variable}={pinned_version(module_dir, module_path, go_dir)}",)

@@ -1,10 +1,12 @@
-"""The dev cluster runs the real Kubeflow training operator and LWS controller.
+"""The dev cluster runs the real Kubeflow training operator, LWS, JobSet, Kubeflow Trainer
+and MPI operator.
 
-Smoke checks of what ``dev up`` promises: both operators run as recorded processes and
-answer their readiness probes, the CRDs served are their releases' own (not stand-ins that
+Smoke checks of what ``dev up`` promises: every operator runs as a recorded process and
+answers its readiness probe, the CRDs served are their releases' own (not stand-ins that
 accept anything), and a queued PyTorchJob goes all the way: pykueue admits it, the
 training operator creates its pods (the test creates none), kwok completes them and the
-operator marks the job Succeeded, which finishes its Workload.
+operator marks the job Succeeded, which finishes its Workload. (JobSets, TrainJobs and
+MPIJobs run in ``test_jobset_trainjob_mpijob.py``.)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .jobs_common import NODE_LABELS, condition, queues, workloads_owned_by
 pytestmark = pytest.mark.e2e
 
 
-def test_both_operators_run_and_are_ready(dev_cluster: DevCluster) -> None:
+def test_every_operator_runs_and_is_ready(dev_cluster: DevCluster) -> None:
     state = cluster.current_state()
     assert state is not None
     layout = cluster.layout()
@@ -37,9 +39,9 @@ def test_both_operators_run_and_are_ready(dev_cluster: DevCluster) -> None:
         assert http_ok(operators.endpoints_of(operator, ports).health)
 
 
-def _crd_schema(dev_cluster: DevCluster, name: str) -> dict[str, Any]:
+def _crd_schema(dev_cluster: DevCluster, name: str, version_name: str = "v1") -> dict[str, Any]:
     crd = dev_cluster.get_json("customresourcedefinition", name)
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == version_name]
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return schema
 
@@ -51,6 +53,13 @@ def test_the_crds_are_the_operators_own(dev_cluster: DevCluster) -> None:
     lws = _crd_schema(dev_cluster, "leaderworkersets.leaderworkerset.x-k8s.io")["properties"]["spec"]
     assert "size" in lws["properties"]["leaderWorkerTemplate"]["properties"]
     assert "x-kubernetes-preserve-unknown-fields" not in lws
+    jobset = _crd_schema(dev_cluster, "jobsets.jobset.x-k8s.io", "v1alpha2")["properties"]["spec"]
+    assert {"replicatedJobs", "suspend", "managedBy"} <= set(jobset["properties"])
+    trainjob = _crd_schema(dev_cluster, "trainjobs.trainer.kubeflow.org", "v1alpha1")["properties"]["spec"]
+    assert "runtimeRef" in trainjob["required"] and "suspend" in trainjob["properties"]
+    mpijob = _crd_schema(dev_cluster, "mpijobs.kubeflow.org", "v2beta1")["properties"]["spec"]
+    assert "mpiReplicaSpecs" in mpijob["required"]
+    assert "suspend" in mpijob["properties"]["runPolicy"]["properties"]
 
 
 def _pytorchjob(namespace: str, name: str) -> dict[str, Any]:
