@@ -27,15 +27,15 @@ import math
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.settings import IMMEDIATE, TUNED
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED
-from pykueue.manager.runtime.controllers.manager import REQUEUE_BATCH_PER_GROUP_S, REQUEUE_BATCH_PER_QUEUE_S
 
 from .kueue_perf_config import (
     CLASS_LABEL,
@@ -99,9 +99,7 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
         for node in nodes:
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
     batch_s = requeue_batch_ms / 1000
-    core_config = CoreConfig(requeue_batch_s=batch_s,
-                             requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S if batch_s else 0.0,
-                             requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S if batch_s else 0.0)
+    core_config = CoreConfig(scheduling=replace(TUNED, requeue_batch_s=batch_s) if batch_s else IMMEDIATE)
     core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:

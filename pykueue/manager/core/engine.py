@@ -649,7 +649,7 @@ class QueueingCore:
             # A victim evicted while the cycle is applied: workloads parked later in the same
             # cycle must see the freed capacity too (Kueue releases it after the cycle).
             self._freed_roots[root.name] = root
-        elif self.config.requeue_batch_s <= 0:
+        elif self.config.scheduling.requeue_batch_s <= 0:
             self._requeue_subtree(root)
         else:
             key = ("ClusterQueue/" if root.is_cq else "Cohort/") + root.name
@@ -660,7 +660,7 @@ class QueueingCore:
 
     def _requeue_period(self, root: QuotaNode, key: str) -> float:
         """The batch period of the tree under ``root`` (``key``: its timer key)."""
-        cfg = self.config
+        cfg = self.config.scheduling
         if not cfg.requeue_batch_per_queue_s and not cfg.requeue_batch_per_group_s:
             return cfg.requeue_batch_s
         queues = self._tree_queues.get(key)

@@ -13,6 +13,7 @@ from pykueue.manager.core.preemption import (
     IN_COHORT_RECLAMATION,
     ClassicalPreemption,
 )
+from pykueue.manager.core.settings import SchedulingSettings
 
 
 def _cq(name: str, nominal: int, preemption: dict[str, Any], cohort: str = "co") -> dict[str, Any]:
@@ -164,7 +165,7 @@ def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None
         _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
     )
-    core.config = replace(core.config, requeue_batch_s=1.0)  # Kueue's requeue batch
+    core.config = replace(core.config, scheduling=SchedulingSettings(requeue_batch_s=1.0))  # Kueue's batch
     assert not core.config.prioritize_preemptors
     for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
         core.apply(wl)

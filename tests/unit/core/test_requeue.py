@@ -9,6 +9,7 @@ from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import PodSet
 from pykueue.manager.core.queues import PendingQueue, scheduling_shape, sort_key
+from pykueue.manager.core.settings import SchedulingSettings
 
 
 def _podset(cpu: int, count: int = 1) -> PodSet:
@@ -110,7 +111,7 @@ def test_strict_fifo_never_parks_by_shape() -> None:
 
 
 def test_batched_requeue_waits_for_the_period_then_requeues_once() -> None:
-    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=2)
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)), cpu=2)
     _wl(core, "a", 2)
     _wl(core, "b", 2)
     _wl(core, "c", 1)
@@ -125,7 +126,7 @@ def test_batched_requeue_waits_for_the_period_then_requeues_once() -> None:
 
 
 def test_requests_inside_one_period_share_one_requeue() -> None:
-    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=3)
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)), cpu=3)
     for name in ("a", "b", "c"):
         _wl(core, name, 1)
     _wl(core, "big", 3)
@@ -154,7 +155,8 @@ def _cohort_core(queues: int, config: CoreConfig) -> QueueingCore:
 
 
 def test_a_tree_of_many_queues_is_requeued_less_often_up_to_the_maximum() -> None:
-    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_max_s=1.0)
+    config = CoreConfig(scheduling=SchedulingSettings(
+        requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_max_s=1.0))
     for queues, period in ((3, 0.1), (30, 0.3), (200, 1.0)):
         core = _cohort_core(queues, config)
         core.finish("ns/a")
@@ -167,7 +169,8 @@ def test_a_tree_of_many_queues_is_requeued_less_often_up_to_the_maximum() -> Non
 
 
 def test_a_tree_of_many_parked_shapes_is_requeued_less_often() -> None:
-    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_per_group_s=0.05)
+    config = CoreConfig(scheduling=SchedulingSettings(
+        requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_per_group_s=0.05))
     core = _cohort_core(3, config)
     assert core.queues["cq0"].parked_groups == 1
     for priority in range(1, 5):  # four more shapes, each parked in its own group
@@ -182,7 +185,7 @@ def test_a_tree_of_many_parked_shapes_is_requeued_less_often() -> None:
 
 
 def test_without_a_per_queue_period_every_tree_waits_the_base_period() -> None:
-    core = _cohort_core(200, CoreConfig(requeue_batch_s=0.1))
+    core = _cohort_core(200, CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=0.1)))
     core.finish("ns/a")
     assert core.next_deadline() == 0.1
 
@@ -271,7 +274,8 @@ def _parked_behind_a_release(withdraw: bool, big: int = 5) -> QueueingCore:
     """10 CPU: ``top`` (priority 9, 5 CPU) and ``done`` (priority 9, 2 CPU) admitted and
     written; ``big`` (priority 5, ``big`` CPU) parked: nothing lower to preempt. ``done``
     finishes, and the requeue waits for its batch."""
-    core = _core(CoreConfig(requeue_batch_s=1.0, withdraw_unpublished=withdraw), cpu=10,
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0),
+                                  withdraw_unpublished=withdraw), cpu=10,
                  preemption={"withinClusterQueue": "LowerPriority"})
     _wl(core, "top", 5, priority=9)
     _wl(core, "done", 2, priority=9)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from pykueue.kube.client import KubeClient
 from pykueue.kube.informer import EventType
 from pykueue.manager.core.config import config_from
+from pykueue.manager.core.settings import IMMEDIATE
 from pykueue.manager.core.status import workload_status
 from pykueue.manager.jobs.registry import build_workloads, is_job
 from pykueue.manager.runtime.controllers.manager import QueueManager
@@ -51,8 +51,8 @@ def _assignments(core: Any) -> dict[str, list[Any]]:
 
 
 def _manager_run(scenario: Scenario) -> QueueManager:
-    manager = QueueManager(KubeClient(_NoClient()), config_from(scenario.config))
-    manager.core.config = replace(manager.core.config, requeue_batch_s=0.0)  # no timers to wait for
+    # Requeues at once, as simulate does: no timers to wait for.
+    manager = QueueManager(KubeClient(_NoClient()), config_from(scenario.config), scheduling=IMMEDIATE)
     nodes: dict[str, dict[str, Any]] = {}
     jobs: dict[str, list[str]] = {}  # job ns/name -> its Workloads' keys
 

@@ -57,6 +57,7 @@ from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.events import workload_events
 from pykueue.manager.core.objects import ObjectError, parse_time
+from pykueue.manager.core.settings import TUNED, SchedulingSettings
 from pykueue.manager.core.status import (
     accumulate_execution,
     carry_check_details,
@@ -138,22 +139,6 @@ RELEASE_WAIT_S = 10.0
 DRAIN_S = 5.0
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
-# Parked workloads of a cohort tree are requeued at most once per this period after quota
-# is freed (Kueue batches with 1 s). With equivalence hashing a requeue costs one evaluation
-# per shape and queue, so a shorter period is affordable, and it matters: on Kueue's
-# baseline shape (runtimes of 0.2-1 s) a simulated run ends at 61 s with 0.1 s, 89 s with
-# 0.3 s and 120 s with 1 s, time to admission of small workloads 9 s, 64 s and 87 s.
-REQUEUE_BATCH_S = 0.1
-# ... and a tree of many queues waits longer, 10 ms per ClusterQueue up to Kueue's 1 s: on
-# Kueue's large-scale shape (100 queues per cohort) requeues at 0.1 s re-evaluated every
-# parked head of a cohort ten times a second and kept the manager CPU-bound.
-REQUEUE_BATCH_PER_QUEUE_S = 0.01
-# ... or 5 ms per parked group (one per shape and queue) when that is longer: on Kueue's TAS
-# shape (nine shapes in each of six queues) requeues at 0.1 s kept the heaps full of heads
-# that took freed room one cycle before a queue within its nominal quota reclaimed it; the
-# scheduler chose 7,346 victims (Kueue 16), nearly all taken back before their admission
-# was written. The baseline's three shapes stay at 0.1 s, where 1 s would cost it wall time.
-REQUEUE_BATCH_PER_GROUP_S = 0.005
 # A pending notice (see pending_notice) or a queue status write waits while less than
 # this share of the client's burst is left, and looks again after PENDING_NOTICE_RETRY_S:
 # it spends tokens the bucket would otherwise lose at its cap, not ones an admission needs.
@@ -182,17 +167,17 @@ class QueueManager:
 
     def __init__(self, client: KubeClient, config: CoreConfig | None = None,
                  job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None,
-                 events: EventRecorder | None = None) -> None:
+                 events: EventRecorder | None = None, scheduling: SchedulingSettings = TUNED) -> None:
         """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName.
-        ``events``: the recorder of Kubernetes Events (default: one sending through ``client``)."""
+        ``events``: the recorder of Kubernetes Events (default: one sending through ``client``).
+        ``scheduling``: the core's scheduling settings (tests replaying ``simulate`` requeue at once)."""
         self.client = client
         self.events = events if events is not None else EventRecorder(client_transport(client))
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
-        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
-                                         requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S,
-                                         requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S,
+        # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
+        self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
                                          unreported_checks_active=False),
                                  now=time.time(), topology=self.tas)
