@@ -5,7 +5,6 @@ from admission, less what it ran before (``status.accumulatedPastExecutionTimeSe
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pykueue.api import keys
@@ -17,8 +16,8 @@ from pykueue.manager.core.objects import parse_time
 from pykueue.manager.core.status import workload_status
 
 
-def _core() -> QueueingCore:
-    core = QueueingCore(CoreConfig(hold_quota_until_stopped=False))
+def _core(hold_quota_until_stopped: bool = False) -> QueueingCore:
+    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold_quota_until_stopped))
     core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}})
     core.apply({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
         "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
@@ -173,8 +172,7 @@ def test_a_workload_that_is_not_admitted_is_never_stopped_for_time() -> None:
 def test_spec_active_is_owed_from_the_eviction_not_from_the_stop() -> None:
     """Kueue sets spec.active first and evicts after: while the job stops, the deactivation
     is already to be written, and a copy showing it written is not taken for a user's."""
-    core = _core()
-    core.config = replace(core.config, hold_quota_until_stopped=True)
+    core = _core(hold_quota_until_stopped=True)
     wl = _wl("held", 10)
     core.apply(wl)
     core.run_until_idle()

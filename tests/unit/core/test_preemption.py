@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
+from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.hooks import NO_CANDIDATES, PREEMPT, RECLAIM
 from pykueue.manager.core.preemption import (
@@ -54,8 +54,8 @@ def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
     }
 
 
-def _core(*cqs: dict[str, Any]) -> QueueingCore:
-    core = QueueingCore()
+def _core(*cqs: dict[str, Any], config: CoreConfig | None = None) -> QueueingCore:
+    core = QueueingCore(config)
     core.apply({"kind": "ResourceFlavor", "metadata": {"name": "f"}})
     for cq in cqs:
         core.apply(cq)
@@ -164,8 +164,8 @@ def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
         _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
+        config=CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)),  # Kueue's requeue batch
     )
-    core.config = replace(core.config, scheduling=SchedulingSettings(requeue_batch_s=1.0))  # Kueue's batch
     assert not core.config.prioritize_preemptors
     for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
         core.apply(wl)

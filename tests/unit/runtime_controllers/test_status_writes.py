@@ -14,6 +14,7 @@ from pykueue.kube.client import MERGE_PATCH, ApiError, KubeClient, WriteFence
 from pykueue.kube.informer import EventType
 from pykueue.kube.merge_patch import apply_merge_patch
 from pykueue.kube.ratelimit import TokenBucket
+from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from pykueue.manager.core.workload_state import FINISHED
 from pykueue.manager.runtime.controllers import manager as manager_module
@@ -150,9 +151,9 @@ def _holds_quota(obj: dict[str, Any]) -> bool:
     return conditions.get("QuotaReserved") == "True" and conditions.get("Finished") != "True"
 
 
-def _setup() -> tuple[QueueManager, FakeApi]:
+def _setup(config: CoreConfig | None = None) -> tuple[QueueManager, FakeApi]:
     objects = _objects()
-    manager = QueueManager(KubeClient(object()))
+    manager = QueueManager(KubeClient(object()), config)
     api = FakeApi(objects[3:])
     manager.client = cast(KubeClient, api)
     for obj in objects:
