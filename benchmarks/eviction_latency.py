@@ -126,11 +126,11 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             if ev.obj is not None:
                 core.apply_workload(ev.obj)
                 created[ev.key] = now_ms
-            elif ev.admission == admissions.get(ev.key) and core.workloads[ev.key].status == ADMITTED:
+            elif ev.admission == admissions.get(ev.key) and core.workload(ev.key).status == ADMITTED:
                 core.finish(ev.key)  # not when evicted since: that admission ended already
                 end_ms, finished = now_ms, finished + 1
         for d in core.run_until_idle():
-            rec = core.workloads.get(d.key)
+            rec = core.workload(d.key)
             if d.outcome != "Admit" or rec is None or rec.status != ADMITTED:
                 continue
             admissions[d.key] = admissions.get(d.key, 0) + 1
@@ -139,10 +139,10 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             seq += 1
             ends = _Event(now_ms + run_ms + latency_ms, seq, d.key, admission=admissions[d.key])
             heapq.heappush(events, ends)
-    per_workload = {k: len(r.evictions) for k, r in core.workloads.items()}
+    per_workload = {k: len(r.evictions) for k, r in core.all_workloads().items()}
     tta: dict[str, list[int]] = {}
     for key, at in first_admitted.items():
-        cls = core.workloads[key].wl.source["metadata"]["labels"][CLASS_LABEL]
+        cls = core.workload(key).wl.source["metadata"]["labels"][CLASS_LABEL]
         tta.setdefault(cls, []).append(at - created[key])
     return {
         "latency_ms": latency_ms, "requeue_batch_ms": requeue_batch_ms,

@@ -307,9 +307,8 @@ class ClusterCache:
         node = self.nodes.get(cq)
         return dict(self.usage.of(node)) if node is not None else {}
 
-    def cohort_usage_of(self, cohort: str) -> dict[FR, int]:
-        node = self.cohort_nodes.get(cohort)
-        return dict(self.usage.of(node)) if node is not None else {}
+    def usage_at(self, node: QuotaNodeView) -> dict[FR, int]:
+        return dict(self.usage.of(node)) if isinstance(node, QuotaNode) else {}
 
     def headroom(self, cq: str, fr: FR) -> tuple[int, int]:
         """(what the queue could still take on ``fr``, the part of it its own local quota

@@ -19,31 +19,56 @@ is set by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from .assignment import CycleResult, Decision
-from .cache import ClusterCache
-from .changes import ChangeLog
+from .cache import ClusterCache, QuotaTree
+from .changes import ChangeLog, CoreChanges
 from .config import CoreConfig
 from .cycle import Scheduler
 from .cycle_apply import CycleApplier
 from .fair_sharing import FairSharingPreemption, tournament
 from .hooks import PreemptionHook, TopologyHook, TopologyTracker
 from .lifecycle import WorkloadLifecycle
-from .objects import FR
+from .objects import FR, ClusterQueueDef, Flavor, LocalQueueDef, QueueDef
 from .pending import PendingQueues
 from .preemption import ClassicalPreemption
 from .queue_activity import ActiveCondition
-from .reasons import EvictionNote
+from .queues import PendingQueueView
+from .quota import QuotaNodeView
+from .reasons import EvictionNote, PendingReason
 from .snapshot import Snapshot
 from .timers import Clock, Timers
-from .workload_state import WorkloadRecord
+from .workload_state import WorkloadRecord, WorkloadView
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Live(Mapping[K, V]):
+    """A read-only view of whichever table ``get`` returns at each access."""
+
+    def __init__(self, get: Callable[[], Mapping[K, V]]) -> None:
+        self._get = get
+
+    def __getitem__(self, key: K) -> V:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
 
 
 class QueueingCore:
     def __init__(self, config: CoreConfig | None = None, now: float = 0.0,
-                 preemption: PreemptionHook | None = None, topology: TopologyHook | None = None) -> None:
+                 preemption: PreemptionHook | None = None, topology: TopologyHook | None = None, *,
+                 track_releases: bool = False) -> None:
+        """``track_releases``: note released quota from the start (see :meth:`take_changes`),
+        for a caller that orders its writes by it (the manager)."""
         config = config or CoreConfig()
         # Classical (or, with fairSharing configured, fair) preemption unless a hook is given.
         fair = config.fair_sharing
@@ -56,11 +81,10 @@ class QueueingCore:
         tas = topology if isinstance(topology, TopologyTracker) else None
         self._config = config
         self._preemption = preemption
-        self._scheduler = scheduler
         self._tas = tas
         self._clock = Clock(now)
         self._timers = Timers()
-        self._changes = ChangeLog()
+        self._changes = ChangeLog(track_releases)
         self._cache = ClusterCache(config.unreported_checks_active)
         self._workloads: dict[str, WorkloadRecord] = {}
         self._pending = PendingQueues(config, self._clock, self._timers, self._cache, self._workloads,
@@ -79,7 +103,7 @@ class QueueingCore:
         else:
             self._cache.apply(obj)
 
-    def apply_workload(self, obj: dict[str, Any]) -> WorkloadRecord:
+    def apply_workload(self, obj: dict[str, Any]) -> WorkloadView:
         return self._lifecycle.apply_workload(obj)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> bool:
@@ -100,8 +124,15 @@ class QueueingCore:
 
     # ---------------------------------------------------------------- workload events
 
-    def finish(self, key: str) -> bool:
-        return self._lifecycle.finish(key)
+    def finish(self, key: str, *, stored: bool = False) -> bool:
+        """The workload finished: its quota is released. ``stored``: another writer stored it
+        finished already, so unless a write was owed anyway there is nothing to write back nor
+        a release to wait for. False if the workload is unknown."""
+        owed = key in self._changes.written
+        done = self._lifecycle.finish(key)
+        if stored and done and not owed:
+            self._changes.stored_elsewhere(key)
+        return done
 
     def publish(self, key: str) -> bool:
         """A write carrying the workload's reservation out of the core starts: from now on
@@ -135,6 +166,11 @@ class QueueingCore:
     def next_deadline(self) -> float | None:
         return self._lifecycle.next_deadline()
 
+    def advance_clock(self, now: float) -> None:
+        """Move the clock to ``now`` (never back) without acting on the timers due by then:
+        the caller has events of its own to apply at that time first."""
+        self._clock.now = max(self._clock.now, now)
+
     def fire_timers(self, now: float) -> int:
         """Move the clock to ``now`` and act on every timer due by then; returns how many fired."""
         return self._lifecycle.fire_timers(now)
@@ -158,75 +194,111 @@ class QueueingCore:
         """Cycle until a cycle admits nothing and parks nothing."""
         return self._applier.run_until_idle(max_cycles)
 
-    # ---------------------------------------------------------------- reading
+    # ---------------------------------------------------------------- decisions out
 
-    def take_changes(self) -> set[str]:
-        """Keys of workloads whose status changed since the last call (what to write back)."""
-        changed, self._changes.written = self._changes.written, set()
-        return {k for k in changed if k in self._workloads}
+    def take_changes(self) -> CoreChanges:
+        """What changed since the last call: the statuses to write back, the releases (tracked
+        from the first call unless the core was made with ``track_releases``), PodsReady
+        transitions and the counts the metrics report."""
+        return self._changes.take(self._workloads)
 
-    def take_released(self) -> tuple[set[str], set[str]]:
-        """Keys of workloads whose quota was released since the last call (tracking starts
-        with the first call), and those of them whose only release was a withdrawal."""
-        c = self._changes
-        released, c.released = c.released or set(), set()
-        withdrawn, c.withdrawn = c.withdrawn, set()
-        return {k for k in released if k in self._workloads}, {k for k in withdrawn if k in self._workloads}
-
-    def take_replaced_slices(self) -> dict[str, int]:
-        taken, self._changes.replaced_slices = self._changes.replaced_slices, {}
-        return taken
-
-    def take_withdrawals(self) -> dict[str, int]:
-        taken, self._changes.withdrawals = self._changes.withdrawals, {}
-        return taken
-
-    def take_ready_changed(self) -> set[str]:
-        out, self._changes.pods_ready = self._changes.pods_ready, set()
-        return out
-
-    def take_stopping(self) -> set[str]:
+    def take_stopping(self) -> frozenset[str]:
         """Keys of workloads that started waiting for their job to stop since the last call."""
-        out = self._changes.take_stopping()
-        return {k for k in out if (r := self._workloads.get(k)) is not None and r.stopping is not None}
+        records = self._workloads
+        return frozenset(k for k in self._changes.take_stopping()
+                         if (r := records.get(k)) is not None and r.stopping is not None)
 
-    def awaiting_turn(self, key: str) -> bool:
-        """Pending in a usable queue and not evaluated since it got there."""
-        return self._lifecycle.awaiting_turn(key)
+    # ---------------------------------------------------------------- reading
+    #
+    # Read-only views of the core's state: live (they follow the core), typed so that a
+    # reader cannot change what they show. Structural ones are as of the last rebuild; the
+    # quota queries that say so rebuild a changed structure first.
 
-    def debug_dump(self) -> list[str]:
-        """One line per ClusterQueue and one for the timers: what an operator asks for when
-        workloads wait and nobody knows why (Kueue dumps its cache and queues on SIGUSR2)."""
+    @property
+    def now(self) -> float:
+        return self._clock.now
+
+    @property
+    def config(self) -> CoreConfig:
+        return self._config
+
+    @property
+    def preemption(self) -> PreemptionHook:
+        """The preemption hook the core decides with (given, or made from the config)."""
+        return self._preemption
+
+    @property
+    def topology(self) -> TopologyTracker | None:
+        """The topology hook the core was made with, when it tracks placements (TAS)."""
+        return self._tas
+
+    def workload(self, key: str) -> WorkloadView | None:
+        return self._workloads.get(key)
+
+    def all_workloads(self) -> Mapping[str, WorkloadView]:
+        """Every workload the core knows, by key, in the order the core learnt of them."""
+        return MappingProxyType(self._workloads)
+
+    def cluster_queue(self, name: str) -> ClusterQueueDef | None:
+        return self._cache.cq_defs.get(name)
+
+    def cluster_queues(self) -> Mapping[str, ClusterQueueDef]:
+        return MappingProxyType(self._cache.cq_defs)
+
+    def cohorts(self) -> Mapping[str, QueueDef]:
+        """The Cohort objects (a cohort only named as a parent has none: see ``quota_tree``)."""
+        return MappingProxyType(self._cache.cohort_defs)
+
+    def local_queue(self, key: str) -> LocalQueueDef | None:
+        """The LocalQueue ``namespace/name``."""
+        return self._cache.local_queues.get(key)
+
+    def local_queues(self) -> Mapping[str, LocalQueueDef]:
+        return MappingProxyType(self._cache.local_queues)
+
+    def flavors(self) -> Mapping[str, Flavor]:
+        return MappingProxyType(self._cache.flavors)
+
+    def inactive_cluster_queues(self) -> Mapping[str, PendingReason]:
+        """ClusterQueue name -> why it admits nothing (the reason its pending workloads get)."""
+        return _Live(lambda: self._cache.inactive)  # a rebuild replaces the cache's table
+
+    def holders(self, cq: str) -> Mapping[str, WorkloadView]:
+        """The workloads holding quota in ``cq``, by key."""
+        return MappingProxyType(self._cache.holding.get(cq, {}))
+
+    def holders_by_queue(self) -> Mapping[str, Mapping[str, WorkloadView]]:
+        return MappingProxyType(self._cache.holding)
+
+    def pending_queue(self, cq: str) -> PendingQueueView | None:
+        """The queue of ``cq``'s pending workloads (its heap and the parked), if it has one."""
+        return self._pending.queues.get(cq)
+
+    def preempted_reason(self, key: str) -> str | None:
+        """The reason of the workload's latest preemption (its Preempted condition's)."""
+        return self._applier.preempted_reasons.get(key)
+
+    def quota_tree(self) -> QuotaTree:
+        """The quota tree as last built (see ``usage_of`` to bring it up to date)."""
+        return self._cache.tree
+
+    def usage_at(self, node: QuotaNodeView) -> dict[FR, int]:
+        """What is charged on a node of :meth:`quota_tree` (ClusterQueue or Cohort)."""
+        return self._cache.usage_at(node)
+
+    def headroom(self, cq: str, fr: FR) -> tuple[int, int]:
+        """(what ``cq`` could still take on ``fr``, borrowing included; the part of it its
+        own lending limit keeps for it); (0, 0) for a queue not in the tree."""
+        return self._cache.headroom(cq, fr)
+
+    def usage_of(self, cq: str) -> dict[FR, int]:
         self._lifecycle.ensure()
-        cache = self._cache
-        lines = []
-        for name in sorted(cache.cq_defs):
-            node = cache.nodes.get(name)
-            usage = {f"{f}/{r}": v for (f, r), v in sorted(cache.usage.of(node).items())} if node else {}
-            holding = cache.holding.get(name, {})
-            lines.append(f"ClusterQueue {name}: {self._pending.describe(name)}, holding {len(holding)} "
-                         f"{sorted(holding)[:5]}, usage {usage}, {cache.activity(name)}")
-        lines.append(f"timers {self._timers.kinds()}, next deadline {self.next_deadline()}, "
-                     f"clock {self._clock.now}, batched requeues due {self._pending.batches_due()}")
-        return lines
-
-    def pending_in(self, cq: str) -> Iterable[WorkloadRecord]:
-        return (r for r in self._workloads.values()
-                if r.status == "Pending" and not r.deactivated and r.cluster_queue == cq)
-
-    def queue_position(self, key: str) -> tuple[int, int] | None:
-        """(1-based place, length) of a pending workload among its ClusterQueue's pending
-        workloads in scheduling order; None when it is not waiting in a ClusterQueue."""
-        return self._pending.queue_position(key)
+        return self._cache.usage_of(cq)
 
     def cluster_queue_condition(self, name: str) -> ActiveCondition | None:
         """The ClusterQueue's ``Active`` condition as Kueue words it; None if it is unknown."""
         self._lifecycle.ensure()
         return self._cache.cluster_queue_condition(name)
-
-    def usage_of(self, cq: str) -> dict[FR, int]:
-        self._lifecycle.ensure()
-        return self._cache.usage_of(cq)
 
     def cluster_queue_shares(self) -> dict[str, float]:
         """Each ClusterQueue's weighted dominant resource share on the quota it holds now
@@ -252,92 +324,28 @@ class QueueingCore:
         """The admission fair sharing usage value of a LocalQueue (0 when off)."""
         return self._pending.local_queue_usage(lq_key)
 
-    # ---------------------------------------------------------------- old field names (to go)
+    def queue_position(self, key: str) -> tuple[int, int] | None:
+        """(1-based place, length) of a pending workload among its ClusterQueue's pending
+        workloads in scheduling order; None when it is not waiting in a ClusterQueue."""
+        return self._pending.queue_position(key)
 
-    @property
-    def config(self) -> CoreConfig:
-        return self._config
+    def awaiting_turn(self, key: str) -> bool:
+        """Pending in a usable queue and not evaluated since it got there (Kueue writes no
+        status for such a workload; the scheduler's first verdict is its first condition)."""
+        return self._lifecycle.awaiting_turn(key)
 
-    @property
-    def now(self) -> float:
-        return self._clock.now
-
-    @now.setter
-    def now(self, value: float) -> None:
-        self._clock.now = value
-
-    @property
-    def workloads(self) -> dict[str, WorkloadRecord]:
-        return self._workloads
-
-    @property
-    def changed(self) -> set[str]:
-        return self._changes.written
-
-    @changed.setter
-    def changed(self, value: set[str]) -> None:
-        self._changes.written = value
-
-    @property
-    def released(self) -> set[str] | None:
-        return self._changes.released
-
-    @released.setter
-    def released(self, value: set[str] | None) -> None:
-        self._changes.released = value
-
-    @property
-    def tas(self) -> TopologyTracker | None:
-        return self._tas
-
-    @property
-    def preemption(self) -> PreemptionHook:
-        return self._preemption
-
-    @property
-    def scheduler(self) -> Scheduler:
-        return self._scheduler
-
-    @property
-    def preempted_reasons(self) -> dict[str, str]:
-        return self._applier.preempted_reasons
-
-    @property
-    def queues(self) -> Any:
-        return self._pending.queues
-
-    @property
-    def cq_defs(self) -> Any:
-        return self._cache.cq_defs
-
-    @property
-    def cohort_defs(self) -> Any:
-        return self._cache.cohort_defs
-
-    @property
-    def local_queues(self) -> Any:
-        return self._cache.local_queues
-
-    @property
-    def flavors(self) -> Any:
-        return self._cache.flavors
-
-    @property
-    def nodes(self) -> Any:
-        return self._cache.nodes
-
-    @property
-    def cohort_nodes(self) -> Any:
-        return self._cache.cohort_nodes
-
-    @property
-    def inactive(self) -> Any:
-        return self._cache.inactive
-
-    @property
-    def usage(self) -> Any:
-        return self._cache.usage
-
-    @property
-    def holding(self) -> Any:
-        return self._cache.holding
+    def debug_dump(self) -> list[str]:
+        """One line per ClusterQueue and one for the timers: what an operator asks for when
+        workloads wait and nobody knows why (Kueue dumps its cache and queues on SIGUSR2)."""
+        self._lifecycle.ensure()
+        cache = self._cache
+        lines = []
+        for name in sorted(cache.cq_defs):
+            node = cache.nodes.get(name)
+            usage = {f"{f}/{r}": v for (f, r), v in sorted(cache.usage.of(node).items())} if node else {}
+            holding = cache.holding.get(name, {})
+            lines.append(f"ClusterQueue {name}: {self._pending.describe(name)}, holding {len(holding)} "
+                         f"{sorted(holding)[:5]}, usage {usage}, {cache.activity(name)}")
+        lines.append(f"timers {self._timers.kinds()}, next deadline {self.next_deadline()}, "
+                     f"clock {self._clock.now}, batched requeues due {self._pending.batches_due()}")
+        return lines

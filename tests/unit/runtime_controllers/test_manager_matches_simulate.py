@@ -47,7 +47,8 @@ SCENARIOS = [p for p in sorted(TAS_SCENARIOS.glob("*.yaml")) if _replayable(p)]
 
 def _assignments(core: Any) -> dict[str, list[Any]]:
     return {key: [p.topology_assignment for p in rec.assignment.podsets]
-            for key, rec in sorted(core.workloads.items()) if rec.holds_quota and rec.assignment is not None}
+            for key, rec in sorted(core.all_workloads().items())
+            if rec.holds_quota and rec.assignment is not None}
 
 
 def _manager_run(scenario: Scenario) -> QueueManager:
@@ -74,7 +75,7 @@ def _manager_run(scenario: Scenario) -> QueueManager:
     def check_controller(ref: str, check: str, state: str) -> None:
         """The admission check's controller sets its state on the Workload as we wrote it."""
         for key in jobs.get(ref, [ref]):
-            rec = manager.core.workloads[key]
+            rec = manager.core.workload(key)
             delayed, unhealthy = manager.tas.status_fields(key)
             written = {"kind": "Workload", "metadata": dict(rec.wl.source["metadata"]),
                        "spec": rec.wl.source["spec"],
@@ -146,7 +147,7 @@ DECISION_SCENARIOS = [p for p in sorted([*(ROOT / "fair-sharing").glob("*.yaml")
 def _decisions(core: Any) -> dict[str, Any]:
     return {key: (rec.status, rec.cluster_queue, list(rec.evictions),
                   [(p.name, p.count, p.flavors) for p in rec.assignment.podsets] if rec.assignment else [])
-            for key, rec in sorted(core.workloads.items())}
+            for key, rec in sorted(core.all_workloads().items())}
 
 
 @pytest.mark.parametrize("path", DECISION_SCENARIOS, ids=[p.stem for p in DECISION_SCENARIOS])
