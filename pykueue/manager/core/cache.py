@@ -7,7 +7,7 @@ usage ledger and, per ClusterQueue, the workloads holding quota there.
 
 A structural change (a queue, cohort, flavor or check) only marks the cache ``dirty``; the
 tree is rebuilt once before it is next read (see ``WorkloadLifecycle.ensure``), so loading
-a thousand queues stays linear. :class:`QuotaTree` is the tree as built: the same object
+a thousand queues stays linear. :class:`~.quota.QuotaTree` is the tree as built: the same object
 until the next rebuild.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -36,18 +35,10 @@ from .objects import (
     local_queue_from,
 )
 from .queue_activity import ACTIVE, ActiveCondition, Inactivity, cluster_queue_inactivity
-from .quota import QuotaNode, QuotaNodeView, Usage, available, compute_subtree, local_available
+from .quota import QuotaNode, QuotaNodeView, QuotaTree, Usage, available, compute_subtree, local_available
 from .reasons import Pending, PendingReason
 from .snapshot import Snapshot
 from .workload_state import WorkloadRecord
-
-
-@dataclass(frozen=True)
-class QuotaTree:
-    """The quota tree as last built: rebuilt, never changed, when queues or cohorts change."""
-
-    cluster_queues: Mapping[str, QuotaNodeView]  # ClusterQueue name -> its node
-    cohorts: Mapping[str, QuotaNodeView]  # Cohort name -> its node (implicit cohorts too)
 
 
 class ClusterCache:

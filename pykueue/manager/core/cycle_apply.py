@@ -18,11 +18,10 @@ from pykueue.api import keys
 
 from .assignment import CycleResult, Decision, Outcome
 from .cache import ClusterCache
-from .changes import ChangeLog
 from .config import CoreConfig
 from .cycle import Scheduler
 from .hooks import TopologyTracker
-from .lifecycle import WorkloadLifecycle
+from .lifecycle import ChangeLog, WorkloadLifecycle
 from .pending import PendingQueues
 from .reasons import SCHEDULER, EvictionNote, Pending, PendingReason, Preemption
 from .snapshot import Snapshot

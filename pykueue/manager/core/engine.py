@@ -24,20 +24,20 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from .assignment import CycleResult, Decision
-from .cache import ClusterCache, QuotaTree
-from .changes import ChangeLog, CoreChanges
+from .cache import ClusterCache
+from .changes import CoreChanges
 from .config import CoreConfig
 from .cycle import Scheduler
 from .cycle_apply import CycleApplier
 from .fair_sharing import FairSharingPreemption, tournament
 from .hooks import PreemptionHook, TopologyHook, TopologyTracker
-from .lifecycle import WorkloadLifecycle
+from .lifecycle import ChangeLog, WorkloadLifecycle
 from .objects import FR, ClusterQueueDef, Flavor, LocalQueueDef, QueueDef
 from .pending import PendingQueues
 from .preemption import ClassicalPreemption
 from .queue_activity import ActiveCondition
 from .queues import PendingQueueView
-from .quota import QuotaNodeView
+from .quota import QuotaNodeView, QuotaTree
 from .reasons import EvictionNote, PendingReason
 from .snapshot import Snapshot
 from .timers import Clock, Timers

@@ -6,12 +6,13 @@ routed to the queue of its LocalQueue's ClusterQueue (or told why not), a reserv
 a cycle, an admission check's verdict, pods ready, an eviction (with the quota held until the
 job stopped, when the manager runs it), a requeue backoff or PodsReady timeout, a finish. It
 also keeps the cache's structure current (:meth:`ensure`): a rebuilt tree re-routes every
-pending workload. What the caller has to act on is noted in the :class:`~.changes.ChangeLog`.
+pending workload. What the caller has to act on is noted in the :class:`ChangeLog`.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from pykueue.api import keys
 from . import max_execution
 from .assignment import Assignment, Decision, Mode, PodSetAssignment
 from .cache import ClusterCache
-from .changes import ChangeLog
+from .changes import CoreChanges
 from .config import CoreConfig
 from .hooks import TopologyTracker
 from .objects import FR, WorkloadDef, amount, parse_time, workload_from
@@ -39,6 +40,63 @@ from .reasons import (
 from .resources import transform_requests
 from .timers import AFS_SAMPLE, BACKOFF, MAX_EXECUTION, PODS_READY, REQUEUE, Clock, Timers
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
+
+
+class ChangeLog:
+    """The core's own notes of what changed, until they are taken (mutable, internal)."""
+
+    def __init__(self, track_releases: bool = False) -> None:
+        self.written: set[str] = set()
+        self.pods_ready: set[str] = set()
+        # None: releases are not tracked (only a caller that orders its writes by them asks).
+        self.released: set[str] | None = set() if track_releases else None
+        # Of the released, those whose only release since the last take took back an
+        # unpublished reservation: nothing of it was ever sent, so no write carries its release.
+        self.withdrawn: set[str] = set()
+        # Withdrawals per ClusterQueue: each a preemption target no API reader saw admitted.
+        self.withdrawals: dict[str, int] = {}
+        # Workloads that started stopping (evicted, quota held) since the last take_stopping.
+        self.stopping: set[str] = set()
+        self.replaced_slices: dict[str, int] = {}
+
+    def released_quota(self, key: str) -> None:
+        if self.released is not None:
+            self.released.add(key)
+            self.withdrawn.discard(key)
+
+    def first_release(self, key: str) -> bool:
+        """Whether ``key`` is tracked and was not released since the last take."""
+        return self.released is not None and key not in self.released
+
+    def withdrew(self, cluster_queue: str) -> None:
+        self.withdrawals[cluster_queue] = self.withdrawals.get(cluster_queue, 0) + 1
+
+    def replaced_slice(self, cluster_queue: str) -> None:
+        self.replaced_slices[cluster_queue] = self.replaced_slices.get(cluster_queue, 0) + 1
+
+    def stored_elsewhere(self, key: str) -> None:
+        """Another writer stored the workload's latest state: nothing to write, nor to wait for."""
+        self.written.discard(key)
+        if self.released is not None:
+            self.released.discard(key)
+
+    def take(self, alive: Mapping[str, object]) -> CoreChanges:
+        """Everything but ``stopping``, of the workloads still ``alive`` (the counts and
+        PodsReady changes as noted); starts tracking releases."""
+        written, self.written = self.written, set()
+        released, self.released = self.released or set(), set()
+        withdrawn, self.withdrawn = self.withdrawn, set()
+        pods_ready, self.pods_ready = self.pods_ready, set()
+        withdrawals, self.withdrawals = self.withdrawals, {}
+        replaced, self.replaced_slices = self.replaced_slices, {}
+        return CoreChanges(frozenset(k for k in written if k in alive),
+                           frozenset(k for k in released if k in alive),
+                           frozenset(k for k in withdrawn if k in alive),
+                           frozenset(pods_ready), withdrawals, replaced)
+
+    def take_stopping(self) -> set[str]:
+        out, self.stopping = self.stopping, set()
+        return out
 
 
 class WorkloadLifecycle:

@@ -16,6 +16,7 @@ limits into account. Both are O(depth).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .objects import FR, Quota
@@ -47,6 +48,14 @@ class QuotaNodeView(Protocol):
     def quota(self, fr: FR) -> Quota: ...
 
     def cluster_queues(self) -> Sequence[QuotaNodeView]: ...
+
+
+@dataclass(frozen=True)
+class QuotaTree:
+    """The quota tree as last built: rebuilt, never changed, when queues or cohorts change."""
+
+    cluster_queues: Mapping[str, QuotaNodeView]  # ClusterQueue name -> its node
+    cohorts: Mapping[str, QuotaNodeView]  # Cohort name -> its node (implicit cohorts too)
 
 
 class QuotaNode:

@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pykueue.api.quantity import resource_quantity
-from pykueue.manager.core.cache import QuotaTree
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import FR, format_time
-from pykueue.manager.core.quota import QuotaNodeView
+from pykueue.manager.core.quota import QuotaNodeView, QuotaTree
 from pykueue.manager.core.tas.assignment import TopologyAssignment
 from pykueue.manager.core.tas.tree import Domain
 from pykueue.manager.core.tas_hook import TasPlacer
