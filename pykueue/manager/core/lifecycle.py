@@ -126,7 +126,7 @@ class WorkloadLifecycle:
             self._pending.queue(name)
         for rec in self.workloads.values():
             if rec.status == PENDING and not rec.deactivated and rec.requeue_at is None:
-                self.route(rec)
+                self._route(rec)
         for rec in list(self.workloads.values()):
             self._drain_if_stopped(rec)
         self._pending.requeue_all()
@@ -166,7 +166,7 @@ class WorkloadLifecycle:
                 self._set_active(old, wl.active)
             elif old.status == PENDING and not old.deactivated:
                 # Kueue's PushOrUpdate: a changed spec may fit now, so it leaves the parked.
-                self.route(old, unpark=resized)
+                self._route(old, unpark=resized)
             return old
         # Rebuild a changed structure before the record exists: the rebuild routes every
         # pending record, and one about to be read as admitted must not be queued as well
@@ -202,7 +202,7 @@ class WorkloadLifecycle:
             return rec
         # Read back after a restart: a verdict that wrote them was given already.
         rec.requests_reported = bool(status.get("resourceRequests"))
-        self.route(rec)
+        self._route(rec)
         return rec
 
     def delete(self, key: str) -> bool:
@@ -331,13 +331,13 @@ class WorkloadLifecycle:
             if rec.status == QUOTA_RESERVED:
                 self._release(rec)
                 rec.generation += 1
-                self.route(rec)
+                self._route(rec)
                 return
             if policy == "HoldAndDrain":
                 self.evict(rec, reason, requeue_now=True)
                 return
 
-    def route(self, rec: WorkloadRecord, unpark: bool = False) -> None:
+    def _route(self, rec: WorkloadRecord, unpark: bool = False) -> None:
         """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not
         (``unpark``: even if it waits among the inadmissible)."""
         self._changes.written.add(rec.key)
@@ -531,7 +531,7 @@ class WorkloadLifecycle:
         rec.generation += 1
         rec.unpublished = False
         rec.checks = {}
-        self.route(rec)
+        self._route(rec)
 
     def job_stopped(self, key: str) -> bool:
         """The job of an evicted workload has no active pods left: release its quota and
@@ -573,7 +573,7 @@ class WorkloadLifecycle:
             self._timer(rec.requeue_at, BACKOFF, rec)
             return
         rec.requeue_at = None
-        self.route(rec)
+        self._route(rec)
 
     def _set_active(self, rec: WorkloadRecord, active: bool) -> None:
         """``spec.active`` flipped (by a user, or by our own deactivation coming back):
@@ -588,7 +588,7 @@ class WorkloadLifecycle:
         rec.deactivated = False
         rec.pending = None
         rec.requeue_count = 0
-        self.route(rec)
+        self._route(rec)
 
     def _deactivate_pending(self, rec: WorkloadRecord) -> None:
         rec.deactivated = True
@@ -697,7 +697,7 @@ class WorkloadLifecycle:
             if kind == BACKOFF:
                 rec.requeue_at = None
                 rec.generation += 1
-                self.route(rec)
+                self._route(rec)
             elif kind == PODS_READY and rec.status == ADMITTED and not rec.pods_ready:
                 self._pods_ready_timeout(rec)
             elif kind == MAX_EXECUTION:

@@ -307,16 +307,6 @@ class PendingQueues:
 
     # ------------------------------------------------------------ reading
 
-    def active_count(self, cq: str) -> int:
-        q = self.queues.get(cq)
-        return q.active_count if q is not None else 0
-
-    def in_heap(self, rec: WorkloadRecord) -> bool:
-        """In its ClusterQueue's heap, ready to be tried (not parked)."""
-        q = self.queues.get(rec.cluster_queue or "")
-        # ``in`` covers parked ones too; only the heap's tickets are active.
-        return q is not None and rec.key in q and not q.is_parked(rec.key)
-
     def _pending_in(self, cq: str) -> Iterable[WorkloadRecord]:
         return (r for r in self._workloads.values()
                 if r.status == PENDING and not r.deactivated and r.cluster_queue == cq)
