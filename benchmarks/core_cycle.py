@@ -107,7 +107,7 @@ def run(cohorts: int, queues: int, fair_sharing: bool = False, equivalence: bool
         cycles += 1
         for d in out:
             if d.outcome == "Admit":
-                rec = core.workloads[d.key]
+                rec = core.workload(d.key)
                 if rec.status == ADMITTED:
                     admitted += 1
                     tta[d.key.split("/")[1].split("-")[0]].append(now_ms - created[d.key])

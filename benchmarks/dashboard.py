@@ -91,7 +91,7 @@ async def _get(session: aiohttp.ClientSession, url: str) -> bytes:
 
 def _next_change(sim: Simulation) -> None:
     """A workload finishes and the core admits what fits: the change the update carries."""
-    running = next(r for r in sim.core.workloads.values() if r.holds_quota)
+    running = next(r for r in sim.core.all_workloads().values() if r.holds_quota)
     sim.core.finish(running.key)
     sim.core.run_until_idle()
 
@@ -157,7 +157,7 @@ async def _measure(sim: Simulation, rounds: int) -> dict[str, Any]:
                 started = time.perf_counter()
                 feed.check()
                 poll_s.append(time.perf_counter() - started)
-            pending = next(r.key for r in sim.core.workloads.values() if r.status == PENDING)
+            pending = next(r.key for r in sim.core.all_workloads().values() if r.status == PENDING)
             ns, name = pending.split("/")
             started = time.perf_counter()
             await _get(session, f"{base}/api/workloads/{ns}/{name}")
@@ -191,10 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.gc_freeze:
         gc.collect()
         gc.freeze()
-    print(f"core built in {time.perf_counter() - started:.1f} s: {len(sim.core.workloads)} workloads, "
-          f"{len(sim.core.cq_defs)} ClusterQueues", file=sys.stderr)
+    print(f"core built in {time.perf_counter() - started:.1f} s: {len(sim.core.all_workloads())} workloads, "
+          f"{len(sim.core.cluster_queues())} ClusterQueues", file=sys.stderr)
     metrics = asyncio.run(measure(sim, rounds))
-    metrics.update(workloads=len(sim.core.workloads), cluster_queues=len(sim.core.cq_defs))
+    metrics.update(workloads=len(sim.core.all_workloads()), cluster_queues=len(sim.core.cluster_queues()))
     print(f"page p50 {metrics['page_p50_ms']} ms, p99 {metrics['page_p99_ms']} ms; update p50 "
           f"{metrics['update_p50_ms']} ms, p99 {metrics['update_p99_ms']} ms; idle poll p50 "
           f"{metrics['poll_p50_ms']} ms; {metrics['gc_full_collections']} full collections "

@@ -27,15 +27,15 @@ import math
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.settings import IMMEDIATE, TUNED
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED
-from pykueue.manager.runtime.controllers.manager import REQUEUE_BATCH_PER_GROUP_S, REQUEUE_BATCH_PER_QUEUE_S
 
 from .kueue_perf_config import (
     CLASS_LABEL,
@@ -99,9 +99,7 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
         for node in nodes:
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
     batch_s = requeue_batch_ms / 1000
-    core_config = CoreConfig(requeue_batch_s=batch_s,
-                             requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S if batch_s else 0.0,
-                             requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S if batch_s else 0.0)
+    core_config = CoreConfig(scheduling=replace(TUNED, requeue_batch_s=batch_s) if batch_s else IMMEDIATE)
     core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:
@@ -128,11 +126,11 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             if ev.obj is not None:
                 core.apply_workload(ev.obj)
                 created[ev.key] = now_ms
-            elif ev.admission == admissions.get(ev.key) and core.workloads[ev.key].status == ADMITTED:
+            elif ev.admission == admissions.get(ev.key) and core.workload(ev.key).status == ADMITTED:
                 core.finish(ev.key)  # not when evicted since: that admission ended already
                 end_ms, finished = now_ms, finished + 1
         for d in core.run_until_idle():
-            rec = core.workloads.get(d.key)
+            rec = core.workload(d.key)
             if d.outcome != "Admit" or rec is None or rec.status != ADMITTED:
                 continue
             admissions[d.key] = admissions.get(d.key, 0) + 1
@@ -141,10 +139,10 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             seq += 1
             ends = _Event(now_ms + run_ms + latency_ms, seq, d.key, admission=admissions[d.key])
             heapq.heappush(events, ends)
-    per_workload = {k: len(r.evictions) for k, r in core.workloads.items()}
+    per_workload = {k: len(r.evictions) for k, r in core.all_workloads().items()}
     tta: dict[str, list[int]] = {}
     for key, at in first_admitted.items():
-        cls = core.workloads[key].wl.source["metadata"]["labels"][CLASS_LABEL]
+        cls = core.workload(key).wl.source["metadata"]["labels"][CLASS_LABEL]
         tta.setdefault(cls, []).append(at - created[key])
     return {
         "latency_ms": latency_ms, "requeue_batch_ms": requeue_batch_ms,

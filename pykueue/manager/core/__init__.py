@@ -11,11 +11,19 @@ Public API (see :mod:`manager.core.engine`)::
     core.fire_timers(now); core.next_deadline()          # backoff ends, PodsReady timeouts
     result = core.next_cycle()           # CycleResult: Decision values, nothing applied
     core.apply_cycle(result)             # reserve quota, requeue, evict preemption targets
-    workload_status(core.workloads[key], now)   # the Workload.status to write
+    changes = core.take_changes()        # CoreChanges: what to write back, releases, counts
+    workload_status(core.workload(key), now)    # the Workload.status to write
+
+Readers get read-only views (``workload``, ``all_workloads``, ``cluster_queue``, ``holders``,
+``usage_of``, ``quota_tree`` ...); nothing outside the core touches its state
+(``tests/unit/core/test_core_boundary.py``).
 
 Modules: ``objects`` (dicts -> compact records), ``resources`` (pod requests,
 transformations), ``quota`` (cohort-tree arithmetic), ``queues`` (pending heaps),
 ``flavor_assigner``, ``cycle`` (one scheduling cycle), ``hooks`` (preemption and TAS
-extension points), ``engine`` (state and events), ``status``, ``jobs_to_workloads``.
+extension points), ``engine`` (the facade) over ``cache`` (cached objects, quota tree),
+``pending`` (the pending queues), ``lifecycle`` (the workload state machine) and
+``cycle_apply`` (a cycle applied), ``changes`` and ``timers``; ``config`` and ``settings``
+(what to schedule, and how eagerly), ``status``, ``jobs_to_workloads``.
 ``tas/`` is the topology placer, used through :class:`~manager.core.hooks.TopologyHook`.
 """

@@ -22,6 +22,7 @@ from pykueue.api.quantity import Quantity, QuantityError
 from .admission_fair_sharing import AfsConfig, config_from_dict
 from .features import gate_enabled
 from .resources import Transformation
+from .settings import IMMEDIATE, SchedulingSettings
 
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
@@ -77,18 +78,9 @@ class CoreConfig:
     fair_sharing: tuple[str, ...] | None = None
     # Configuration admissionFairSharing; None when off.
     admission_fair_sharing: AfsConfig | None = None
-    # Kueue requeues the parked workloads of a cohort tree in batches: the first request
-    # waits this long and later ones join it. 0 requeues at once (simulate: steps stay
-    # immediate); the manager runtime uses 0.1 s (Kueue: 1 s; see runtime REQUEUE_BATCH_S).
-    requeue_batch_s: float = 0.0
-    # A requeue costs one evaluation per parked shape and queue of the tree, so a tree of
-    # many queues is requeued less often: its batch lasts this long per ClusterQueue in it
-    # (when that is more than ``requeue_batch_s``), at most ``requeue_batch_max_s``.
-    requeue_batch_per_queue_s: float = 0.0
-    # ... and per parked group (one per shape and queue) of the tree, counted when the batch
-    # starts: a tree whose queues hold many shapes costs as many evaluations per requeue.
-    requeue_batch_per_group_s: float = 0.0
-    requeue_batch_max_s: float = 1.0
+    # How eagerly the core requeues (see ``settings``): at once unless a process sets the
+    # tuned values (the manager runtime: ``settings.TUNED``).
+    scheduling: SchedulingSettings = IMMEDIATE
     # Kueue's SchedulingEquivalenceHashing (on by default in Kueue): one NoFit verdict parks
     # every queued workload of the same shape in a BestEffortFIFO queue until the next requeue.
     equivalence_hashing: bool = True

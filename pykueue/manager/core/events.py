@@ -26,12 +26,12 @@ from pykueue.api.events import WARNING, EventRecord, ObjectReference
 from . import max_execution
 from .objects import parse_time
 from .reasons import SCHEDULER, SCHEDULER_VERDICTS, WORKLOAD_CONTROLLER
-from .workload_state import WorkloadRecord
+from .workload_state import WorkloadView
 
 WORKLOAD_API_VERSION = keys.API_VERSION
 
 
-def workload_events(before: Mapping[str, Any], after: Mapping[str, Any], rec: WorkloadRecord | None,
+def workload_events(before: Mapping[str, Any], after: Mapping[str, Any], rec: WorkloadView | None,
                     now: float, *, tiered: bool = True) -> list[EventRecord]:
     """The events of one status write of a Workload: ``before`` is the stored object the
     write went over, ``after`` the object the API returned. ``tiered``: Kueue's
@@ -78,7 +78,7 @@ def retention_deleted(workload: Mapping[str, Any]) -> EventRecord:
 
 
 def _evicted(regarding: ObjectReference, old: Mapping[str, Mapping[str, Any]],
-             new: Mapping[str, Mapping[str, Any]], rec: WorkloadRecord | None) -> list[EventRecord]:
+             new: Mapping[str, Mapping[str, Any]], rec: WorkloadView | None) -> list[EventRecord]:
     cond = new.get(keys.WorkloadCondition.EVICTED)
     if cond is None or cond.get("status") != "True" or _true(old, keys.WorkloadCondition.EVICTED):
         return []
@@ -132,7 +132,7 @@ def _admitted(regarding: ObjectReference, before: Mapping[str, Any], old: Mappin
 
 
 def _pending(regarding: ObjectReference, old: Mapping[str, Mapping[str, Any]],
-             new: Mapping[str, Mapping[str, Any]], rec: WorkloadRecord | None,
+             new: Mapping[str, Mapping[str, Any]], rec: WorkloadView | None,
              tiered: bool) -> list[EventRecord]:
     """A scheduling verdict written on a workload left pending: Kueue's scheduler records it
     as a Warning whose reason is the QuotaReserved condition's (the tier), Pending without

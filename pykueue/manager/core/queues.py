@@ -24,7 +24,7 @@ again the whole group is parked again. A backlog of thousands of equivalent work
 that stays inadmissible across many requeues (every finished workload in the cohort
 requeues) therefore costs O(log n) per requeue and verdict, not a move of every
 workload there and back. A requeue may also leave a group parked whose head its caller
-knows still cannot fit (the engine, after freed quota: see ``QueueingCore._requeue_subtree``).
+knows still cannot fit (after freed quota: see ``PendingQueues._requeue_subtree``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
+from typing import Protocol
 
 from .objects import PodSet
 
@@ -72,6 +73,30 @@ class _Group:
         self.alive = 0
         self.parked = True
         self.ticket = -1  # of the queue's heap item standing for it while released
+
+
+class PendingQueueView(Protocol):
+    """A :class:`PendingQueue` as readers outside the core see it: read only."""
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, key: str) -> bool: ...
+
+    @property
+    def active_count(self) -> int: ...
+
+    @property
+    def parked_count(self) -> int: ...
+
+    @property
+    def parked_groups(self) -> int: ...
+
+    @property
+    def no_fit_shapes(self) -> int: ...
+
+    def is_parked(self, key: str) -> bool: ...
+
+    def parked_keys(self) -> list[str]: ...
 
 
 class PendingQueue:

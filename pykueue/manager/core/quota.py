@@ -15,11 +15,47 @@ limits into account. Both are O(depth).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from .objects import FR, Quota
 
 _NO_QUOTA = Quota(0, None, None)
+
+
+class QuotaNodeView(Protocol):
+    """A node of the quota tree as readers outside the core see it: read only."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def is_cq(self) -> bool: ...
+
+    @property
+    def parent(self) -> QuotaNodeView | None: ...
+
+    @property
+    def children(self) -> Sequence[QuotaNodeView]: ...
+
+    @property
+    def quotas(self) -> Mapping[FR, Quota]: ...
+
+    @property
+    def subtree(self) -> Mapping[FR, int]: ...
+
+    def quota(self, fr: FR) -> Quota: ...
+
+    def cluster_queues(self) -> Sequence[QuotaNodeView]: ...
+
+
+@dataclass(frozen=True)
+class QuotaTree:
+    """The quota tree as last built: rebuilt, never changed, when queues or cohorts change."""
+
+    cluster_queues: Mapping[str, QuotaNodeView]  # ClusterQueue name -> its node
+    cohorts: Mapping[str, QuotaNodeView]  # Cohort name -> its node (implicit cohorts too)
 
 
 class QuotaNode:

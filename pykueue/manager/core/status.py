@@ -18,7 +18,7 @@ from .objects import format_time, parse_time
 from .reasons import PREEMPTION_WORDING, Pending, eviction_cause
 from .tas_hook import DELAYED_PENDING
 from .tiers import AdmittedReason, admitted_reason, record_tier
-from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadRecord
+from .workload_state import ADMITTED, FINISHED, PENDING, WorkloadView
 
 
 def _condition(kind: str, status: bool, reason: str, message: str, now: float) -> dict[str, Any]:
@@ -36,7 +36,7 @@ _STOPPED = {
 }
 
 
-def _still_stopped(rec: WorkloadRecord, reason: str) -> bool:
+def _still_stopped(rec: WorkloadView, reason: str) -> bool:
     p = rec.pending
     if p is None:
         return False
@@ -45,7 +45,7 @@ def _still_stopped(rec: WorkloadRecord, reason: str) -> bool:
     return p.kind is Pending.CLUSTER_QUEUE_INACTIVE and p.detail == "Stopped"
 
 
-def _eviction_conditions(rec: WorkloadRecord, now: float) -> list[dict[str, Any]]:
+def _eviction_conditions(rec: WorkloadView, now: float) -> list[dict[str, Any]]:
     """Evicted (and, after a preemption, Preempted and Requeued; after a stopped queue's
     drain, Requeued) for the latest eviction.
 
@@ -110,7 +110,7 @@ def _not_admitted(reason: AdmittedReason, now: float) -> dict[str, Any]:
     return _condition(WorkloadCondition.ADMITTED, False, reason, _ADMITTED_FALSE[reason], now)
 
 
-def workload_status(rec: WorkloadRecord, now: float, *, delayed_topology: Mapping[str, str] | None = None,
+def workload_status(rec: WorkloadView, now: float, *, delayed_topology: Mapping[str, str] | None = None,
                     unhealthy_nodes: Sequence[str] = (), tiered: bool = True) -> dict[str, Any]:
     """``delayed_topology`` (podset -> Pending/Ready) and ``unhealthy_nodes`` come from the TAS tracker.
 
@@ -211,7 +211,7 @@ def legacy_admitted(stored: Mapping[str, Any], rendered: Mapping[str, Any], now:
     return {**rendered, "conditions": conditions}
 
 
-def resource_requests(rec: WorkloadRecord) -> list[dict[str, Any]]:
+def resource_requests(rec: WorkloadView) -> list[dict[str, Any]]:
     """Kueue's ``status.resourceRequests``: each pod set's requests times its pod count, after
     the configured transformations and exclusions, as the scheduler saw them."""
     out: list[dict[str, Any]] = []

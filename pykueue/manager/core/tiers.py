@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from .reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
-from .workload_state import PENDING, QUOTA_RESERVED, WorkloadRecord
+from .workload_state import PENDING, QUOTA_RESERVED, WorkloadView
 
 
 class Tier(StrEnum):
@@ -143,14 +143,14 @@ def tier_of(reason: PendingReason | None) -> Tier:
     return _BY_KIND[reason.kind]
 
 
-def record_tier(rec: WorkloadRecord) -> Tier:
+def record_tier(rec: WorkloadView) -> Tier:
     """The tier of a pending workload; a deactivation outranks whatever else holds it."""
     if rec.deactivated:
         return Tier.DEACTIVATED
     return tier_of(rec.pending)
 
 
-def admitted_reason(rec: WorkloadRecord, delayed_topology: bool = False) -> AdmittedReason | None:
+def admitted_reason(rec: WorkloadView, delayed_topology: bool = False) -> AdmittedReason | None:
     """Why ``Admitted`` is False (None once admitted or finished); ``delayed_topology``: a pod
     set still waits for its delayed topology assignment."""
     if rec.status == PENDING:
@@ -162,7 +162,7 @@ def admitted_reason(rec: WorkloadRecord, delayed_topology: bool = False) -> Admi
     return None  # admitted or finished
 
 
-def unadmitted_labels(rec: WorkloadRecord, delayed_topology: bool = False) -> tuple[str, str] | None:
+def unadmitted_labels(rec: WorkloadView, delayed_topology: bool = False) -> tuple[str, str] | None:
     """(reason, underlying_cause) of Kueue's unadmitted-workloads metrics, None when admitted:
     the Admitted condition's reason, and the QuotaReserved one (empty while quota is held)."""
     reason = admitted_reason(rec, delayed_topology)

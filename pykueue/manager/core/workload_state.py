@@ -6,7 +6,9 @@ admission check Ready), QuotaReserved (quota held, checks pending), Pending.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .assignment import Assignment
 from .objects import FR, WorkloadDef
@@ -90,3 +92,104 @@ class WorkloadRecord:
     @property
     def key(self) -> str:
         return self.wl.key
+
+
+class WorkloadView(Protocol):
+    """A :class:`WorkloadRecord` as readers outside the core see it (``QueueingCore.workload``):
+    read only. Its fields mean what the record's say."""
+
+    @property
+    def wl(self) -> WorkloadDef: ...
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def queue_ts(self) -> float: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def cluster_queue(self) -> str | None: ...
+
+    @property
+    def assignment(self) -> Assignment | None: ...
+
+    @property
+    def usage(self) -> Mapping[FR, int]: ...
+
+    @property
+    def checks(self) -> Mapping[str, str]: ...
+
+    @property
+    def pending(self) -> PendingReason | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def holds_quota(self) -> bool: ...
+
+    @property
+    def evictions(self) -> Sequence[str]: ...
+
+    @property
+    def requeue_count(self) -> int: ...
+
+    @property
+    def requeue_at(self) -> float | None: ...
+
+    @property
+    def deactivated(self) -> bool: ...
+
+    @property
+    def deactivation_unwritten(self) -> bool: ...
+
+    @property
+    def reserved_at(self) -> float | None: ...
+
+    @property
+    def reserved_seq(self) -> int: ...
+
+    @property
+    def admitted_at(self) -> float | None: ...
+
+    @property
+    def admitted_since(self) -> float | None: ...
+
+    @property
+    def pods_ready(self) -> bool: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def preempting(self) -> bool: ...
+
+    @property
+    def preemption_reasons(self) -> Sequence[str]: ...
+
+    @property
+    def preemption(self) -> Preemption | None: ...
+
+    @property
+    def eviction_note(self) -> EvictionNote | None: ...
+
+    @property
+    def stopping(self) -> Stopping | None: ...
+
+    @property
+    def unpublished(self) -> bool: ...
+
+    @property
+    def requests_reported(self) -> bool: ...
+
+    @property
+    def took_over(self) -> str | None: ...
+
+    @property
+    def finished_as(self) -> tuple[str, str] | None: ...

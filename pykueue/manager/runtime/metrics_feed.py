@@ -31,11 +31,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykueue.manager.core.changes import CoreChanges
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import FR
 from pykueue.manager.core.reasons import eviction_cause
 from pykueue.manager.core.tiers import unadmitted_labels
-from pykueue.manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from pykueue.manager.core.workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, WorkloadView
 from pykueue.manager.runtime.metrics import KueueMetrics
 
 _PODS_READY_TIMEOUT = "PodsReadyTimeout"
@@ -94,17 +95,17 @@ def cluster_queue_counts(core: QueueingCore) -> dict[str, QueueCounts]:
     """
     pending: dict[str, int] = {}
     finished: dict[str, int] = {}
-    for rec in core.workloads.values():
+    for rec in core.all_workloads().values():
         cq = rec.cluster_queue or ""
         if rec.status == PENDING and not rec.deactivated:
             pending[cq] = pending.get(cq, 0) + 1
         elif rec.status == FINISHED:
             finished[cq] = finished.get(cq, 0) + 1
     out: dict[str, QueueCounts] = {}
-    for name in core.cq_defs:
-        queue = core.queues.get(name)
+    for name in core.cluster_queues():
+        queue = core.pending_queue(name)
         active = queue.active_count if queue is not None else 0
-        holding = core.holding.get(name, {}).values()
+        holding = core.holders(name).values()
         out[name] = QueueCounts(active=active, inadmissible=max(0, pending.get(name, 0) - active),
                                 reserving=len(holding),
                                 admitted=sum(1 for r in holding if r.status == ADMITTED),
@@ -118,15 +119,15 @@ def local_queue_counts(core: QueueingCore) -> tuple[dict[str, QueueCounts], dict
     A LocalQueue has no heap of its own; its pending workloads are active when they sit in
     their ClusterQueue's heap and inadmissible otherwise.
     """
-    counts: dict[str, dict[str, int]] = {key: {} for key in core.local_queues}
-    usage: dict[str, dict[FR, int]] = {key: {} for key in core.local_queues}
-    for rec in core.workloads.values():
+    counts: dict[str, dict[str, int]] = {key: {} for key in core.local_queues()}
+    usage: dict[str, dict[FR, int]] = {key: {} for key in core.local_queues()}
+    for rec in core.all_workloads().values():
         key = f"{rec.wl.namespace}/{rec.wl.queue_name}"
         if key not in counts:
             continue
         c = counts[key]
         if rec.status == PENDING and not rec.deactivated:
-            queue = core.queues.get(rec.cluster_queue or "")
+            queue = core.pending_queue(rec.cluster_queue or "")
             # ``in`` covers parked ones too; only the heap's tickets are active.
             active = queue is not None and rec.key in queue and not queue.is_parked(rec.key)
             bucket = "active" if active else "inadmissible"
@@ -149,12 +150,13 @@ def unadmitted_counts(core: QueueingCore) -> tuple[dict[tuple[str, str, str], in
     whose LocalQueue is missing has none and is in neither family, as in Kueue."""
     per_cq: dict[tuple[str, str, str], int] = {}
     per_lq: dict[tuple[str, str, str, str, str], int] = {}
-    for rec in core.workloads.values():
-        delayed = core.tas is not None and core.tas.holds_admission(rec.key)
+    for rec in core.all_workloads().values():
+        tas = core.topology
+        delayed = tas is not None and tas.holds_admission(rec.key)
         labels = unadmitted_labels(rec, delayed)
         if labels is None:
             continue
-        lq = core.local_queues.get(f"{rec.wl.namespace}/{rec.wl.queue_name}")
+        lq = core.local_queue(f"{rec.wl.namespace}/{rec.wl.queue_name}")
         cq = lq.cluster_queue if lq is not None else ""
         if not cq:
             continue
@@ -166,11 +168,11 @@ def unadmitted_counts(core: QueueingCore) -> tuple[dict[tuple[str, str, str], in
 
 def cohort_path(core: QueueingCore, cluster_queue: str) -> tuple[str, str]:
     """(parent cohort, root cohort) of a ClusterQueue; empty strings when it has none."""
-    cq = core.cq_defs.get(cluster_queue)
+    cq = core.cluster_queue(cluster_queue)
     parent = (cq.parent if cq is not None else None) or ""
     root, seen = parent, {parent}
     while root:
-        cohort = core.cohort_defs.get(root)
+        cohort = core.cohorts().get(root)
         up = cohort.parent if cohort is not None else None
         if not up or up in seen:
             break
@@ -183,8 +185,9 @@ def cohort_tree(core: QueueingCore) -> dict[str, tuple[str, str]]:
     """(parent cohort, root cohort) of every cohort of the tree, a Cohort object or a name
     only referenced as a parent (Kueue's implicit cohort); the parent is empty at a root, which
     is its own root. Cohorts in a cycle, or below one, are left out, as Kueue leaves them."""
-    parents = {name: cohort.parent or "" for name, cohort in core.cohort_defs.items()}
-    for node in (*core.cq_defs.values(), *core.cohort_defs.values()):
+    cohorts = core.cohorts()
+    parents = {name: cohort.parent or "" for name, cohort in cohorts.items()}
+    for node in (*core.cluster_queues().values(), *cohorts.values()):
         if node.parent:
             parents.setdefault(node.parent, "")
     out: dict[str, tuple[str, str]] = {}
@@ -203,14 +206,14 @@ def cohort_tree(core: QueueingCore) -> dict[str, tuple[str, str]]:
 def cohort_ancestors(core: QueueingCore, cluster_queue: str) -> list[str]:
     """The cohorts from a ClusterQueue's parent up to the root; none in or below a cycle
     (Kueue counts nothing there)."""
-    cq = core.cq_defs.get(cluster_queue)
+    cq = core.cluster_queue(cluster_queue)
     out: list[str] = []
     name = cq.parent if cq is not None else None
     while name:
         if name in out:
             return []
         out.append(name)
-        cohort = core.cohort_defs.get(name)
+        cohort = core.cohorts().get(name)
         name = cohort.parent if cohort is not None else None
     return out
 
@@ -220,8 +223,8 @@ def pending_requests(core: QueueingCore) -> dict[tuple[str, str], float]:
     requests times its count; no flavor chosen yet), with 0 for a resource the queue has quota
     of and nobody asks for: Kueue's ``kueue_cluster_queue_resource_pending``."""
     totals: dict[str, dict[str, int]] = {
-        name: {resource: 0 for _, resource in cq.quotas} for name, cq in core.cq_defs.items()}
-    for rec in core.workloads.values():
+        name: {resource: 0 for _, resource in cq.quotas} for name, cq in core.cluster_queues().items()}
+    for rec in core.all_workloads().values():
         if rec.status != PENDING or rec.deactivated:
             continue
         row = totals.get(rec.cluster_queue or "")
@@ -254,7 +257,7 @@ def cohort_subtrees(core: QueueingCore, tree: Mapping[str, tuple[str, str]],
              for (flavor, resource), v in subtree.items()}
     reserved: dict[tuple[str, str, str], int] = {}
     admitted: dict[str, int] = {}
-    for name, cq in core.cq_defs.items():
+    for name, cq in core.cluster_queues().items():
         chain: list[str] = []
         parent = cq.parent or ""
         while parent in tree and parent not in chain:
@@ -272,7 +275,7 @@ def cohort_subtrees(core: QueueingCore, tree: Mapping[str, tuple[str, str]],
     return Subtrees(quota, {k: resource_amount(k[2], v) for k, v in reserved.items()}, admitted)
 
 
-def _held_back(rec: WorkloadRecord) -> bool:
+def _held_back(rec: WorkloadView) -> bool:
     """A reservation no write has carried out yet may still be taken back as if it never
     was (``CoreConfig.withdraw_unpublished``): its transitions are counted once published."""
     return rec.unpublished and rec.holds_quota
@@ -325,8 +328,8 @@ class MetricsFeed:
         PodsReady condition's time), for the time from ready to a later eviction;
         ``evicted_since``, for one evicted that still holds its quota, when it was evicted
         (its Evicted condition's time), for the time until the quota is released."""
-        for key in self.core.workloads if keys is None else keys:
-            rec = self.core.workloads.get(key)
+        for key in self.core.all_workloads() if keys is None else keys:
+            rec = self.core.workload(key)
             if rec is not None:
                 seen = self._remember(rec, self._seen.get(key))
                 if seen.pods_ready and seen.ready_since is None and ready_since is not None:
@@ -337,7 +340,7 @@ class MetricsFeed:
                     if at is not None:
                         seen.evicted = (at, rec.cluster_queue or "")
 
-    def _remember(self, rec: WorkloadRecord, prev: _Seen | None) -> _Seen:
+    def _remember(self, rec: WorkloadView, prev: _Seen | None) -> _Seen:
         ready = rec.status == ADMITTED and rec.pods_ready
         seen = _Seen(rec.status, len(rec.evictions), ready, rec.wl.created, stopping=rec.stopping is not None)
         if prev is not None:
@@ -356,23 +359,24 @@ class MetricsFeed:
         if key in self._seen:
             self._touched.add(key)
 
-    def observe(self, keys: Iterable[str], now: float,
+    def observe(self, changes: CoreChanges, now: float,
                 preemptors: Mapping[str, str] | None = None) -> set[str]:
-        """Count the transitions of ``keys``, of the workloads whose PodsReady changed in the
-        core and of those touched since the last call.
+        """Count the transitions of the workloads ``changes`` names (their statuses changed or
+        their PodsReady did; also its withdrawals and replaced slices) and of those touched
+        since the last call.
 
         ``preemptors`` maps a victim's key to the preempting ClusterQueue, for
         ``kueue_preempted_workloads_total``. Returns the keys whose PodsReady turned true:
         their status needs writing although the core did not mark them changed.
         """
         became_ready: set[str] = set()
-        for cq, count in self.core.take_withdrawals().items():
+        for cq, count in changes.withdrawals.items():
             self.metrics.withdrawn(cq, count)
-        for cq, count in self.core.take_replaced_slices().items():
+        for cq, count in changes.replaced_slices.items():
             self.metrics.replaced_slices(cq, count)
         touched, self._touched = self._touched, set()
-        for key in set(keys) | touched | self.core.take_ready_changed():
-            rec = self.core.workloads.get(key)
+        for key in set(changes.written) | touched | changes.pods_ready:
+            rec = self.core.workload(key)
             if rec is None:
                 self._seen.pop(key, None)
                 continue
@@ -383,18 +387,18 @@ class MetricsFeed:
     def published(self, key: str, now: float) -> None:
         """Count the reservation of ``key`` that :meth:`observe` held back while it was
         unpublished (see ``QueueingCore.publish``)."""
-        rec = self.core.workloads.get(key)
+        rec = self.core.workload(key)
         if rec is not None and not _held_back(rec):
             self._observe_one(rec, now, {})
 
-    def _observe_one(self, rec: WorkloadRecord, now: float, preemptors: Mapping[str, str]) -> bool:
+    def _observe_one(self, rec: WorkloadView, now: float, preemptors: Mapping[str, str]) -> bool:
         """Count the record's transitions since it was last seen; True if its pods became ready."""
         prev = self._seen.get(rec.key) or _Seen(PENDING, 0, False, rec.wl.created)
         became_ready = self._transition(rec, prev, now, preemptors)
         self._remember(rec, prev)
         return became_ready
 
-    def _transition(self, rec: WorkloadRecord, prev: _Seen, now: float,
+    def _transition(self, rec: WorkloadView, prev: _Seen, now: float,
                     preemptors: Mapping[str, str]) -> bool:
         m, cq, pc = self.metrics, rec.cluster_queue or "", rec.wl.priority_class or ""
         lq = (rec.wl.namespace, rec.wl.queue_name) if self.local_queue_metrics else None
@@ -412,8 +416,9 @@ class MetricsFeed:
                 m.pods_ready_to_evicted(cq, label, cause, max(0.0, now - ready_since))
                 ready_since = None  # a later eviction in the same batch found them stopped
             if reason == "Preempted":
+                preempted_as = self.core.preempted_reason(rec.key)
                 m.preempted(preemptors.get(rec.key, cq),
-                            self.core.preempted_reasons.get(rec.key, "InClusterQueue"))
+                            preempted_as if preempted_as is not None else "InClusterQueue")
             prev.queued_since = now  # requeued: the next wait is measured from here
             prev.evicted = (now, cq)
         held_before = prev.status in (ADMITTED, QUOTA_RESERVED)
@@ -460,11 +465,12 @@ class MetricsFeed:
         # Kueue reports each ClusterQueue's weighted share with its resource gauges, under fair sharing.
         shares = core.cluster_queue_shares() if self.cluster_queue_resources and \
             core.config.fair_sharing is not None else {}
+        inactive = core.inactive_cluster_queues()  # (the shares brought the structure up to date)
         for name, c in counts.items():
             m.report_pending(name, c.active, c.inadmissible)
             m.report_active(name, c.reserving, c.admitted)
             m.report_finished(name, c.finished)
-            m.cluster_queue_status(name, "pending" if name in core.inactive else "active")
+            m.cluster_queue_status(name, "pending" if name in inactive else "active")
             parent, root = cohort_path(core, name)
             if self.cohort_metrics:
                 m.cluster_queue_info(name, parent, root)
@@ -503,7 +509,7 @@ class MetricsFeed:
         m.report_cohort_subtrees(subtrees.quota, subtrees.reservations, subtrees.admitted)
 
     def _resources(self, name: str, cohort: str) -> None:
-        cq = self.core.cq_defs[name]
+        cq = self.core.cluster_queues()[name]
         usage = self.core.usage_of(name)
         for (flavor, resource), quota in sorted(cq.quotas.items()):
             used = resource_amount(resource, usage.get((flavor, resource), 0))
@@ -521,6 +527,8 @@ class MetricsFeed:
         # the Configuration has admissionFairSharing (whatever its ClusterQueue's admission mode).
         afs = self.admission_fair_sharing and core.config.admission_fair_sharing is not None
         counts, usage = local_queue_counts(core)
+        local_queues, cluster_queues = core.local_queues(), core.cluster_queues()
+        inactive = core.inactive_cluster_queues()
         for gone in self._local_queues - counts.keys():
             ns, name = gone.split("/", 1)
             m.forget_local_queue(ns, name)
@@ -530,12 +538,12 @@ class MetricsFeed:
             m.report_local_queue_pending(ns, name, c.active, c.inadmissible)
             m.report_local_queue_active(ns, name, c.reserving, c.admitted)
             m.report_local_queue_finished(ns, name, c.finished)
-            lq = core.local_queues[key]
-            active = lq.cluster_queue in core.cq_defs and lq.cluster_queue not in core.inactive \
+            lq = local_queues[key]
+            active = lq.cluster_queue in cluster_queues and lq.cluster_queue not in inactive \
                 and lq.stop_policy == "None"
             m.local_queue_status(ns, name, "True" if active else "False")
             for (flavor, resource), v in sorted(usage[key].items()):
                 amount = resource_amount(resource, v)
                 m.local_queue_resources(ns, name, flavor, resource, reservation=amount, usage=amount)
-            if afs and lq.cluster_queue in core.cq_defs:
+            if afs and lq.cluster_queue in cluster_queues:
                 m.local_queue_afs_usage(ns, name, lq.cluster_queue, core.local_queue_usage(key))

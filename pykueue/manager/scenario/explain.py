@@ -17,10 +17,9 @@ from pykueue.api.quantity import resource_quantity
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import FR
 from pykueue.manager.core.preemption.classical import ClassicalPreemption
-from pykueue.manager.core.quota import available, local_available
 from pykueue.manager.core.tas_hook import TasPlacer, tas_only
 from pykueue.manager.core.tiers import record_tier
-from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.core.workload_state import PENDING, WorkloadView
 from pykueue.manager.jobs.provisioning.names import attempt_of
 
 from .cluster_snapshot import ClusterListing, apply_snapshot, snapshot_scenario
@@ -32,17 +31,17 @@ def _q(resource: str, value: int) -> str:
     return str(resource_quantity(resource, value))
 
 
-def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests: dict[str, int],
+def _flavor_rows(core: QueueingCore, rec: WorkloadView, cq_name: str, requests: dict[str, int],
                  assigned: dict[str, str], before: dict[FR, int]) -> dict[str, Any]:
     """Per flavor of the ClusterQueue that covers the pod set's resources: the numbers.
     ``before``: what the workload's earlier pod sets would take of each flavor (pod sets are
     assigned in order, each charging the quota for the next), updated here."""
-    cq = core.cq_defs.get(cq_name)
-    node = core.nodes.get(cq_name)
+    cq = core.cluster_queue(cq_name)
+    node = core.quota_tree().cluster_queues.get(cq_name)
     out: dict[str, Any] = {}
     if cq is None or node is None:
         return out
-    usage = core.usage
+    usage = core.usage_at(node)
     for group in cq.groups:
         wanted = [r for r in requests if r in group.covered]
         if not wanted:
@@ -54,13 +53,13 @@ def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests
             for res in wanted:
                 fr: FR = (flavor, res)
                 quota = node.quota(fr)
-                free = available(node, usage, fr)
-                borrowable = max(0, free - local_available(node, usage, fr))
+                free, local = core.headroom(cq_name, fr)
+                borrowable = max(0, free - local)
                 requested = requests[res]
                 resources[res] = {
                     "requested": _q(res, requested),
                     "nominal": _q(res, quota.nominal),
-                    "used": _q(res, usage.get(node, fr)),
+                    "used": _q(res, usage.get(fr, 0)),
                     "borrowable": _q(res, borrowable),
                     "free": _q(res, max(0, free)),
                 }
@@ -71,7 +70,7 @@ def _flavor_rows(core: QueueingCore, rec: WorkloadRecord, cq_name: str, requests
     return out
 
 
-def _podsets(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, Any]:
+def _podsets(core: QueueingCore, rec: WorkloadView, cq_name: str) -> dict[str, Any]:
     assigned = {psa.name: psa.flavors for psa in (rec.assignment.podsets if rec.assignment else ())}
     out: dict[str, Any] = {}
     before: dict[FR, int] = {}
@@ -91,32 +90,34 @@ def _podsets(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str,
     return out
 
 
-def _closest_domains(core: QueueingCore, rec: WorkloadRecord, cq_name: str, out: dict[str, Any]) -> None:
+def _closest_domains(core: QueueingCore, rec: WorkloadView, cq_name: str, out: dict[str, Any]) -> None:
     """For a pending workload, per pod set and topology-aware flavor: where it comes closest."""
-    cq = core.cq_defs.get(cq_name)
-    if not isinstance(core.tas, TasPlacer) or cq is None:
+    cq = core.cluster_queue(cq_name)
+    tas = core.topology
+    if not isinstance(tas, TasPlacer) or cq is None:
         return
-    implied = tas_only(cq, core.flavors)
+    flavors = core.flavors()
+    implied = tas_only(cq, flavors)
     for ps in rec.wl.podsets:
         found: dict[str, Any] = {}
         for group in cq.groups:
             if not any(r in group.covered for r in ps.requests):
                 continue
             for name in group.flavors:
-                flavor = core.flavors.get(name)
+                flavor = flavors.get(name)
                 if flavor is None or not flavor.topology_name:
                     continue
-                closest = core.tas.closest_domains(rec.wl, flavor, ps.name, implied)
+                closest = tas.closest_domains(rec.wl, flavor, ps.name, implied)
                 if closest:
                     found[name] = closest
         if found:
             out[ps.name]["closestDomains"] = found
 
 
-def _preemptible(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[str, list[str]]:
+def _preemptible(core: QueueingCore, rec: WorkloadView, cq_name: str) -> dict[str, list[str]]:
     """Per flavor, the workloads holding quota that the queue's policy lets it preempt."""
-    cq = core.cq_defs.get(cq_name)
-    if cq is None or cq_name not in core.nodes or rec.status != PENDING:
+    cq = core.cluster_queue(cq_name)
+    if cq is None or cq_name not in core.quota_tree().cluster_queues or rec.status != PENDING:
         return {}
     snap = core.snapshot()
     search = ClassicalPreemption()
@@ -138,7 +139,9 @@ def _preemptible(core: QueueingCore, rec: WorkloadRecord, cq_name: str) -> dict[
 
 
 def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
-    rec = core.workloads[key]
+    rec = core.workload(key)
+    if rec is None:
+        raise KeyError(key)
     cq_name = rec.cluster_queue or ""
     place = core.queue_position(key)
     pending = rec.status == PENDING
@@ -156,8 +159,9 @@ def explain_record(core: QueueingCore, key: str) -> dict[str, Any]:
         "podSets": _podsets(core, rec, cq_name),
         "preemptionCandidates": _preemptible(core, rec, cq_name),
     }
-    if isinstance(core.tas, TasPlacer) and pending:
-        topology = core.tas.explain(key)
+    tas = core.topology
+    if isinstance(tas, TasPlacer) and pending:
+        topology = tas.explain(key)
         if topology:
             out["topology"] = topology
     return out
@@ -169,7 +173,7 @@ def explain(listing: ClusterListing, keys: list[str]) -> list[dict[str, Any]]:
         scenario = snapshot_scenario(listing)
         sim = Simulation(scenario, start=listing.now, evaluate_each=True, live=True)
         apply_snapshot(sim, scenario.objects)
-        missing = [k for k in keys if k not in sim.core.workloads]
+        missing = [k for k in keys if sim.core.workload(k) is None]
         if missing:
             raise KeyError(missing[0])
         entries = [explain_record(sim.core, k) for k in keys]

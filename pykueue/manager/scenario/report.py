@@ -8,18 +8,18 @@ from pykueue.api.quantity import resource_quantity
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.tiers import record_tier
-from pykueue.manager.core.workload_state import ADMITTED, PENDING, WorkloadRecord
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, WorkloadView
 
 
-def _podsets(core: QueueingCore, rec: WorkloadRecord) -> dict[str, Any]:
+def _podsets(core: QueueingCore, rec: WorkloadView) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    tas = core.tas if isinstance(core.tas, TasPlacer) else None
+    tas = core.topology if isinstance(core.topology, TasPlacer) else None
     delayed = tas.status_fields(rec.key)[0] if tas is not None else {}
     if rec.holds_quota and rec.assignment is not None:
         for psa in rec.assignment.podsets:
             ta = psa.topology_assignment
             if ta and tas is not None:
-                ta = tas.simple_view(ta, psa.flavors.values(), core.flavors)
+                ta = tas.simple_view(ta, psa.flavors.values(), core.flavors())
             out[psa.name] = {"count": psa.count, "flavors": dict(sorted(psa.flavors.items())),
                              "topologyAssignment": ta}
             if psa.name in delayed:
@@ -32,8 +32,10 @@ def _podsets(core: QueueingCore, rec: WorkloadRecord) -> dict[str, Any]:
 
 def result(core: QueueingCore) -> dict[str, Any]:
     workloads: dict[str, Any] = {}
-    for key in sorted(core.workloads):
-        rec = core.workloads[key]
+    records = core.all_workloads()
+    tas = core.topology if isinstance(core.topology, TasPlacer) else None
+    for key in sorted(records):
+        rec = records[key]
         workloads[key] = {
             "status": rec.status,
             "clusterQueue": rec.cluster_queue or "",
@@ -49,22 +51,23 @@ def result(core: QueueingCore) -> dict[str, Any]:
             workloads[key]["preemptionReasons"] = list(rec.preemption_reasons)
         if rec.checks:
             workloads[key]["admissionChecks"] = dict(rec.checks)
-        unhealthy = core.tas.status_fields(key)[1] if isinstance(core.tas, TasPlacer) else []
+        unhealthy = tas.status_fields(key)[1] if tas is not None else []
         if unhealthy:
             workloads[key]["unhealthyNodes"] = unhealthy
     # One pass over the workloads for every queue's counts (a snapshot may hold thousands of each).
     pending_by: dict[str, int] = {}
     admitted_by: dict[str, int] = {}
-    for r in core.workloads.values():
+    for r in records.values():
         if r.status == PENDING and not r.deactivated and r.cluster_queue:
             pending_by[r.cluster_queue] = pending_by.get(r.cluster_queue, 0) + 1
         elif r.status == ADMITTED and r.cluster_queue:
             admitted_by[r.cluster_queue] = admitted_by.get(r.cluster_queue, 0) + 1
     cqs: dict[str, Any] = {}
-    for name in sorted(core.cq_defs):
+    cluster_queues = core.cluster_queues()
+    for name in sorted(cluster_queues):
         used = core.usage_of(name)
         usage: dict[str, dict[str, str]] = {}
-        for (flavor, res) in core.cq_defs[name].quotas:
+        for (flavor, res) in cluster_queues[name].quotas:
             usage.setdefault(flavor, {})[res] = str(resource_quantity(res, used.get((flavor, res), 0)))
         cqs[name] = {"usage": usage, "pending": pending_by.get(name, 0), "admitted": admitted_by.get(name, 0)}
     return {"workloads": workloads, "clusterQueues": cqs}

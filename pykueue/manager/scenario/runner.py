@@ -125,7 +125,7 @@ class Simulation:
             raise ScenarioError(f"invalid {PODS_READY_AFTER}: {value!r}") from exc
 
     def _workload_keys(self, ref: str) -> list[str]:
-        if ref in self.core.workloads:
+        if self.core.workload(ref) is not None:
             return [ref]
         if ref in self.job_workloads:
             return self.job_workloads[ref]
@@ -142,7 +142,7 @@ class Simulation:
                 return
 
     def _schedule_ready(self) -> None:
-        for key, rec in self.core.workloads.items():
+        for key, rec in self.core.all_workloads().items():
             if rec.status != ADMITTED or rec.pods_ready or self._ready_scheduled.get(key) == rec.generation:
                 continue
             self._ready_scheduled[key] = rec.generation
@@ -154,7 +154,7 @@ class Simulation:
         changed = False
         while self._ready_events and self._ready_events[0][0] <= now:
             _, key, gen = heapq.heappop(self._ready_events)
-            rec = self.core.workloads.get(key)
+            rec = self.core.workload(key)
             if rec is not None and rec.generation == gen:
                 changed |= self.core.set_pods_ready(key)
         return changed
@@ -168,7 +168,7 @@ class Simulation:
             if not candidates:
                 break
             t = min(candidates)
-            self.core.now = max(self.core.now, t)
+            self.core.advance_clock(t)
             self._fire_ready(t)  # pods that got ready by t beat a timeout at t
             self.core.fire_timers(t)
             self.settle()

@@ -21,7 +21,7 @@ from pykueue.api import keys
 from pykueue.api.wire import JSON
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.tiers import Tier, record_tier
-from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.core.workload_state import PENDING, WorkloadView
 from pykueue.manager.jobs.admission import AdmissionPolicy
 
 from .cluster_snapshot import ClusterListing, Submitted, apply_snapshot, what_if_scenario
@@ -46,7 +46,7 @@ class Runtime:
     source: str
 
 
-def expected_runtime(rec: WorkloadRecord, assume_s: float) -> Runtime:
+def expected_runtime(rec: WorkloadView, assume_s: float) -> Runtime:
     """How long a workload runs once admitted: its Workload's maximumExecutionTimeSeconds, else
     its pods' (or its job's, for a submission) activeDeadlineSeconds, else ``assume_s``."""
     spec = rec.wl.source.get("spec") or {}
@@ -83,7 +83,7 @@ def _carry_job_deadlines(submissions: Sequence[JSON], scenario_objects: list[JSO
 
 def _current(core: QueueingCore, entry: tuple[float, str, int]) -> bool:
     """The heap entry still describes a workload holding quota in the same admission."""
-    rec = core.workloads.get(entry[1])
+    rec = core.workload(entry[1])
     return rec is not None and rec.holds_quota and rec.generation == entry[2]
 
 
@@ -106,7 +106,8 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
     ignored = apply_snapshot(sim, scenario.objects, submitted)
     core = sim.core
     ours = {key for sub in submitted for key in sub.workloads}
-    uids = {core.workloads[k].wl.uid: k for k in ours if k in core.workloads}
+    records = core.all_workloads()
+    uids = {records[k].wl.uid: k for k in ours if k in records}
     now_view = result(core)
     for key in ours:
         entry = now_view["workloads"].get(key)
@@ -114,7 +115,7 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
             continue
         entry["submitted"] = True
         entry["preempts"] = sorted(
-            k for k, r in core.workloads.items()
+            k for k, r in records.items()
             if r.preemption is not None and uids.get(r.preemption.preemptor_uid) == key)
         place = core.queue_position(key)
         entry["position"] = place[0] if place else None
@@ -131,6 +132,7 @@ def _predict(listing: ClusterListing, submissions: Sequence[JSON], policy: Admis
 def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: dict[str, Any]) -> None:
     """Finish workloads at their expected ends until every submitted one holds quota."""
     core = sim.core
+    records = core.all_workloads()
     start = core.now
     ends: list[tuple[float, str, int]] = []  # (expected end, key, record generation) as a heap
     scheduled: dict[str, int] = {}  # key -> the generation its end was computed for
@@ -138,14 +140,14 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
     admitted_at: dict[str, tuple[float, dict[str, int]]] = {}
     for _ in range(MAX_STEPS):
         for key in ours:
-            rec = core.workloads.get(key)
+            rec = records.get(key)
             if rec is not None and rec.holds_quota and key not in admitted_at:
                 admitted_at[key] = (rec.reserved_at or core.now, dict(finished_by))
-        waiting = [core.workloads[k] for k in ours if k in core.workloads and k not in admitted_at]
+        waiting = [records[k] for k in ours if k in records and k not in admitted_at]
         if not waiting or all(rec.status == PENDING and record_tier(rec) in NOT_HELPED_BY_TIME
                               for rec in waiting):
             break
-        for held in core.holding.values():
+        for held in core.holders_by_queue().values():
             for key, rec in held.items():
                 if scheduled.get(key) != rec.generation:
                     scheduled[key] = rec.generation
@@ -162,12 +164,12 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
         while ends and ends[0][0] <= core.now:
             entry = heapq.heappop(ends)
             if not _current(core, entry):
-                rec = core.workloads.get(entry[1])
-                if rec is not None and rec.evictions[-1:] == [MAX_EXECUTION_EXCEEDED]:
+                rec = records.get(entry[1])
+                if rec is not None and list(rec.evictions[-1:]) == [MAX_EXECUTION_EXCEEDED]:
                     # The core stopped it at its maximum execution time: that estimate held.
                     finished_by[MAX_EXECUTION] = finished_by.get(MAX_EXECUTION, 0) + 1
                 continue
-            source = expected_runtime(core.workloads[entry[1]], assume_s).source
+            source = expected_runtime(records[entry[1]], assume_s).source
             finished_by[source] = finished_by.get(source, 0) + 1
             core.finish(entry[1])
         sim.settle()
@@ -177,7 +179,7 @@ def _run_until_admitted(sim: Simulation, ours: set[str], assume_s: float, view: 
             continue
         if key in admitted_at:
             t, basis = admitted_at[key]
-            rec = core.workloads[key]
+            rec = records[key]
             entry["predictedAdmission"] = {
                 "time": _iso(t), "inSeconds": round(max(0.0, t - start), 3),
                 "clusterQueue": rec.cluster_queue or "",

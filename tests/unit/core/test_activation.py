@@ -35,18 +35,18 @@ def test_a_user_deactivates_an_admitted_workload_and_its_quota_goes_to_the_next(
     core.apply(_wl("a"))
     core.apply(_wl("b"))
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == ADMITTED and core.workloads["ns/b"].status == PENDING
+    assert core.workload("ns/a").status == ADMITTED and core.workload("ns/b").status == PENDING
     core.apply(_wl("a", active=False))
     core.run_until_idle()
-    a = core.workloads["ns/a"]
+    a = core.workload("ns/a")
     assert a.deactivated and a.status == PENDING and a.evictions == ["InactiveWorkload"]
-    assert core.workloads["ns/b"].status == ADMITTED
+    assert core.workload("ns/b").status == ADMITTED
     core.finish("ns/b")
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == PENDING, "an inactive workload is not admitted"
+    assert core.workload("ns/a").status == PENDING, "an inactive workload is not admitted"
     core.apply(_wl("a"))  # reactivated
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == ADMITTED and not core.workloads["ns/a"].deactivated
+    assert core.workload("ns/a").status == ADMITTED and not core.workload("ns/a").deactivated
 
 
 def test_a_pending_workload_deactivated_leaves_its_queue() -> None:
@@ -54,25 +54,25 @@ def test_a_pending_workload_deactivated_leaves_its_queue() -> None:
     core.apply(_wl("a", active=False))
     core.apply(_wl("b"))
     core.run_until_idle()
-    assert core.workloads["ns/b"].status == ADMITTED
+    assert core.workload("ns/b").status == ADMITTED
     core.finish("ns/b")
     core.apply(_wl("c"))
     core.run_until_idle()
-    assert core.workloads["ns/c"].status == ADMITTED and core.workloads["ns/a"].status == PENDING
+    assert core.workload("ns/c").status == ADMITTED and core.workload("ns/a").status == PENDING
 
 
 def test_a_rejected_check_is_not_undone_by_a_copy_read_before_spec_active_was_written() -> None:
     core = _core(checks=["approval"])
     core.apply(_wl("a"))
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == QUOTA_RESERVED
+    assert core.workload("ns/a").status == QUOTA_RESERVED
     core.set_check_state("ns/a", "approval", "Rejected")
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     assert rec.deactivated and rec.deactivation_unwritten
     core.apply(_wl("a"))  # an older copy (active) arrives before our write of spec.active
-    assert core.workloads["ns/a"].deactivated
+    assert core.workload("ns/a").deactivated
     core.apply(_wl("a", active=False))  # our write, read back
-    assert not core.workloads["ns/a"].deactivation_unwritten
+    assert not core.workload("ns/a").deactivation_unwritten
     core.apply(_wl("a"))  # now a user reactivates it
     core.run_until_idle()
-    assert not core.workloads["ns/a"].deactivated and core.workloads["ns/a"].status == QUOTA_RESERVED
+    assert not core.workload("ns/a").deactivated and core.workload("ns/a").status == QUOTA_RESERVED

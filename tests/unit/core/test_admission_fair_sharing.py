@@ -102,7 +102,7 @@ def test_sampling_clock_moves_with_fire_timers(afs: bool) -> None:
         core.apply(obj)
     core.apply(_wl("first", "a", 0))
     core.run_until_idle()
-    assert core.workloads["ns/first"].holds_quota
+    assert core.workload("ns/first").holds_quota
     assert core.next_deadline() == 60.0
     core.fire_timers(600)  # one late call takes one sample, not ten
     assert core.next_deadline() == 660.0
@@ -112,4 +112,4 @@ def test_sampling_clock_moves_with_fire_timers(afs: bool) -> None:
     core.apply(_wl("from-b", "b", 0))
     core.run_until_idle()
     winner = "ns/from-b" if afs else "ns/from-a"
-    assert core.workloads[winner].holds_quota
+    assert core.workload(winner).holds_quota

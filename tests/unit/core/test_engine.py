@@ -38,10 +38,10 @@ def test_a_cycle_decides_without_changing_the_cache() -> None:
     _wl(core, "a", 3)
     result = core.next_cycle()
     assert [(d.key, d.outcome) for d in result.decisions] == [("ns/a", Outcome.ADMIT)]
-    assert core.usage_of("cq") == {} and core.workloads["ns/a"].status == "Pending"
+    assert core.usage_of("cq") == {} and core.workload("ns/a").status == "Pending"
     core.apply_cycle(result)
     assert core.usage_of("cq") == {("rf", "cpu"): 3000}
-    assert core.workloads["ns/a"].status == "Admitted"
+    assert core.workload("ns/a").status == "Admitted"
 
 
 def test_status_is_kueue_shaped() -> None:
@@ -50,13 +50,13 @@ def test_status_is_kueue_shaped() -> None:
     _wl(core, "a", 3)
     _wl(core, "b", 3)
     core.run_until_idle()
-    admitted = workload_status(core.workloads["ns/a"], core.now)
+    admitted = workload_status(core.workload("ns/a"), core.now)
     assignment = admitted["admission"]["podSetAssignments"][0]
     assert admitted["admission"]["clusterQueue"] == "cq"
     assert assignment == {"name": "main", "flavors": {"cpu": "rf"}, "count": 1, "resourceUsage": {"cpu": "3"}}
     kinds = {c["type"]: (c["status"], c["reason"]) for c in admitted["conditions"]}
     assert kinds == {"QuotaReserved": ("True", "QuotaReserved"), "Admitted": ("True", "Admitted")}
-    pending = workload_status(core.workloads["ns/b"], core.now)
+    pending = workload_status(core.workload("ns/b"), core.now)
     assert "admission" not in pending
     assert pending["conditions"][0]["status"] == "False"
     assert "insufficient unused quota" in pending["conditions"][0]["message"]
@@ -89,10 +89,10 @@ def test_preemption_hook_chooses_victims_and_the_preemptor_waits_a_cycle() -> No
     decided = [(d.key, d.outcome, d.targets) for d in first.decisions]
     assert decided == [("ns/high", Outcome.PREEMPT, ("ns/low",))]
     core.apply_cycle(first)
-    assert core.workloads["ns/low"].evictions == ["Preempted"]
+    assert core.workload("ns/low").evictions == ["Preempted"]
     core.run_until_idle()
-    assert core.workloads["ns/high"].status == "Admitted"
-    assert core.workloads["ns/low"].status == "Pending"
+    assert core.workload("ns/high").status == "Admitted"
+    assert core.workload("ns/low").status == "Pending"
     # The evicted workload asks too when it comes back: it would need preemption to fit.
     assert hook.asked == ["ns/high", "ns/low"]
 
@@ -116,8 +116,8 @@ def test_topology_hook_is_asked_for_topology_flavors_only() -> None:
     _wl(core, "a", 1)
     core.run_until_idle()
     assert hook.calls == [("ns/a", 0, "default-topology")]
-    assert core.workloads["ns/a"].assignment is not None
-    assert core.workloads["ns/a"].assignment.podsets[0].topology_assignment == placement
+    assert core.workload("ns/a").assignment is not None
+    assert core.workload("ns/a").assignment.podsets[0].topology_assignment == placement
 
     plain = FixedPlacement(placement)
     core = QueueingCore(topology=plain)
@@ -132,8 +132,8 @@ def test_failed_placement_keeps_the_workload_pending() -> None:
     _setup(core, topology="t")
     _wl(core, "a", 1)
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == "Pending"
-    assert "topology placement failed" in core.workloads["ns/a"].reason
+    assert core.workload("ns/a").status == "Pending"
+    assert "topology placement failed" in core.workload("ns/a").reason
 
 
 def test_timers_drive_backoff() -> None:
@@ -147,10 +147,10 @@ def test_timers_drive_backoff() -> None:
     assert deadline == core.now + 60
     core.fire_timers(deadline - 1)
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == "Pending"
+    assert core.workload("ns/a").status == "Pending"
     core.fire_timers(deadline)
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == "QuotaReserved"
+    assert core.workload("ns/a").status == "QuotaReserved"
 
 
 def test_an_entry_needing_preemption_holds_capacity_within_its_cycle() -> None:
@@ -188,12 +188,12 @@ def test_take_changes_reports_what_to_write() -> None:
     _wl(core, "a", 2)
     _wl(core, "b", 2)
     core.run_until_idle()
-    assert core.take_changes() == {"ns/a", "ns/b"}
+    assert core.take_changes().written == {"ns/a", "ns/b"}
     core.run_until_idle()
-    assert core.take_changes() == set()  # nothing new: nothing to write
+    assert core.take_changes().written == set()  # nothing new: nothing to write
     core.finish("ns/a")
     core.run_until_idle()
-    assert core.take_changes() == {"ns/a", "ns/b"}
+    assert core.take_changes().written == {"ns/a", "ns/b"}
 
 
 def _drained(core: QueueingCore, stop: str) -> dict[str, tuple[str, str, str]]:
@@ -202,7 +202,7 @@ def _drained(core: QueueingCore, stop: str) -> dict[str, tuple[str, str, str]]:
         "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
             {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
     core.run_until_idle()
-    status = workload_status(core.workloads["ns/a"], core.now)
+    status = workload_status(core.workload("ns/a"), core.now)
     return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
 
 
@@ -221,7 +221,7 @@ def test_a_drained_workload_waits_with_requeued_false_until_its_queue_runs_again
         "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
             {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": 2}]}]}]}})
     core.run_until_idle()
-    status = workload_status(core.workloads["ns/a"], core.now)
+    status = workload_status(core.workload("ns/a"), core.now)
     conds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
     assert conds["Requeued"] == ("True", "ClusterQueueRestarted",
                                  "The ClusterQueue was restarted after being stopped")

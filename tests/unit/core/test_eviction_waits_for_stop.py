@@ -37,7 +37,7 @@ def _wl(name: str, cpu: int = 1, priority: int = 0, active: bool = True,
 
 
 def _conditions(core: QueueingCore, key: str) -> dict[str, tuple[str, str]]:
-    status = workload_status(core.workloads[key], core.now)
+    status = workload_status(core.workload(key), core.now)
     return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
 
 
@@ -51,7 +51,7 @@ def _preempted_pair(core: QueueingCore) -> None:
 def test_the_victim_holds_its_quota_until_its_job_has_stopped() -> None:
     core = _core()
     _preempted_pair(core)
-    low, high = core.workloads["ns/low"], core.workloads["ns/high"]
+    low, high = core.workload("ns/low"), core.workload("ns/high")
     assert low.status == ADMITTED and low.stopping is not None and low.evictions == ["Preempted"]
     assert high.status == PENDING
     assert core.usage_of("cq") == {("rf", "cpu"): 2000}
@@ -76,16 +76,16 @@ def test_the_victim_holds_its_quota_until_its_job_has_stopped() -> None:
 def test_without_holding_the_quota_goes_at_eviction_as_in_simulate() -> None:
     core = _core(hold=False)
     _preempted_pair(core)
-    assert core.workloads["ns/high"].status == ADMITTED
-    assert core.workloads["ns/low"].status == PENDING and core.workloads["ns/low"].stopping is None
+    assert core.workload("ns/high").status == ADMITTED
+    assert core.workload("ns/low").status == PENDING and core.workload("ns/low").stopping is None
     assert core.take_stopping() == set()
 
 
 def test_an_evicted_candidate_is_taken_first() -> None:
     core = _core()
     _preempted_pair(core)
-    low = core.workloads["ns/low"]
-    other = core.workloads["ns/high"]
+    low = core.workload("ns/low")
+    other = core.workload("ns/high")
     # Kueue's candidate order: an already evicted workload before anything else, even one
     # of lower priority in another queue.
     assert victim_order("cq", low, "cq") < victim_order("other", other, "cq")
@@ -96,7 +96,7 @@ def test_a_finish_while_stopping_releases_once() -> None:
     _preempted_pair(core)
     assert core.finish("ns/low")
     core.run_until_idle()
-    assert core.workloads["ns/high"].status == ADMITTED
+    assert core.workload("ns/high").status == ADMITTED
     assert not core.job_stopped("ns/low")
     assert core.usage_of("cq") == {("rf", "cpu"): 2000}
 
@@ -107,7 +107,7 @@ def test_a_backoff_runs_from_the_eviction_not_from_the_stop() -> None:
     core.apply(_wl("a"))
     core.run_until_idle()
     core.fire_timers(10.0)  # PodsReady timeout: evicted, its job told to stop
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     assert rec.stopping == Stopping("PodsReadyTimeout", backoff_until=70.0)
     core.fire_timers(30.0)
     assert core.job_stopped("ns/a")
@@ -120,7 +120,7 @@ def test_a_user_deactivation_while_stopping_ends_deactivated_and_a_reactivation_
     core.apply(_wl("low", cpu=2, active=False))
     core.job_stopped("ns/low")
     core.run_until_idle()
-    low = core.workloads["ns/low"]
+    low = core.workload("ns/low")
     assert low.deactivated and low.status == PENDING and not low.deactivation_unwritten
 
     core = _core()
@@ -129,7 +129,7 @@ def test_a_user_deactivation_while_stopping_ends_deactivated_and_a_reactivation_
     core.apply(_wl("low", cpu=2, active=True))
     core.job_stopped("ns/low")
     core.run_until_idle()
-    assert not core.workloads["ns/low"].deactivated
+    assert not core.workload("ns/low").deactivated
 
 
 def test_a_workload_read_mid_eviction_still_holds_its_quota() -> None:
@@ -143,15 +143,15 @@ def test_a_workload_read_mid_eviction_still_holds_its_quota() -> None:
     core.apply(_wl("a", cpu=2, status=admitted))
     core.apply(_wl("b", cpu=2))
     core.run_until_idle()
-    a = core.workloads["ns/a"]
+    a = core.workload("ns/a")
     assert a.stopping == Stopping("Preempted") and a.status == ADMITTED
-    assert core.workloads["ns/b"].status == PENDING
+    assert core.workload("ns/b").status == PENDING
     assert core.job_stopped("ns/a")
     assert a.status == PENDING and a.stopping is None and not any(core.usage_of("cq").values())
 
     core = _core(hold=False)  # simulate: nothing runs, the eviction completes when read
     core.apply(_wl("a", cpu=2, status=admitted))
-    a = core.workloads["ns/a"]
+    a = core.workload("ns/a")
     assert a.status == PENDING and a.evictions == ["Preempted"] and not any(core.usage_of("cq").values())
 
 
@@ -164,9 +164,9 @@ def test_a_victim_no_write_has_carried_out_is_withdrawn_not_evicted() -> None:
     Evicted condition, and its room is free at once."""
     core = _core(withdraw_unpublished=True)
     _preempted_pair(core)
-    low, high = core.workloads["ns/low"], core.workloads["ns/high"]
+    low, high = core.workload("ns/low"), core.workload("ns/high")
     assert low.status == PENDING and low.stopping is None and low.evictions == []
-    assert low.preemption_reasons == [] and "ns/low" not in core.preempted_reasons
+    assert low.preemption_reasons == [] and core.preempted_reason("ns/low") is None
     assert high.status == ADMITTED and high.unpublished
     assert "Evicted" not in _conditions(core, "ns/low")
     assert core.take_stopping() == set()  # no job to stop
@@ -179,7 +179,7 @@ def test_once_its_write_started_the_victim_is_evicted_as_before() -> None:
     core.publish("ns/low")
     core.apply(_wl("high", cpu=2, priority=10))
     core.run_until_idle()
-    low = core.workloads["ns/low"]
+    low = core.workload("ns/low")
     assert low.status == ADMITTED and low.stopping is not None and low.evictions == ["Preempted"]
     assert _conditions(core, "ns/low")["Evicted"] == ("True", "Preempted")
 
@@ -188,19 +188,20 @@ def test_without_the_setting_every_reservation_counts_as_seen() -> None:
     core = _core()
     core.apply(_wl("low", cpu=2))
     core.run_until_idle()
-    assert not core.workloads["ns/low"].unpublished
+    assert not core.workload("ns/low").unpublished
 
 
 def test_a_release_that_only_withdrew_a_reservation_is_reported_as_such() -> None:
     """The manager waits for no write of a withdrawn reservation's release (nothing of it was
     sent); a release of a reservation it may have sent is not reported so."""
     core = _core(withdraw_unpublished=True)
-    core.take_released()  # the manager tracks releases from its first call
+    core.take_changes()  # the manager tracks releases from its first call
     _preempted_pair(core)
-    assert core.take_released() == ({"ns/low"}, {"ns/low"})
+    changes = core.take_changes()
+    assert (changes.released, changes.withdrawn) == ({"ns/low"}, {"ns/low"})
     core.publish("ns/high")
     core.apply(_wl("top", cpu=2, priority=20))
     core.run_until_idle()
     core.job_stopped("ns/high")  # the evicted job stopped: its quota is released
-    released, withdrawn = core.take_released()
-    assert "ns/high" in released and "ns/high" not in withdrawn
+    changes = core.take_changes()
+    assert "ns/high" in changes.released and "ns/high" not in changes.withdrawn

@@ -4,13 +4,12 @@ depends on the Configuration's apiVersion as in Kueue's decoding."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pykueue.api.config import CONFIG_API_VERSION, CONFIG_API_VERSION_V1BETA1
-from pykueue.manager.core.config import config_from
+from pykueue.manager.core.config import CoreConfig, config_from
 from pykueue.manager.core.features import DEFAULTS, gate_enabled
 from pykueue.manager.jobs.gates import FeatureGates
 
@@ -91,8 +90,8 @@ def _ring(prioritize: bool) -> list[tuple[str, str]]:
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
         _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
+        config=CoreConfig(prioritize_preemptors=prioritize),
     )
-    core.config = replace(core.config, prioritize_preemptors=prioritize)
     for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
         core.apply(wl)
     return [(d.key, t) for d in core.run_until_idle(max_cycles=40) for t in d.targets][:6]

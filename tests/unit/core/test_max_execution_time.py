@@ -5,7 +5,6 @@ from admission, less what it ran before (``status.accumulatedPastExecutionTimeSe
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pykueue.api import keys
@@ -17,8 +16,8 @@ from pykueue.manager.core.objects import parse_time
 from pykueue.manager.core.status import workload_status
 
 
-def _core() -> QueueingCore:
-    core = QueueingCore(CoreConfig(hold_quota_until_stopped=False))
+def _core(hold_quota_until_stopped: bool = False) -> QueueingCore:
+    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold_quota_until_stopped))
     core.apply({"kind": "ResourceFlavor", "metadata": {"name": "rf"}})
     core.apply({"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
         "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
@@ -40,7 +39,7 @@ def _wl(name: str, max_s: int | None, past_s: int | None = None) -> dict[str, An
 
 
 def _conditions(core: QueueingCore, key: str) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in workload_status(core.workloads[key], core.now)["conditions"]}
+    return {c["type"]: c for c in workload_status(core.workload(key), core.now)["conditions"]}
 
 
 def test_an_admitted_workload_is_deactivated_when_its_time_is_up() -> None:
@@ -49,19 +48,19 @@ def test_an_admitted_workload_is_deactivated_when_its_time_is_up() -> None:
     core.apply(_wl("free", None))
     core.run_until_idle()
     admitted_at = core.now
-    assert core.workloads["ns/limited"].status == "Admitted"
+    assert core.workload("ns/limited").status == "Admitted"
     core.fire_timers(admitted_at + 9.5)
     core.run_until_idle()
-    assert core.workloads["ns/limited"].status == "Admitted", "not before its 10 s"
+    assert core.workload("ns/limited").status == "Admitted", "not before its 10 s"
     core.fire_timers(admitted_at + 10)
     core.run_until_idle()
-    rec = core.workloads["ns/limited"]
+    rec = core.workload("ns/limited")
     assert not rec.holds_quota and rec.deactivated
     evicted = _conditions(core, "ns/limited")["Evicted"]
     assert evicted["reason"] == keys.Reason.DEACTIVATED_DUE_TO_MAXIMUM_EXECUTION_TIME_EXCEEDED
     assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
     assert core.usage_of("cq") == {("rf", "cpu"): 1000}, "only the unlimited one holds quota"
-    assert core.workloads["ns/free"].status == "Admitted"
+    assert core.workload("ns/free").status == "Admitted"
 
 
 def test_time_run_before_counts_against_the_limit() -> None:
@@ -70,7 +69,7 @@ def test_time_run_before_counts_against_the_limit() -> None:
     core.run_until_idle()
     core.fire_timers(core.now + 3)
     core.run_until_idle()
-    assert core.workloads["ns/resumed"].deactivated
+    assert core.workload("ns/resumed").deactivated
 
 
 def test_a_job_label_becomes_the_workloads_limit() -> None:
@@ -125,7 +124,7 @@ def test_the_limit_is_counted_once_more_when_time_run_before_is_read_late() -> N
     assert core.next_deadline() == admitted_at + 5
     core.fire_timers(admitted_at + 5)
     core.run_until_idle()
-    assert core.workloads["ns/late"].deactivated
+    assert core.workload("ns/late").deactivated
 
 
 def test_a_timer_that_fires_early_sets_the_next_one() -> None:
@@ -138,11 +137,11 @@ def test_a_timer_that_fires_early_sets_the_next_one() -> None:
     core.apply({**wl, "status": {}})  # what it ran before no longer counts
     core.fire_timers(admitted_at + 2)
     core.run_until_idle()
-    assert core.workloads["ns/moved"].status == "Admitted", "its time is not up yet"
+    assert core.workload("ns/moved").status == "Admitted", "its time is not up yet"
     assert core.next_deadline() == admitted_at + 10
     core.fire_timers(admitted_at + 10)
     core.run_until_idle()
-    assert core.workloads["ns/moved"].deactivated
+    assert core.workload("ns/moved").deactivated
 
 
 def test_the_eviction_is_counted_as_kueue_counts_a_deactivation() -> None:
@@ -151,7 +150,7 @@ def test_the_eviction_is_counted_as_kueue_counts_a_deactivation() -> None:
     core.run_until_idle()
     core.fire_timers(core.now + 10)
     core.run_until_idle()
-    status = workload_status(core.workloads["ns/counted"], core.now)
+    status = workload_status(core.workload("ns/counted"), core.now)
     assert status["schedulingStats"] == {"evictions": [
         {"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]}
 
@@ -159,28 +158,27 @@ def test_the_eviction_is_counted_as_kueue_counts_a_deactivation() -> None:
 def test_a_workload_that_is_not_admitted_is_never_stopped_for_time() -> None:
     core = _core()
     core.apply(_wl("big", 10))
-    big = core.workloads["ns/big"]
+    big = core.workload("ns/big")
     core.apply({**_wl("bigger", 10), "spec": {**_wl("bigger", 10)["spec"], "podSets": [
         {"name": "main", "count": 3, "template": {"spec": {"containers": [
             {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
     core.run_until_idle()
-    assert big.status == "Admitted" and core.workloads["ns/bigger"].status == "Pending"
+    assert big.status == "Admitted" and core.workload("ns/bigger").status == "Pending"
     core.fire_timers(core.now + 3600)
     core.run_until_idle()
-    assert not core.workloads["ns/bigger"].deactivated
+    assert not core.workload("ns/bigger").deactivated
 
 
 def test_spec_active_is_owed_from_the_eviction_not_from_the_stop() -> None:
     """Kueue sets spec.active first and evicts after: while the job stops, the deactivation
     is already to be written, and a copy showing it written is not taken for a user's."""
-    core = _core()
-    core.config = replace(core.config, hold_quota_until_stopped=True)
+    core = _core(hold_quota_until_stopped=True)
     wl = _wl("held", 10)
     core.apply(wl)
     core.run_until_idle()
     core.fire_timers(core.now + 10)
     core.run_until_idle()
-    rec = core.workloads["ns/held"]
+    rec = core.workload("ns/held")
     assert rec.stopping is not None and rec.holds_quota and rec.deactivation_unwritten
     core.apply({**wl, "spec": {**wl["spec"], "active": False}})  # the spec write read back
     assert not rec.deactivation_unwritten and rec.stopping is not None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
+from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.hooks import NO_CANDIDATES, PREEMPT, RECLAIM
 from pykueue.manager.core.preemption import (
@@ -13,6 +13,7 @@ from pykueue.manager.core.preemption import (
     IN_COHORT_RECLAMATION,
     ClassicalPreemption,
 )
+from pykueue.manager.core.settings import SchedulingSettings
 
 
 def _cq(name: str, nominal: int, preemption: dict[str, Any], cohort: str = "co") -> dict[str, Any]:
@@ -53,8 +54,13 @@ def _wl(name: str, cq: str, cpu: int, priority: int) -> dict[str, Any]:
     }
 
 
-def _core(*cqs: dict[str, Any]) -> QueueingCore:
-    core = QueueingCore()
+def _preempted(core: QueueingCore) -> dict[str, str]:
+    """Workload key -> the reason of its latest preemption."""
+    return {k: r for k in core.all_workloads() if (r := core.preempted_reason(k)) is not None}
+
+
+def _core(*cqs: dict[str, Any], config: CoreConfig | None = None) -> QueueingCore:
+    core = QueueingCore(config)
     core.apply({"kind": "ResourceFlavor", "metadata": {"name": "f"}})
     for cq in cqs:
         core.apply(cq)
@@ -79,9 +85,9 @@ def test_in_cluster_queue_reason_and_readmission() -> None:
     core.run_until_idle()
     core.apply(_wl("high", "a", 4, 9))
     core.run_until_idle()
-    assert core.preempted_reasons == {"default/low": IN_CLUSTER_QUEUE}
-    assert core.workloads["default/low"].evictions == ["Preempted"]
-    assert core.workloads["default/high"].holds_quota
+    assert _preempted(core) == {"default/low": IN_CLUSTER_QUEUE}
+    assert core.workload("default/low").evictions == ["Preempted"]
+    assert core.workload("default/high").holds_quota
 
 
 def test_reclamation_reason() -> None:
@@ -90,7 +96,7 @@ def test_reclamation_reason() -> None:
     core.run_until_idle()
     core.apply(_wl("owner", "a", 4, 0))
     core.run_until_idle()
-    assert core.preempted_reasons == {"default/borrower": IN_COHORT_RECLAMATION}
+    assert _preempted(core) == {"default/borrower": IN_COHORT_RECLAMATION}
 
 
 def test_reclaim_while_borrowing_reason() -> None:
@@ -101,7 +107,7 @@ def test_reclaim_while_borrowing_reason() -> None:
     core.run_until_idle()
     core.apply(_wl("big", "a", 4, 10))
     core.run_until_idle()
-    assert core.preempted_reasons == {"default/c-borrow": IN_COHORT_RECLAIM_WHILE_BORROWING}
+    assert _preempted(core) == {"default/c-borrow": IN_COHORT_RECLAIM_WHILE_BORROWING}
 
 
 def test_oracle_answers() -> None:
@@ -113,15 +119,15 @@ def test_oracle_answers() -> None:
     core.run_until_idle()
     hook = ClassicalPreemption()
     snap = core.snapshot()
-    cq = core.cq_defs["a"]
+    cq = core.cluster_queues()["a"]
     fr = ("f", "cpu")
     assert hook.oracle(snap, cq, fr, 2000, 5) == RECLAIM  # the borrower alone makes room
     assert hook.oracle(snap, cq, fr, 4000, 5) == PREEMPT  # needs the own workload too
     # Equal priority: the own workload is no candidate, and reclaiming alone would leave the
     # preemptor borrowing, which reclamation without borrowWithinCohort does not allow.
     assert hook.oracle(snap, cq, fr, 4000, 0) == NO_CANDIDATES
-    assert hook.oracle(snap, core.cq_defs["b"], fr, 2000, 5) == NO_CANDIDATES  # b has no policy
-    assert snap.usage is not core.usage and core.usage.get(core.nodes["a"], fr) == 2000
+    assert hook.oracle(snap, core.cluster_queues()["b"], fr, 2000, 5) == NO_CANDIDATES  # b has no policy
+    assert core.usage_at(core.quota_tree().cluster_queues["a"])[fr] == 2000  # the oracle charged a copy
 
 
 def test_victim_status_has_evicted_and_preempted_conditions() -> None:
@@ -133,7 +139,7 @@ def test_victim_status_has_evicted_and_preempted_conditions() -> None:
     core.apply(_wl("owner", "a", 4, 0))
     core.run_until_idle()
     conds = {
-        c["type"]: c for c in workload_status(core.workloads["default/borrower"], core.now)["conditions"]
+        c["type"]: c for c in workload_status(core.workload("default/borrower"), core.now)["conditions"]
     }
     assert conds["Evicted"]["status"] == "True" and conds["Evicted"]["reason"] == "Preempted"
     assert conds["Preempted"]["status"] == "True" and conds["Preempted"]["reason"] == IN_COHORT_RECLAMATION
@@ -143,7 +149,7 @@ def test_victim_status_has_evicted_and_preempted_conditions() -> None:
     core.finish("default/owner")
     core.run_until_idle()
     conds = {
-        c["type"]: c for c in workload_status(core.workloads["default/borrower"], core.now)["conditions"]
+        c["type"]: c for c in workload_status(core.workload("default/borrower"), core.now)["conditions"]
     }
     assert conds["Evicted"]["status"] == "False" and conds["Evicted"]["reason"] == "QuotaReserved"
     assert conds["Preempted"]["message"].startswith("Previously: Preempted to accommodate")
@@ -163,8 +169,8 @@ def test_policies_that_preempt_in_a_ring_keep_preempting_as_kueue_does() -> None
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
         _cq("cq2", 0, {"withinClusterQueue": "Never", "reclaimWithinCohort": "LowerPriority",
                        "borrowWithinCohort": {"policy": "LowerPriority"}}),
+        config=CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)),  # Kueue's requeue batch
     )
-    core.config = replace(core.config, requeue_batch_s=1.0)  # Kueue's requeue batch
     assert not core.config.prioritize_preemptors
     for wl in (_wl("w0", "cq1", 4, 1), _wl("w1", "cq2", 4, 2), _wl("w2", "cq1", 1, 0)):
         core.apply(wl)

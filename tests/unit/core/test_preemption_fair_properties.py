@@ -220,17 +220,18 @@ def test_fair_sharing_engine_keeps_quota_and_settles(
         for d in result.decisions:
             assert not chosen.intersection(d.targets), "two preemptors share a victim"
             chosen.update(d.targets)
-            fair_victim_queues.update(core.workloads[t].cluster_queue or "" for t in d.targets
+            fair_victim_queues.update(core.workload(t).cluster_queue or "" for t in d.targets
                                       if d.target_reasons.get(t) == IN_COHORT_FAIR_SHARING)
         if not core.apply_cycle(result):
             break
-        stranded |= any(core.usage.get(core.nodes[q], FR) < core.nodes[q].quota(FR).nominal
+        nodes = core.quota_tree().cluster_queues
+        stranded |= any(core.usage_at(nodes[q]).get(FR, 0) < nodes[q].quota(FR).nominal
                         for q in fair_victim_queues)
-        pooled = sum(node.quota(FR).nominal for node in core.nodes.values())
+        pooled = sum(node.quota(FR).nominal for node in nodes.values())
         held = 0
-        for name, node in core.nodes.items():
-            used = sum(r.usage.get(FR, 0) for r in core.holding.get(name, {}).values())
-            assert core.usage.get(node, FR) == used
+        for name, node in nodes.items():
+            used = sum(r.usage.get(FR, 0) for r in core.holders(name).values())
+            assert core.usage_at(node).get(FR, 0) == used
             held += used
         assert held <= pooled, "cohort quota overrun"
     else:

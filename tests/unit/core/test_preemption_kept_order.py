@@ -51,16 +51,14 @@ steps = st.lists(st.tuples(st.sampled_from(("add", "add", "finish", "reprioritis
                            st.integers(0, 40), st.integers(1, 4), st.integers(0, 4)), min_size=1, max_size=40)
 
 
-def _check(core: QueueingCore) -> None:
+def _check(core: QueueingCore, kept: ClassicalPreemption) -> None:
     snap = core.snapshot()
     fresh_snap = replace(snap, holding_versions={})
-    kept = core.preemption
-    assert isinstance(kept, ClassicalPreemption)
     fresh = ClassicalPreemption()
     for cq in CQS:  # the kept order itself, then the searches built on it
         assert [h[1] for h in kept._memo_for(snap).ordered(cq, frozenset({FR}))] == \
             [h[1] for h in fresh._memo_for(fresh_snap).ordered(cq, frozenset({FR}))]
-    for rec in core.workloads.values():
+    for rec in core.all_workloads().values():
         if rec.status != PENDING or rec.cluster_queue is None:
             continue
         request = {FR: sum(ps.requests.get("cpu", 0) * ps.count for ps in rec.wl.podsets)}
@@ -73,11 +71,13 @@ def _check(core: QueueingCore) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps, st.booleans(), st.booleans())
 def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: bool, withdraw: bool) -> None:
-    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold, withdraw_unpublished=withdraw))
+    kept = ClassicalPreemption()
+    core = QueueingCore(CoreConfig(hold_quota_until_stopped=hold, withdraw_unpublished=withdraw),
+                        preemption=kept)
     _setup(core)
     made: list[str] = []
     for op, which, amount, priority in plan:
-        holders = sorted(k for held in core.holding.values() for k in held)
+        holders = sorted(k for held in core.holders_by_queue().values() for k in held)
         if op == "add":
             name = f"w{len(made)}"
             core.apply_workload(_wl(name, CQS[which % len(CQS)], amount, priority))
@@ -85,7 +85,7 @@ def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: boo
         elif holders and op == "finish":
             core.finish(holders[which % len(holders)])
         elif holders and op == "reprioritise":
-            rec = core.workloads[holders[which % len(holders)]]
+            rec = core.all_workloads()[holders[which % len(holders)]]
             cq = rec.cluster_queue or ""
             cpu = sum(ps.requests.get("cpu", 0) * ps.count for ps in rec.wl.podsets) // 1000 or 1
             core.apply_workload(_wl(rec.wl.name, cq, cpu, amount))
@@ -95,24 +95,25 @@ def test_kept_victim_order_answers_as_a_fresh_search(plan: list[Step], hold: boo
             core.job_stopped(holders[which % len(holders)])
         elif holders and op == "publish":
             core.publish(holders[which % len(holders)])
-        _check(core)  # before the cycle: the versions must have followed the step itself
+        _check(core, kept)  # before the cycle: the versions must have followed the step itself
         core.apply_cycle(core.next_cycle())
-        _check(core)
+        _check(core, kept)
 
 
 def test_unpublished_reservations_come_first_until_published() -> None:
     """Taking back a reservation no write has carried out evicts nothing anyone has seen:
     within a group of candidates it goes before the published ones, and moves back among
     them once published."""
-    core = QueueingCore(CoreConfig(withdraw_unpublished=True))
+    kept = ClassicalPreemption()
+    core = QueueingCore(CoreConfig(withdraw_unpublished=True), preemption=kept)
     _setup(core)
     for i in range(3):
         core.apply_workload(_wl(f"w{i}", "a", 1, 0))
         core.apply_cycle(core.next_cycle())
     core.publish("default/w0")
     core.publish("default/w2")
-    _check(core)
-    order = [h[1] for h in core.preemption._memo_for(core.snapshot()).ordered("a", frozenset({FR}))]
+    _check(core, kept)
+    order = [h[1] for h in kept._memo_for(core.snapshot()).ordered("a", frozenset({FR}))]
     assert order == ["default/w1", "default/w2", "default/w0"]  # then the newest first
     core.publish("default/w1")
-    _check(core)
+    _check(core, kept)

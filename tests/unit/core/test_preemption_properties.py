@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykueue.manager.core.assignment import Entry, Mode, Outcome
+from pykueue.manager.core.cycle import Scheduler
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.flavor_assigner import FlavorAssigner
 from pykueue.manager.core.preemption import IN_CLUSTER_QUEUE, IN_COHORT_RECLAIM_WHILE_BORROWING
@@ -74,8 +75,8 @@ def worlds(draw: st.DrawFn) -> World:
     return objects, policies, waves
 
 
-def _core(objects: list[dict[str, Any]]) -> QueueingCore:
-    core = QueueingCore()
+def _core(objects: list[dict[str, Any]], preemption: ClassicalPreemption | None = None) -> QueueingCore:
+    core = QueueingCore(preemption=preemption)
     for obj in objects:
         core.apply(obj)
     return core
@@ -99,9 +100,9 @@ def test_classical_preemption_properties(world: World) -> None:
                     continue
                 assert not chosen.intersection(d.targets), "two preemptors share a victim"
                 chosen.update(d.targets)
-                pre = core.workloads[d.key]
+                pre = core.workload(d.key)
                 for t in d.targets:
-                    victim = core.workloads[t]
+                    victim = core.workload(t)
                     reason = d.target_reasons[t]
                     if reason == IN_CLUSTER_QUEUE:
                         if policies[d.cluster_queue]["withinClusterQueue"] == "LowerPriority":
@@ -117,9 +118,9 @@ def test_classical_preemption_properties(world: World) -> None:
                 break
             total = 0
             pooled = 0
-            for name, node in core.nodes.items():
-                held = sum(r.usage.get(("f", "cpu"), 0) for r in core.holding.get(name, {}).values())
-                assert core.usage.get(node, ("f", "cpu")) == held
+            for name, node in core.quota_tree().cluster_queues.items():
+                held = sum(r.usage.get(("f", "cpu"), 0) for r in core.holders(name).values())
+                assert core.usage_at(node).get(("f", "cpu"), 0) == held
                 q = node.quota(("f", "cpu"))
                 if q.borrowing_limit is not None:
                     assert held <= q.nominal + q.borrowing_limit
@@ -135,23 +136,25 @@ def test_what_the_requeue_bound_rules_out_never_fits(world: World, finished: int
     every pending workload, after some admitted ones finished, the bound says so only when
     the full assignment (with the preemption search for targets) is unusable too."""
     objects, _, waves = world
-    core = _core(objects)
+    hook = ClassicalPreemption()
+    core = _core(objects, hook)
     for wave in waves:
         for obj in wave:
             core.apply(obj)
         # Some policy sets preempt in a ring without end, in Kueue too (test_preemption's
         # ring test): the bound must hold in whatever state the core is left in.
         core.run_until_idle(max_cycles=500)
-    for key in [k for k, r in core.workloads.items() if r.status == "Admitted"][:finished]:
+    for key in [k for k, r in core.all_workloads().items() if r.status == "Admitted"][:finished]:
         core.finish(key)
     snap = core.snapshot()
-    assigner = FlavorAssigner(snap, core.preemption)
-    for rec in core.workloads.values():
+    assigner = FlavorAssigner(snap, hook)
+    scheduler = Scheduler(hook, None, core.config.partial_admission)  # as the core's own
+    for rec in core.all_workloads().values():
         if rec.status != "Pending" or rec.cluster_queue is None:
             continue
         if assigner.cannot_fit(rec.wl, snap.cluster_queues[rec.cluster_queue], rec.priority):
             entry = Entry(rec.wl, rec.cluster_queue, rec.priority, rec.queue_ts)
-            assignment = core.scheduler._assign(FlavorAssigner(snap, core.preemption), entry, snap)
+            assignment = scheduler._assign(FlavorAssigner(snap, hook), entry, snap)
             assert assignment.mode != Mode.FIT and not entry.targets, rec.key
 
 
@@ -162,17 +165,18 @@ def test_what_searches_keep_across_cycles_answers_as_a_fresh_search(world: World
     holders stay the same; after every cycle (admissions, evictions, finishes), each pending
     workload's search finds the same victims as a hook that keeps nothing."""
     objects, _, waves = world
-    core = _core(objects)
+    hook = ClassicalPreemption()
+    core = _core(objects, hook)
     fr = ("f", "cpu")
 
     def compare() -> None:
         snap = core.snapshot()
-        for rec in core.workloads.values():
+        for rec in core.all_workloads().values():
             if rec.status != "Pending" or rec.cluster_queue is None:
                 continue
             cpu = sum(int(ps.requests.get("cpu", 0)) * ps.count for ps in rec.wl.podsets)
             args = (snap, rec.cluster_queue, rec.priority, rec.queue_ts, {fr: cpu}, frozenset({fr}))
-            kept = [c.key for c in core.preemption.search(*args)]  # type: ignore[attr-defined]
+            kept = [c.key for c in hook.search(*args)]
             assert kept == [c.key for c in ClassicalPreemption().search(*args)], rec.key
 
     for wave in waves:
@@ -182,6 +186,6 @@ def test_what_searches_keep_across_cycles_answers_as_a_fresh_search(world: World
             compare()
             if not core.apply_cycle(core.next_cycle()):
                 break
-        for key in [k for k, r in core.workloads.items() if r.status == "Admitted"][:finished]:
+        for key in [k for k, r in core.all_workloads().items() if r.status == "Admitted"][:finished]:
             core.finish(key)
             compare()

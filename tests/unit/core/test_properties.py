@@ -81,12 +81,13 @@ def scenarios(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any
 
 def _check_quota(core: QueueingCore) -> None:
     """Recompute usage bottom-up from the workloads and check every node's limits."""
-    nodes = {**{("cq", n): node for n, node in core.nodes.items()},
-             **{("co", n): node for n, node in core.cohort_nodes.items()}}
+    tree = core.quota_tree()
+    nodes = {**{("cq", n): node for n, node in tree.cluster_queues.items()},
+             **{("co", n): node for n, node in tree.cohorts.items()}}
     recomputed: dict[int, dict[FR, int]] = {id(n): {} for n in nodes.values()}
-    for rec in core.workloads.values():
+    for rec in core.all_workloads().values():
         if rec.holds_quota:
-            row = recomputed[id(core.nodes[rec.cluster_queue or ""])]
+            row = recomputed[id(tree.cluster_queues[rec.cluster_queue or ""])]
             for fr, v in rec.usage.items():
                 row[fr] = row.get(fr, 0) + v
 
@@ -102,7 +103,7 @@ def _check_quota(core: QueueingCore) -> None:
             settle(node)
     for node in nodes.values():
         row = recomputed[id(node)]
-        ledger = {k: v for k, v in core.usage.of(node).items() if v}
+        ledger = {k: v for k, v in core.usage_at(node).items() if v}
         assert ledger == {k: v for k, v in row.items() if v}, node
         for fr, used in row.items():
             subtree = node.subtree.get(fr, 0)
@@ -114,7 +115,7 @@ def _check_quota(core: QueueingCore) -> None:
 
 
 def _order(core: QueueingCore, cq: str) -> list[str]:
-    recs = [r for r in core.workloads.values() if r.wl.queue_name == f"lq{cq[2:]}"]
+    recs = [r for r in core.all_workloads().values() if r.wl.queue_name == f"lq{cq[2:]}"]
     return [r.key for r in sorted(recs, key=lambda r: (-r.priority, r.queue_ts, r.key))]
 
 
@@ -131,14 +132,14 @@ def test_invariants_hold_after_every_step(data: tuple[list[dict[str, Any]], list
 
     def observe() -> None:
         _check_quota(core)
-        for rec in core.workloads.values():
+        for rec in core.all_workloads().values():
             if rec.holds_quota and rec.key not in ever_admitted:
                 ever_admitted.add(rec.key)
                 admissions[rec.key] = admissions.get(rec.key, 0) + 1
             if rec.status == "Pending":
                 assert rec.reason, rec.key
         assert all(n == 1 for n in admissions.values())
-        for name, cq in core.cq_defs.items():
+        for name, cq in core.cluster_queues().items():
             if cq.queueing_strategy != "StrictFIFO":
                 continue
             order = [k for k in _order(core, name) if k not in deleted]
@@ -153,11 +154,11 @@ def test_invariants_hold_after_every_step(data: tuple[list[dict[str, Any]], list
     for step in steps:
         if "delete" in step:
             key = f"ns/{step['delete']['name']}"
-            if key not in core.workloads:
+            if key not in core.all_workloads():
                 continue
             deleted.add(key)
         if "finish" in step:
-            if step["finish"] not in core.workloads:
+            if step["finish"] not in core.all_workloads():
                 continue
             if step["finish"] not in ever_admitted:
                 deleted.add(step["finish"])  # finished while pending: it leaves the order
@@ -199,12 +200,14 @@ def test_invariants_hold_across_evictions_and_requeues(
 
     def observe() -> None:
         _check_quota(core)
-        for rec in core.workloads.values():
-            queued = any(rec.key in q for q in core.queues.values())
+        for rec in core.all_workloads().values():
+            queues = map(core.pending_queue, core.cluster_queues())
+            queued = any(q is not None and rec.key in q for q in queues)
             if rec.holds_quota:
                 # Holding quota and waiting in a queue at once would be a double admission.
                 assert not queued, rec.key
-                assert [cq for cq, held in core.holding.items() if rec.key in held] == [rec.cluster_queue]
+                assert [cq for cq, held in core.holders_by_queue().items() if rec.key in held] == \
+                    [rec.cluster_queue]
             elif rec.status == "Pending":
                 assert rec.reason, rec.key
                 if rec.deactivated or rec.requeue_at is not None:
@@ -218,7 +221,7 @@ def test_invariants_hold_across_evictions_and_requeues(
         (kind, arg), = step.items()
         if kind == "checkState":
             key = arg["workload"]
-            cq = core.cq_defs.get(core.workloads[key].cluster_queue or "")
+            cq = core.cluster_queue(core.workload(key).cluster_queue or "")
             if cq is None or not cq.checks:
                 continue
         sim.step(step)

@@ -64,7 +64,7 @@ def test_every_cause_is_listed_and_the_first_is_the_reason() -> None:
         False, "Stopped",
         "Can't admit new workloads: is stopped, references missing ResourceFlavor(s): missing-2,missing-1, "
         "references missing AdmissionCheck(s): gone-a,gone-b, references inactive AdmissionCheck(s): off.")
-    assert core.inactive["cq"].detail == "Stopped"
+    assert core.inactive_cluster_queues()["cq"].detail == "Stopped"
 
 
 def test_multikueue_checks_misused() -> None:

@@ -9,6 +9,7 @@ from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import PodSet
 from pykueue.manager.core.queues import PendingQueue, scheduling_shape, sort_key
+from pykueue.manager.core.settings import SchedulingSettings
 
 
 def _podset(cpu: int, count: int = 1) -> PodSet:
@@ -86,9 +87,9 @@ def test_one_no_fit_verdict_parks_every_equivalent_workload() -> None:
     _wl(core, "small", 1)
     # Without equivalence each big one would be evaluated in its own cycle before "small".
     assert _evaluated(core) == ["ns/big0", "ns/small"]
-    assert core.workloads["ns/small"].status == "Admitted"
-    assert all(core.workloads[f"ns/big{i}"].status == "Pending" for i in range(5))
-    assert set(core.queues["cq"].parked_keys()) == {f"ns/big{i}" for i in range(5)}
+    assert core.workload("ns/small").status == "Admitted"
+    assert all(core.workload(f"ns/big{i}").status == "Pending" for i in range(5))
+    assert set(core.pending_queue("cq").parked_keys()) == {f"ns/big{i}" for i in range(5)}
 
 
 def test_without_equivalence_each_workload_is_evaluated() -> None:
@@ -103,29 +104,29 @@ def test_strict_fifo_never_parks_by_shape() -> None:
     _wl(core, "big0", 8)
     _wl(core, "big1", 8)
     core.run_until_idle()
-    assert not core.queues["cq"].parked_count
+    assert not core.pending_queue("cq").parked_count
 
 
 # ------------------------------------------------------------------ batched requeue
 
 
 def test_batched_requeue_waits_for_the_period_then_requeues_once() -> None:
-    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=2)
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)), cpu=2)
     _wl(core, "a", 2)
     _wl(core, "b", 2)
     _wl(core, "c", 1)
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == "Admitted"
+    assert core.workload("ns/a").status == "Admitted"
     core.finish("ns/a")
     assert _evaluated(core) == []  # b and c stay parked: the requeue is not due yet
     assert core.next_deadline() == 1.0
     assert core.fire_timers(1.0) == 1
     core.run_until_idle()
-    assert core.workloads["ns/b"].status == "Admitted"
+    assert core.workload("ns/b").status == "Admitted"
 
 
 def test_requests_inside_one_period_share_one_requeue() -> None:
-    core = _core(CoreConfig(requeue_batch_s=1.0), cpu=3)
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0)), cpu=3)
     for name in ("a", "b", "c"):
         _wl(core, name, 1)
     _wl(core, "big", 3)
@@ -149,40 +150,42 @@ def _cohort_core(queues: int, config: CoreConfig) -> QueueingCore:
     _wl(core, "a", 2)
     _wl(core, "b", 2)
     core.run_until_idle()
-    assert core.queues["cq0"].is_parked("ns/b")
+    assert core.pending_queue("cq0").is_parked("ns/b")
     return core
 
 
 def test_a_tree_of_many_queues_is_requeued_less_often_up_to_the_maximum() -> None:
-    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_max_s=1.0)
+    config = CoreConfig(scheduling=SchedulingSettings(
+        requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_max_s=1.0))
     for queues, period in ((3, 0.1), (30, 0.3), (200, 1.0)):
         core = _cohort_core(queues, config)
         core.finish("ns/a")
         assert core.next_deadline() == period
         core.fire_timers(period - 0.01)
-        assert core.queues["cq0"].is_parked("ns/b")  # not due yet
+        assert core.pending_queue("cq0").is_parked("ns/b")  # not due yet
         core.fire_timers(period)
         core.run_until_idle()
-        assert core.workloads["ns/b"].status == "Admitted"
+        assert core.workload("ns/b").status == "Admitted"
 
 
 def test_a_tree_of_many_parked_shapes_is_requeued_less_often() -> None:
-    config = CoreConfig(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_per_group_s=0.05)
+    config = CoreConfig(scheduling=SchedulingSettings(
+        requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01, requeue_batch_per_group_s=0.05))
     core = _cohort_core(3, config)
-    assert core.queues["cq0"].parked_groups == 1
+    assert core.pending_queue("cq0").parked_groups == 1
     for priority in range(1, 5):  # four more shapes, each parked in its own group
         _wl(core, f"p{priority}", 2, priority=priority)
     core.run_until_idle()
-    assert core.queues["cq0"].parked_groups == 5
+    assert core.pending_queue("cq0").parked_groups == 5
     core.finish("ns/a")
     assert core.next_deadline() == 0.25  # five groups, more than three queues or the base period
     core.fire_timers(0.25)
     core.run_until_idle()
-    assert core.workloads["ns/p4"].status == "Admitted" and core.queues["cq0"].parked_groups == 4
+    assert core.workload("ns/p4").status == "Admitted" and core.pending_queue("cq0").parked_groups == 4
 
 
 def test_without_a_per_queue_period_every_tree_waits_the_base_period() -> None:
-    core = _cohort_core(200, CoreConfig(requeue_batch_s=0.1))
+    core = _cohort_core(200, CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=0.1)))
     core.finish("ns/a")
     assert core.next_deadline() == 0.1
 
@@ -195,15 +198,15 @@ def test_reapplying_an_unchanged_cluster_queue_keeps_parked_workloads_parked() -
     _wl(core, "a", 2)
     _wl(core, "b", 2)
     core.run_until_idle()
-    assert core.queues["cq"].is_parked("ns/b")
+    assert core.pending_queue("cq").is_parked("ns/b")
     echo = _cq(cpu=2)
     echo["status"] = {"pendingWorkloads": 1}
     core.apply(echo)
     assert _evaluated(core) == []
-    assert core.queues["cq"].is_parked("ns/b")
+    assert core.pending_queue("cq").is_parked("ns/b")
     core.apply(_cq(cpu=4))  # a real change requeues
     assert _evaluated(core) == ["ns/b"]
-    assert core.workloads["ns/b"].status == "Admitted"
+    assert core.workload("ns/b").status == "Admitted"
 
 
 def test_a_queued_workload_awaits_its_turn_until_evaluated() -> None:
@@ -237,10 +240,10 @@ def _full_cohort(**cq0_spec: Any) -> QueueingCore:
     for name, cq, cpu in (("a", "cq0", 3), ("one", "cq1", 1), ("two", "cq1", 2)):
         _wl(core, name, cpu, priority=1, queue=cq)
     core.run_until_idle()
-    assert all(core.workloads[f"ns/{n}"].status == "Admitted" for n in ("a", "one", "two"))
+    assert all(core.workload(f"ns/{n}").status == "Admitted" for n in ("a", "one", "two"))
     _wl(core, "big0", 4, priority=1, queue="cq0")
     assert _evaluated(core) == ["ns/big0"]
-    assert core.queues["cq0"].is_parked("ns/big0")
+    assert core.pending_queue("cq0").is_parked("ns/big0")
     return core
 
 
@@ -248,22 +251,22 @@ def test_freed_quota_less_than_a_parked_workload_lacks_leaves_it_parked_unevalua
     core = _full_cohort(preemption={"withinClusterQueue": "LowerPriority"})
     core.finish("ns/one")  # 1 CPU free: big0 still lacks 3, and a (priority 1) is not lower
     assert _evaluated(core) == []
-    assert core.queues["cq0"].is_parked("ns/big0")
+    assert core.pending_queue("cq0").is_parked("ns/big0")
     _wl(core, "big1", 4, priority=1, queue="cq0")
-    assert core.queues["cq0"].is_parked("ns/big1")  # its shape is still known not to fit
+    assert core.pending_queue("cq0").is_parked("ns/big1")  # its shape is still known not to fit
     core.finish("ns/a")  # now 4 CPU are free
     assert _evaluated(core) == ["ns/big0", "ns/big1"]
-    assert core.workloads["ns/big0"].status == "Admitted"
+    assert core.workload("ns/big0").status == "Admitted"
 
 
 def test_a_parked_workload_that_preemption_could_help_is_evaluated_again() -> None:
     core = _full_cohort(preemption={"withinClusterQueue": "LowerPriority"})
     _wl(core, "urgent", 4, priority=5, queue="cq0")  # a is a candidate, but frees only 3
     assert [d.outcome for d in core.run_until_idle()] == ["Pending"]
-    assert core.queues["cq0"].is_parked("ns/urgent")
+    assert core.pending_queue("cq0").is_parked("ns/urgent")
     core.finish("ns/one")  # with 1 CPU free, preempting a makes room
-    assert not core.queues["cq0"].is_parked("ns/urgent")
-    assert core.queues["cq0"].is_parked("ns/big0")  # lacks 3, nothing to preempt
+    assert not core.pending_queue("cq0").is_parked("ns/urgent")
+    assert core.pending_queue("cq0").is_parked("ns/big0")  # lacks 3, nothing to preempt
     assert [(d.key, d.outcome) for d in core.next_cycle().decisions] == [("ns/urgent", "Preempt")]
 
 
@@ -271,7 +274,8 @@ def _parked_behind_a_release(withdraw: bool, big: int = 5) -> QueueingCore:
     """10 CPU: ``top`` (priority 9, 5 CPU) and ``done`` (priority 9, 2 CPU) admitted and
     written; ``big`` (priority 5, ``big`` CPU) parked: nothing lower to preempt. ``done``
     finishes, and the requeue waits for its batch."""
-    core = _core(CoreConfig(requeue_batch_s=1.0, withdraw_unpublished=withdraw), cpu=10,
+    core = _core(CoreConfig(scheduling=SchedulingSettings(requeue_batch_s=1.0),
+                                  withdraw_unpublished=withdraw), cpu=10,
                  preemption={"withinClusterQueue": "LowerPriority"})
     _wl(core, "top", 5, priority=9)
     _wl(core, "done", 2, priority=9)
@@ -280,7 +284,7 @@ def _parked_behind_a_release(withdraw: bool, big: int = 5) -> QueueingCore:
         core.publish(key)
     _wl(core, "big", big, priority=5)
     assert [d.outcome for d in core.run_until_idle()] == ["Pending"]
-    assert core.queues["cq"].is_parked("ns/big")
+    assert core.pending_queue("cq").is_parked("ns/big")
     core.finish("ns/done")  # 5 CPU free; "big" waits for the batch
     return core
 
@@ -292,25 +296,25 @@ def test_a_reservation_recalls_a_parked_higher_priority_workload_it_gives_room_t
     # "small" takes 1 of the 5 free CPU; that makes it a victim "big" can use, so "big" is
     # looked at again at once and takes the reservation back before anyone saw it.
     assert decisions[:2] == [("ns/small", "Admit"), ("ns/big", "Preempt")]
-    assert core.workloads["ns/big"].status == "Admitted"
-    assert core.workloads["ns/small"].status == "Pending"
-    assert core.workloads["ns/small"].evictions == []
-    assert core.take_withdrawals() == {"cq": 1}
+    assert core.workload("ns/big").status == "Admitted"
+    assert core.workload("ns/small").status == "Pending"
+    assert core.workload("ns/small").evictions == []
+    assert core.take_changes().withdrawals == {"cq": 1}
 
 
 def test_without_withdrawals_a_reservation_recalls_nothing() -> None:
     core = _parked_behind_a_release(withdraw=False)
     _wl(core, "small", 1, priority=1)
     assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/small", "Admit")]
-    assert core.queues["cq"].is_parked("ns/big")  # as in Kueue: until the requeue is due
+    assert core.pending_queue("cq").is_parked("ns/big")  # as in Kueue: until the requeue is due
 
 
 def test_a_reservation_recalls_only_parked_workloads_that_may_now_preempt() -> None:
     core = _parked_behind_a_release(withdraw=True)
     _wl(core, "same", 1, priority=5)  # not lower than "big": no victim for it
     assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/same", "Admit")]
-    assert core.queues["cq"].is_parked("ns/big")
+    assert core.pending_queue("cq").is_parked("ns/big")
     core = _parked_behind_a_release(withdraw=True, big=6)
     _wl(core, "small", 1, priority=1)  # 4 CPU free and 1 to take: "big" still lacks 1
     assert [(d.key, d.outcome) for d in core.run_until_idle()] == [("ns/small", "Admit")]
-    assert core.queues["cq"].is_parked("ns/big")
+    assert core.pending_queue("cq").is_parked("ns/big")

@@ -39,9 +39,9 @@ def test_a_workload_left_pending_shows_its_total_requests_until_admitted() -> No
     core.apply(_workload("big", "500m", count=3))
     core.apply(_workload("small", "1", count=1))
     core.run_until_idle()
-    small = workload_status(core.workloads["ns/small"], core.now)
+    small = workload_status(core.workload("ns/small"), core.now)
     assert "resourceRequests" not in small and small.get("admission")
-    big = core.workloads["ns/big"]
+    big = core.workload("ns/big")
     assert workload_status(big, core.now)["resourceRequests"] == [
         {"name": "main", "resources": {"cpu": "1500m", "memory": "3Gi"}}]
     core.finish("ns/small")
@@ -53,7 +53,7 @@ def test_a_workload_left_pending_shows_its_total_requests_until_admitted() -> No
 def test_a_workload_not_evaluated_yet_has_none() -> None:
     core = _core()
     core.apply(_workload("new", "1"))
-    assert "resourceRequests" not in workload_status(core.workloads["ns/new"], core.now)
+    assert "resourceRequests" not in workload_status(core.workload("ns/new"), core.now)
 
 
 def test_read_back_after_a_restart_they_stay() -> None:
@@ -61,5 +61,5 @@ def test_read_back_after_a_restart_they_stay() -> None:
     pending = _workload("waiting", "3")
     pending["status"] = {"resourceRequests": [{"name": "main", "resources": {"cpu": "3", "memory": "1Gi"}}]}
     core.apply(pending)
-    assert workload_status(core.workloads["ns/waiting"], core.now)["resourceRequests"] == [
+    assert workload_status(core.workload("ns/waiting"), core.now)["resourceRequests"] == [
         {"name": "main", "resources": {"cpu": "3", "memory": "1Gi"}}]

@@ -11,6 +11,7 @@ from pykueue.api import keys
 from pykueue.manager.core.assignment import Entry
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.flavor_assigner import FlavorAssigner
+from pykueue.manager.core.preemption import ClassicalPreemption
 from pykueue.manager.core.status import workload_status
 from pykueue.manager.core.tas import NOT_SYNCED_REASON, DomainAssignment, TopologyAssignment, TopologySnapshot
 from pykueue.manager.core.tas_hook import SECOND_PASS_FAILED, TasPlacer
@@ -63,7 +64,7 @@ def _wl(core: QueueingCore, name: str, count: int, level: str = RACK) -> None:
 
 
 def _hosts(core: QueueingCore, key: str) -> dict[str, int]:
-    rec = core.workloads[key]
+    rec = core.workload(key)
     assert rec.assignment is not None
     raw = rec.assignment.podsets[0].topology_assignment
     assert raw is not None
@@ -75,13 +76,13 @@ def test_no_placement_until_the_snapshot_is_synced() -> None:
     assert not tas.synced
     _wl(core, "a", 4)
     core.run_until_idle()
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     assert rec.status == PENDING
     assert NOT_SYNCED_REASON in rec.reason
     tas.mark_synced()
     core.requeue_inadmissible()
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == ADMITTED
+    assert core.workload("ns/a").status == ADMITTED
     assert _hosts(core, "ns/a") == {"kwok-node-0": 4}
 
 
@@ -89,7 +90,7 @@ def test_admission_writes_v1beta2_topology_assignment() -> None:
     core, _ = _core()
     _wl(core, "a", 10)
     core.run_until_idle()
-    status = workload_status(core.workloads["ns/a"], core.now)
+    status = workload_status(core.workload("ns/a"), core.now)
     ta = status["admission"]["podSetAssignments"][0]["topologyAssignment"]
     assert ta["levels"] == [HOST]
     assert "slices" in ta and "domains" not in ta
@@ -103,12 +104,12 @@ def test_unhealthy_node_is_recorded_then_replaced_by_the_second_pass() -> None:
     assert tas.fail_node("kwok-node-0") == []
     delayed, unhealthy = tas.status_fields("ns/a")
     assert unhealthy == ["kwok-node-0"]
-    status = workload_status(core.workloads["ns/a"], core.now, delayed_topology=delayed,
+    status = workload_status(core.workload("ns/a"), core.now, delayed_topology=delayed,
                              unhealthy_nodes=unhealthy)
     assert status["unhealthyNodes"] == [{"name": "kwok-node-0"}]
     core.run_until_idle()
-    assert core.workloads["ns/a"].status == ADMITTED
-    assert core.workloads["ns/a"].evictions == []
+    assert core.workload("ns/a").status == ADMITTED
+    assert core.workload("ns/a").evictions == []
     assert _hosts(core, "ns/a") == {"kwok-node-1": 4}
     assert tas.status_fields("ns/a") == ({}, [])
 
@@ -120,7 +121,7 @@ def test_second_failed_node_before_replacement_evicts() -> None:
     assert tas.fail_node("kwok-node-0") == []
     assert tas.fail_node("kwok-node-1") == ["ns/a"]
     assert core.evict("ns/a", "NodeFailures")
-    assert core.workloads["ns/a"].evictions == ["NodeFailures"]
+    assert core.workload("ns/a").evictions == ["NodeFailures"]
     assert tas.status_fields("ns/a") == ({}, [])
     core.run_until_idle()
     assert _hosts(core, "ns/a") == {"kwok-node-2": 8, "kwok-node-3": 4}
@@ -130,13 +131,13 @@ def test_second_pass_without_cluster_queue_is_no_fit() -> None:
     core, tas = _core(checks=["prov"])
     _wl(core, "a", 4)
     core.run_until_idle()
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     assert rec.status == QUOTA_RESERVED
     assert tas.status_fields("ns/a")[0] == {"main": "Pending"}
     assert core.set_check_state("ns/a", "prov", "Ready")
     assert rec.status == QUOTA_RESERVED  # topology first
     core.delete("ClusterQueue", None, "cq")
-    outcome = tas.second_pass(rec, core.cq_defs, core.flavors)
+    outcome = tas.second_pass(rec, core.cluster_queues(), core.flavors())
     assert outcome == (SECOND_PASS_FAILED, "ClusterQueue cq not found")
     core.run_until_idle()
     assert rec.status == QUOTA_RESERVED
@@ -149,7 +150,7 @@ def test_second_pass_admits_and_marks_the_request_ready() -> None:
     core.run_until_idle()
     core.set_check_state("ns/a", "prov", "Ready")
     core.run_until_idle()
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     assert rec.status == ADMITTED
     delayed, _ = tas.status_fields("ns/a")
     psa = workload_status(rec, core.now, delayed_topology=delayed)["admission"]["podSetAssignments"][0]
@@ -161,11 +162,11 @@ def test_no_second_pass_for_finished_workloads() -> None:
     core, tas = _core(checks=["prov"])
     _wl(core, "a", 4)
     core.run_until_idle()
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     core.set_check_state("ns/a", "prov", "Ready")
     core.finish("ns/a")
     assert tas.second_pass_keys() == []
-    assert tas.second_pass(rec, core.cq_defs, core.flavors) == ("", "")
+    assert tas.second_pass(rec, core.cluster_queues(), core.flavors()) == ("", "")
 
 
 def test_replacement_claims_its_node_before_pending_workloads() -> None:
@@ -180,8 +181,8 @@ def test_replacement_claims_its_node_before_pending_workloads() -> None:
     core.run_until_idle()
     # The second pass runs before the heads are nominated: a's moved pods get kwok-node-2.
     assert _hosts(core, "ns/a") == {"kwok-node-1": 2, "kwok-node-2": 8}
-    assert core.workloads["ns/a"].evictions == []
-    b = core.workloads["ns/b"]
+    assert core.workload("ns/a").evictions == []
+    b = core.workload("ns/b")
     assert b.status == PENDING
     assert "allows to fit only 6 out of 8 pod(s)" in b.reason
 
@@ -196,17 +197,17 @@ def test_reservation_read_from_status_keeps_its_delayed_topology() -> None:
             {"name": "main", "count": 4, "flavors": {"cpu": "tas"}, "delayedTopologyRequest": "Pending"}]},
             "admissionChecks": [{"name": "prov", "state": "Pending"}],
             "conditions": [{"type": "QuotaReserved", "status": "True"}]}})
-    assert core.workloads["ns/r"].status == QUOTA_RESERVED
+    assert core.workload("ns/r").status == QUOTA_RESERVED
     assert tas.holds_admission("ns/r")
     core.set_check_state("ns/r", "prov", "Ready")
     core.run_until_idle()
-    assert core.workloads["ns/r"].status == ADMITTED
+    assert core.workload("ns/r").status == ADMITTED
     assert _hosts(core, "ns/r") == {"kwok-node-0": 4}
 
 
 def _stored(core: QueueingCore, key: str, hosts: dict[str, int], unhealthy: list[str]) -> dict[str, Any]:
     """The Workload as the API shows it after another writer rewrote its assignment."""
-    rec = core.workloads[key]
+    rec = core.workload(key)
     assert rec.assignment is not None
     ns, name = key.split("/")
     ta = TopologyAssignment((HOST,), tuple(DomainAssignment((n,), c) for n, c in sorted(hosts.items())))
@@ -229,7 +230,7 @@ def test_a_topology_rewritten_by_another_writer_is_adopted_with_its_usage() -> N
     assert tas.status_fields("ns/a") == ({}, [])  # nothing left to replace
     assert not core.adopt_topology(_stored(core, "ns/a", {"kwok-node-1": 4}, []))  # unchanged
     core.run_until_idle()
-    assert _hosts(core, "ns/a") == {"kwok-node-1": 4} and core.workloads["ns/a"].evictions == []
+    assert _hosts(core, "ns/a") == {"kwok-node-1": 4} and core.workload("ns/a").evictions == []
     # Its usage moved with it: kwok-node-1 is full, so the next rack job of 8 does not fit there.
     _wl(core, "b", 8, level=HOST)
     core.run_until_idle()
@@ -326,9 +327,9 @@ def test_placements_on_the_empty_cluster_are_reused_until_the_nodes_change(
     answer reads only nodes and non-TAS pods, so it is searched once per snapshot."""
     core, tas = _core()
     _wl(core, "a", 16)  # a rack holds 2 nodes x 8 cpu
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     snap = core.snapshot()
-    assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, snap.cluster_queues["cq"], 0)
+    assignment = FlavorAssigner(snap, ClassicalPreemption()).assign(rec.wl, snap.cluster_queues["cq"], 0)
     entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
     searches = _count_searches(monkeypatch)
     first = tas.place_freeing(snap, entry, assignment, 0, None)
@@ -359,8 +360,8 @@ def test_heads_of_one_shape_share_a_placement_and_reservations_keep_theirs_while
     placed = {}
     nominated = {}
     for name in ("a", "b", "c"):
-        rec = core.workloads[f"ns/{name}"]
-        assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
+        rec = core.workload(f"ns/{name}")
+        assignment = FlavorAssigner(snap, ClassicalPreemption()).assign(rec.wl, cq, 0)
         found = tas.place(snap, Entry(rec.wl, "cq", 0, rec.queue_ts), assignment, 0, "default")
         assert isinstance(found, dict)
         placed[name] = (rec.wl, assignment)
@@ -394,10 +395,10 @@ def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
     core, tas = _core()
     _wl(core, "a", 16)  # a rack holds 2 nodes x 8 cpu
     _wl(core, "other", 2)
-    rec = core.workloads["ns/a"]
+    rec = core.workload("ns/a")
     snap = core.snapshot()
     cq = snap.cluster_queues["cq"]
-    assignment = FlavorAssigner(snap, core.preemption).assign(rec.wl, cq, 0)
+    assignment = FlavorAssigner(snap, ClassicalPreemption()).assign(rec.wl, cq, 0)
     entry = Entry(rec.wl, "cq", 0, rec.queue_ts)
     searches = _count_searches(monkeypatch)
     gone = frozenset({"ns/victim"})
@@ -407,8 +408,8 @@ def test_a_fit_with_targets_gone_is_asked_again_without_a_second_search(
     assert tas.place_freeing(snap, entry, assignment, 0, frozenset()) == first and len(searches) == 2
     # Both answers stay known until capacity is charged or released.
     assert tas.place_freeing(snap, entry, assignment, 0, gone) == first and len(searches) == 2
-    other = core.workloads["ns/other"]
-    other_assignment = FlavorAssigner(snap, core.preemption).assign(other.wl, cq, 0)
+    other = core.workload("ns/other")
+    other_assignment = FlavorAssigner(snap, ClassicalPreemption()).assign(other.wl, cq, 0)
     assert tas.reserve("ns/other", other.wl, cq, snap.flavors, other_assignment) == ""
     tas.place_freeing(snap, entry, assignment, 0, gone)
     assert len(searches) == 4  # the reservation's own search, then this one again

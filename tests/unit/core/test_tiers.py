@@ -137,7 +137,7 @@ def _wl(core: QueueingCore, name: str, cpu: int, queue: str = "lq", priority: in
 
 
 def _tier(core: QueueingCore, key: str) -> Tier:
-    return record_tier(core.workloads[key])
+    return record_tier(core.workload(key))
 
 
 def test_each_tier_the_core_produces_is_reached() -> None:
@@ -147,7 +147,7 @@ def test_each_tier_the_core_produces_is_reached() -> None:
     queued = _wl(core, "queued", 1)
     assert _tier(core, queued) is Tier.PENDING_EVALUATION  # not evaluated yet
     core.run_until_idle()
-    assert core.workloads[queued].status == "Admitted"
+    assert core.workload(queued).status == "Admitted"
     keys = {
         Tier.DEACTIVATED: _wl(core, "inactive", 1, active=False),
         Tier.MISCONFIGURED: _wl(core, "no-lq", 1, queue="missing"),
@@ -157,7 +157,7 @@ def test_each_tier_the_core_produces_is_reached() -> None:
     }
     core.run_until_idle()
     assert {tier: _tier(core, key) for tier, key in keys.items()} == {tier: tier for tier in keys}
-    assert record_tier(core.workloads[_wl(core, "no-cq", 1, queue="lq-nowhere")]) is Tier.MISCONFIGURED
+    assert record_tier(core.all_workloads()[_wl(core, "no-cq", 1, queue="lq-nowhere")]) is Tier.MISCONFIGURED
 
     # A preemptor waits for its victim, whose job has not stopped yet.
     urgent = _wl(core, "urgent", 4, priority=10)
@@ -175,8 +175,8 @@ def test_a_namespace_the_queue_does_not_select_is_misconfigured() -> None:
     core = _core(namespaceSelector={"matchLabels": {"team": "a"}})
     key = _wl(core, "w", 1)
     core.run_until_idle()
-    assert core.workloads[key].pending is not None
-    assert core.workloads[key].pending.kind is Pending.NAMESPACE_MISMATCH
+    assert core.workload(key).pending is not None
+    assert core.workload(key).pending.kind is Pending.NAMESPACE_MISMATCH
     assert _tier(core, key) is Tier.MISCONFIGURED
 
 
@@ -189,7 +189,7 @@ def test_the_tier_is_the_condition_reason_and_admitted_says_no_reservation() -> 
     _wl(core, "first", 3)
     key = _wl(core, "second", 3)
     core.run_until_idle()
-    rec = core.workloads[key]
+    rec = core.workload(key)
     conds = _conditions(workload_status(rec, core.now))
     assert conds["QuotaReserved"] == ("False", "WaitingForQuota", rec.reason)
     assert conds["Admitted"] == ("False", "NoReservation", "The workload has no reservation")
@@ -201,7 +201,7 @@ def test_the_tier_is_the_condition_reason_and_admitted_says_no_reservation() -> 
 
 def test_a_queue_problem_was_inadmissible_and_is_now_its_tier() -> None:
     core = _core()
-    rec = core.workloads[_wl(core, "w", 1, queue="missing")]
+    rec = core.all_workloads()[_wl(core, "w", 1, queue="missing")]
     assert _conditions(workload_status(rec, core.now))["QuotaReserved"][:2] == ("False", "Misconfigured")
     assert _conditions(workload_status(rec, core.now, tiered=False))["QuotaReserved"][:2] == \
         ("False", "Inadmissible")
@@ -218,7 +218,7 @@ def _with_check(core: QueueingCore) -> str:
 def test_a_reservation_waiting_for_checks_or_topology_has_its_admitted_reason() -> None:
     core = _core()
     key = _with_check(core)
-    rec = core.workloads[key]
+    rec = core.workload(key)
     assert rec.status == "QuotaReserved"
     conds = _conditions(workload_status(rec, core.now))
     assert conds["Admitted"] == ("False", "UnsatisfiedAdmissionChecks",
@@ -228,8 +228,8 @@ def test_a_reservation_waiting_for_checks_or_topology_has_its_admitted_reason() 
     assert "Admitted" not in _conditions(workload_status(rec, core.now, tiered=False))
     core.set_check_state(key, "prov", "Ready")
     core.run_until_idle()
-    assert core.workloads[key].status == "Admitted"
-    assert unadmitted_labels(core.workloads[key]) is None
+    assert core.workload(key).status == "Admitted"
+    assert unadmitted_labels(core.workload(key)) is None
     # Checks Ready but a delayed topology request still pending.
     rec.status, rec.checks = "QuotaReserved", {"prov": "Ready"}
     waiting = _conditions(workload_status(rec, core.now, delayed_topology={"main": "Pending"}))
@@ -255,22 +255,22 @@ def test_blocked_admission_tells_the_next_workload_it_waits_for_pods_ready() -> 
     core = _core(config_from({"waitForPodsReady": {"timeout": "5m", "blockAdmission": True}}))
     first = _wl(core, "first", 1)
     core.run_until_idle()
-    assert core.workloads[first].status == "Admitted"
+    assert core.workload(first).status == "Admitted"
     core.take_changes()
     second, third = _wl(core, "second", 1), _wl(core, "third", 1)
     core.run_until_idle()
     # Only the head Kueue's scheduler would admit next is told; it stays queued.
     assert _tier(core, second) is Tier.WAITING_FOR_PODS_READY
-    assert core.workloads[second].reason == "waiting for all admitted workloads to be in PodsReady condition"
+    assert core.workload(second).reason == "waiting for all admitted workloads to be in PodsReady condition"
     assert _tier(core, third) is Tier.PENDING_EVALUATION
-    legacy = _conditions(workload_status(core.workloads[second], core.now, tiered=False))
+    legacy = _conditions(workload_status(core.workload(second), core.now, tiered=False))
     assert legacy["QuotaReserved"][:2] == ("False", "Waiting")  # Kueue's reason without the tiers
-    assert second in core.take_changes()
+    assert second in core.take_changes().written
     core.run_until_idle()
-    assert second not in core.take_changes()  # unchanged: nothing to write again
+    assert second not in core.take_changes().written  # unchanged: nothing to write again
     core.set_pods_ready(first)
     core.run_until_idle()
-    assert core.workloads[second].status == "Admitted"
+    assert core.workload(second).status == "Admitted"
     assert _tier(core, third) is Tier.WAITING_FOR_PODS_READY
 
 
@@ -286,14 +286,14 @@ def test_an_admission_gate_keeps_the_workload_out_of_its_queue_until_cleared() -
     core = _core()
     key = _gated(core, "example.com/budget")
     core.run_until_idle()
-    rec = core.workloads[key]
+    rec = core.workload(key)
     assert (rec.status, _tier(core, key)) == ("Pending", Tier.ADMISSION_GATED)
     assert rec.reason == "Admission is gated by: example.com/budget"
     assert rec.cluster_queue is None  # not queued: not in the visibility API either
     assert _conditions(workload_status(rec, core.now, tiered=False))["QuotaReserved"][1] == "AdmissionGated"
     _gated(core, "")  # the gate is cleared
     core.run_until_idle()
-    assert core.workloads[key].status == "Admitted"
+    assert core.workload(key).status == "Admitted"
     # A stopped queue outranks the gate.
     core = _core(stopPolicy="Hold")
     key = _gated(core, "example.com/budget")
@@ -302,7 +302,7 @@ def test_an_admission_gate_keeps_the_workload_out_of_its_queue_until_cleared() -
     core = _core(config_from({"featureGates": {"AdmissionGatedBy": False}}))
     key = _gated(core, "example.com/budget")
     core.run_until_idle()
-    assert core.workloads[key].status == "Admitted"
+    assert core.workload(key).status == "Admitted"
 
 
 def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> None:
@@ -321,16 +321,16 @@ def test_back_in_the_queue_behind_an_equivalent_no_fit_it_takes_that_tier() -> N
     _gated(core, "")
     core.run_until_idle()
     assert _tier(core, key) is Tier.WAITING_FOR_QUOTA
-    assert core.workloads[key].reason == (
+    assert core.workload(key).reason == (
         "Bypassed scheduling evaluation because an equivalent workload recently failed")
     assert _tier(core, new) is Tier.PENDING_EVALUATION
     core.finish("ns/runs")
     core.run_until_idle()
-    assert core.workloads["ns/waits"].status == "Admitted"
+    assert core.workload("ns/waits").status == "Admitted"
     # "new" (earlier) is evaluated now and parks its equivalents again: "gated" keeps its reason.
     assert _tier(core, new) is Tier.WAITING_FOR_QUOTA
-    assert "insufficient unused quota" in core.workloads[new].reason
-    assert core.workloads[key].reason.startswith("Bypassed")
+    assert "insufficient unused quota" in core.workload(new).reason
+    assert core.workload(key).reason.startswith("Bypassed")
 
 
 def test_every_flavor_miss_has_a_tier() -> None:

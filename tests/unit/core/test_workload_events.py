@@ -50,7 +50,7 @@ class Stored:
 
     def write(self, name: str, now: float, tiered: bool = False) -> list[EventRecord]:
         key = f"ns/{name}"
-        rec = self.core.workloads[key]
+        rec = self.core.workload(key)
         before = self.objects[key]
         after = self._stamp({**copy.deepcopy(before),
                              "status": workload_status(rec, self.core.now, tiered=tiered)})
@@ -118,7 +118,7 @@ def test_an_admission_after_the_checks_is_the_workload_controllers() -> None:
     api.add("a")
     core.run_until_idle()
     assert [e.reason for e in api.write("a", now=T0 + 12.4)] == ["QuotaReserved"]
-    core.now = T0 + 42.4
+    core.advance_clock(T0 + 42.4)
     assert core.set_check_state("ns/a", "prov", "Ready")
     assert _said(api.write("a", now=T0 + 42.4)) == [
         (NORMAL, "Admitted", "Admitted by ClusterQueue cq, wait time since reservation was 30s",
@@ -150,7 +150,7 @@ def test_a_reason_found_while_routing_is_no_scheduler_event() -> None:
     core = _core()
     api = Stored(core)
     api.add("lost", queue="nowhere")
-    assert "doesn't exist" in core.workloads["ns/lost"].reason
+    assert "doesn't exist" in core.workload("ns/lost").reason
     assert api.write("lost", now=T0 + 13) == []
 
 
@@ -162,7 +162,7 @@ def test_a_preemption_records_the_eviction_the_preemption_and_the_preemptors_sid
     api.write("low", now=T0 + 13)
     api.add("high", cpu=4, priority=10)
     core.run_until_idle()
-    assert core.workloads["ns/low"].stopping is not None
+    assert core.workload("ns/low").stopping is not None
     events = api.write("low", now=T0 + 14)
     why = ("Preempted to accommodate a workload (UID: high-uid, JobUID: UNKNOWN) due to prioritization in "
            "the ClusterQueue; preemptor path: /cq; preemptee path: /cq")
@@ -249,7 +249,7 @@ def test_a_replaced_slice_and_a_retention_deletion() -> None:
     api.write("old", now=T0 + 13)
     message = ("Replaced to accommodate a workload (UID: new-uid, JobUID: job) due to workload slice "
                "aggregation")
-    core.workloads["ns/old"].finished_as = ("WorkloadSliceReplaced", message)
+    core.workload("ns/old").finished_as = ("WorkloadSliceReplaced", message)
     core.finish("ns/old")
     [event] = api.write("old", now=T0 + 14)
     assert (event.reason, event.event_action, event.note, event.reporter) == (

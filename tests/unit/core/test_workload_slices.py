@@ -49,15 +49,15 @@ def test_a_scale_up_that_fits_replaces_the_old_slice_and_counts_only_the_increas
     core = _core(nominal=5)
     core.apply(_slice("first", 3))
     core.run_until_idle()
-    assert core.workloads["ns/first"].status == ADMITTED and _cpu(core) == 3
+    assert core.workload("ns/first").status == ADMITTED and _cpu(core) == 3
     core.apply(_slice("second", 5, replaces="first"))  # 5 do not fit beside 3, 2 more do
     core.run_until_idle()
-    new, old = core.workloads["ns/second"], core.workloads["ns/first"]
+    new, old = core.workload("ns/second"), core.workload("ns/first")
     assert new.status == ADMITTED and new.took_over == "ns/first"
     assert old.status == FINISHED and _cpu(core) == 5, "never both slices' quota at once"
     finished = {c["type"]: c for c in workload_status(old, core.now)["conditions"]}["Finished"]
     assert finished["reason"] == "WorkloadSliceReplaced" and "JobUID: job-uid" in finished["message"]
-    assert core.take_replaced_slices() == {"cq": 1} and core.take_replaced_slices() == {}
+    assert core.take_changes().replaced_slices == {"cq": 1} and core.take_changes().replaced_slices == {}
 
 
 def test_a_scale_up_beyond_the_quota_waits_and_the_old_slice_keeps_running() -> None:
@@ -67,9 +67,9 @@ def test_a_scale_up_beyond_the_quota_waits_and_the_old_slice_keeps_running() -> 
     core.run_until_idle()
     core.apply(_slice("second", 5, replaces="first"))  # 2 more, 1 free
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == PENDING
-    assert core.workloads["ns/first"].status == ADMITTED and _cpu(core) == 4
-    reason = core.workloads["ns/second"].reason
+    assert core.workload("ns/second").status == PENDING
+    assert core.workload("ns/first").status == ADMITTED and _cpu(core) == 4
+    reason = core.workload("ns/second").reason
     assert "1 more needed" in reason, reason  # only the increase is asked for
 
 
@@ -80,9 +80,9 @@ def test_a_replacement_never_preempts_the_slice_it_replaces() -> None:
     # Higher priority than its own old slice, yet the old slice is no victim: it is taken over.
     core.apply(_slice("second", 5, replaces="first", priority=10))
     core.run_until_idle()
-    assert core.workloads["ns/first"].status == ADMITTED
-    assert core.workloads["ns/first"].evictions == []
-    assert core.workloads["ns/second"].status == PENDING
+    assert core.workload("ns/first").status == ADMITTED
+    assert core.workload("ns/first").evictions == []
+    assert core.workload("ns/second").status == PENDING
 
 
 def test_the_replacement_keeps_the_flavor_of_the_slice_it_replaces() -> None:
@@ -93,18 +93,18 @@ def test_the_replacement_keeps_the_flavor_of_the_slice_it_replaces() -> None:
     # Flavor b has room for all 4, but the job's pods run on a: it waits there.
     core.apply(_slice("second", 4, replaces="first"))
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == PENDING
-    assert "since the original workload is assigned: a" in core.workloads["ns/second"].reason
+    assert core.workload("ns/second").status == PENDING
+    assert "since the original workload is assigned: a" in core.workload("ns/second").reason
 
 
 def test_a_replacement_whose_old_slice_holds_nothing_asks_for_everything() -> None:
     core = _core(nominal=5)
     core.apply(_slice("second", 6, replaces="gone"))
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == PENDING
+    assert core.workload("ns/second").status == PENDING
     core.apply(_slice("third", 5, replaces="gone"))
     core.run_until_idle()
-    assert core.workloads["ns/third"].status == ADMITTED and _cpu(core) == 5
+    assert core.workload("ns/third").status == ADMITTED and _cpu(core) == 5
 
 
 def test_with_the_gate_off_the_annotation_changes_nothing() -> None:
@@ -113,7 +113,7 @@ def test_with_the_gate_off_the_annotation_changes_nothing() -> None:
     core.run_until_idle()
     core.apply(_slice("second", 5, replaces="first"))
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == PENDING and core.workloads["ns/first"].status == ADMITTED
+    assert core.workload("ns/second").status == PENDING and core.workload("ns/first").status == ADMITTED
     assert not config_from({"featureGates": {"ElasticJobsViaWorkloadSlices": False}}).workload_slices
     assert config_from({}).workload_slices, "on by default, as in Kueue v0.19"
 
@@ -124,11 +124,11 @@ def test_a_scale_down_in_place_frees_quota_at_once_and_keeps_the_admission() -> 
     core.run_until_idle()
     core.apply(_slice("other", 2))
     core.run_until_idle()
-    assert core.workloads["ns/other"].status == PENDING
+    assert core.workload("ns/other").status == PENDING
     core.apply(_slice("first", 3))  # the job's parallelism went down: the count follows
     core.run_until_idle()
-    assert core.workloads["ns/other"].status == ADMITTED and _cpu(core) == 5
-    admission = workload_status(core.workloads["ns/first"], core.now)["admission"]
+    assert core.workload("ns/other").status == ADMITTED and _cpu(core) == 5
+    admission = workload_status(core.workload("ns/first"), core.now)["admission"]
     assert admission["podSetAssignments"][0]["count"] == 5, "the admission itself is not rewritten"
 
 
@@ -140,7 +140,7 @@ def test_an_admission_read_back_after_a_scale_down_counts_the_current_pods() -> 
             {"name": "main", "count": 5, "flavors": {"cpu": "rf"}, "resourceUsage": {"cpu": "5"}}]},
         "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]}
     core.apply(obj)
-    assert core.workloads["ns/first"].status == ADMITTED and _cpu(core) == 2
+    assert core.workload("ns/first").status == ADMITTED and _cpu(core) == 2
 
 
 def test_a_replacement_may_preempt_others_for_its_increase() -> None:
@@ -150,9 +150,9 @@ def test_a_replacement_may_preempt_others_for_its_increase() -> None:
     core.run_until_idle()
     core.apply(_slice("second", 5, replaces="first", priority=10))
     core.run_until_idle()
-    assert core.workloads["ns/low"].evictions == ["Preempted"], "the increase needs low's 2 CPUs"
-    assert core.workloads["ns/first"].evictions == [] and core.workloads["ns/first"].status == FINISHED
-    assert core.workloads["ns/second"].status == ADMITTED and _cpu(core) == 5
+    assert core.workload("ns/low").evictions == ["Preempted"], "the increase needs low's 2 CPUs"
+    assert core.workload("ns/first").evictions == [] and core.workload("ns/first").status == FINISHED
+    assert core.workload("ns/second").status == ADMITTED and _cpu(core) == 5
 
 
 def test_a_pending_slice_that_never_fit_is_judged_again_once_its_count_shrinks() -> None:
@@ -162,8 +162,8 @@ def test_a_pending_slice_that_never_fit_is_judged_again_once_its_count_shrinks()
     core.run_until_idle()
     core.apply(_slice("second", 10, replaces="first"))  # more than the ClusterQueue can ever hold
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == PENDING
+    assert core.workload("ns/second").status == PENDING
     core.apply(_slice("second", 4, replaces="first"))  # the job scaled back within quota
     core.run_until_idle()
-    assert core.workloads["ns/second"].status == ADMITTED and _cpu(core) == 4
-    assert core.workloads["ns/first"].status == FINISHED
+    assert core.workload("ns/second").status == ADMITTED and _cpu(core) == 4
+    assert core.workload("ns/first").status == FINISHED

@@ -33,7 +33,7 @@ def test_pending_workloads_come_in_queue_order_with_positions_and_tier() -> None
     assert [(w["key"], w["positionInClusterQueue"], w["positionInLocalQueue"]) for w in items] == [
         ("ns-a/urgent", 1, 1), ("ns-a/later", 2, 2)]
     assert {w["tier"] for w in items} == {"WaitingForQuota"}
-    assert items[0]["message"] == core.workloads["ns-a/urgent"].reason
+    assert items[0]["message"] == core.workload("ns-a/urgent").reason
     # The order is the visibility API's and the core's own.
     assert core.queue_position("ns-a/later") == (2, 2)
 
@@ -149,7 +149,7 @@ def test_the_tree_is_kept_across_revisions_until_the_queues_change() -> None:
 
 def test_a_follower_shows_the_reason_the_leader_stored() -> None:
     sim = world()
-    rec = sim.core.workloads["ns-a/later"]
+    rec = sim.core.workload("ns-a/later")
     stored = {"type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
               "message": "as the leader wrote it"}
     rec.wl.source["status"] = {"conditions": [stored]}

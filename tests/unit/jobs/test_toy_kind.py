@@ -95,12 +95,12 @@ def test_the_core_admits_its_workload_and_the_reconcilers_run_it(toy_registered:
     core.apply(wl)
     core.run_until_idle()
     key = f"ns/{wl['metadata']['name']}"
-    assert core.workloads[key].status == "Admitted"
+    assert core.workload(key).status == "Admitted"
 
     lifecycle = enabled_registry(POLICY).get("ToyJob")
     assert lifecycle is toy_registered.lifecycle and isinstance(lifecycle, JobLifecycle)
     assert lifecycle.is_managed(job, POLICY, {"kubernetes.io/metadata.name": "ns"})
-    admitted = {**wl, "status": workload_status(core.workloads[key], core.now)}
+    admitted = {**wl, "status": workload_status(core.workload(key), core.now)}
     flavors = {"rf": {"spec": {"nodeLabels": {"pool": "toys"}}}}
     suspended = {**job, "spec": {**job["spec"], "suspend": True}}
     (action,) = lifecycle.start(suspended, admitted, podset_infos(admitted, flavors))

@@ -36,9 +36,9 @@ def test_admission_written_by_someone_else_is_adopted() -> None:
     manager = _manager()
     wl = _objects()[3]
     manager._core_handler(EventType.ADDED, wl, None)
-    assert not manager.core.workloads["ns/w0"].holds_quota
+    assert not manager.core.workload("ns/w0").holds_quota
     manager._core_handler(EventType.MODIFIED, _admitted(wl), wl)
-    assert manager.core.workloads["ns/w0"].holds_quota
+    assert manager.core.workload("ns/w0").holds_quota
     assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 1000}
 
 
@@ -48,7 +48,7 @@ def test_a_stale_echo_of_our_own_admission_is_not_adopted_after_eviction() -> No
     manager._core_handler(EventType.ADDED, wl, None)
     manager._reserved_by_us.add("ns/w0")
     manager._core_handler(EventType.MODIFIED, _admitted(wl), wl)
-    assert not manager.core.workloads["ns/w0"].holds_quota
+    assert not manager.core.workload("ns/w0").holds_quota
 
 
 def _with_topology(wl: dict[str, Any], node: str, rv: str) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def _stopped_queue_objects(stop: str) -> list[dict[str, Any]]:
 
 
 def _conditions(manager: QueueManager, key: str) -> dict[str, tuple[str, str, str]]:
-    status = workload_status(manager.core.workloads[key], manager.core.now)
+    status = workload_status(manager.core.workload(key), manager.core.now)
     assert "admission" not in status
     return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
 
@@ -107,13 +107,13 @@ def test_a_queue_stopped_before_start_drains_what_it_had_admitted_in_any_informe
         for obj in ([wl, *objs] if first_the_workload else [*objs, wl]):
             manager._core_handler(EventType.ADDED, obj, None)
         manager.core.run_until_idle()
-        rec = manager.core.workloads["ns/w0"]
+        rec = manager.core.workload("ns/w0")
         assert rec.stopping is not None and rec.holds_quota  # evicted, quota held until stopped
         manager.jobs.stop_evicted()  # no job runs this Workload: nothing to wait for
         manager.core.run_until_idle()
         assert (rec.status, rec.evictions) == ("Pending", ["ClusterQueueStopped"])
         assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
-        assert "ns/w0" in manager.core.changed  # to be written
+        assert "ns/w0" in manager.core.take_changes().written  # to be written
         conds = _conditions(manager, "ns/w0")
         assert conds["Evicted"] == ("True", "ClusterQueueStopped", "The ClusterQueue is stopped")
         assert conds["Requeued"] == ("False", "ClusterQueueStopped", "The ClusterQueue is stopped")
@@ -127,7 +127,7 @@ def test_a_reservation_read_in_a_held_queue_is_released_without_an_eviction() ->
     for obj in [*objs, wl]:
         manager._core_handler(EventType.ADDED, obj, None)
     manager.core.run_until_idle()
-    rec = manager.core.workloads["ns/w0"]
+    rec = manager.core.workload("ns/w0")
     assert (rec.status, rec.evictions) == ("Pending", [])
     assert manager.core.usage_of("cq") == {("on-demand", "cpu"): 0}
     conds = _conditions(manager, "ns/w0")

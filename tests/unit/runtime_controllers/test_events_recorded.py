@@ -19,6 +19,7 @@ from pykueue.kube.informer import EventType
 from pykueue.manager.jobs.lifecycle import JobLifecycle
 from pykueue.manager.runtime.controllers.manager import QueueManager
 
+from .core_access import owe_status_writes
 from .test_adoption import _admitted
 from .test_queue_status import _objects
 from .test_status_writes import WORKLOADS, FakeApi, _arrives
@@ -85,7 +86,7 @@ def test_each_status_write_records_the_events_it_stands_for() -> None:
         assert posted[0].body["regarding"]["resourceVersion"] == stored["resourceVersion"]
         assert posted[0].body["regarding"]["uid"] == "w0-uid"
         before = len(sent.requests)
-        manager.core.changed |= {"ns/w0", "ns/w1", "ns/w2"}
+        owe_status_writes(manager.core, "ns/w0", "ns/w1", "ns/w2")
         await _written(manager)
         assert len(sent.requests) == before, "nothing written, nothing recorded"
         await manager.status_writes.shutdown()

@@ -73,15 +73,15 @@ def _core_with_admitted_workload() -> QueueingCore:
 
 def test_a_terminating_cluster_queue_admits_nothing_new_and_keeps_what_it_admitted() -> None:
     core = _core_with_admitted_workload()
-    assert list(core.holding["cq"]) == ["ns/w0"]  # w1 does not fit next to w0
+    assert list(core.holders_by_queue()["cq"]) == ["ns/w0"]  # w1 does not fit next to w0
     core.set_terminating("cq", True)
     core.finish("ns/w0")
     core.run_until_idle()
-    assert not core.holding.get("cq"), "the freed quota is not given to w1 while cq terminates"
-    assert core.workloads["ns/w1"].reason.endswith("Terminating")
+    assert not core.holders_by_queue().get("cq"), "the freed quota is not given to w1 while cq terminates"
+    assert core.workload("ns/w1").reason.endswith("Terminating")
     status = cluster_queue_status(core, "cq")
     assert status["conditions"][0]["status"] == "False"
     assert status["conditions"][0]["reason"] == "Terminating"
     core.set_terminating("cq", False)  # e.g. a re-created namesake: active again
     core.run_until_idle()
-    assert list(core.holding["cq"]) == ["ns/w1"]
+    assert list(core.holders_by_queue()["cq"]) == ["ns/w1"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from pykueue.kube.client import KubeClient
 from pykueue.kube.informer import EventType
 from pykueue.manager.core.config import config_from
+from pykueue.manager.core.settings import IMMEDIATE
 from pykueue.manager.core.status import workload_status
 from pykueue.manager.jobs.registry import build_workloads, is_job
 from pykueue.manager.runtime.controllers.manager import QueueManager
@@ -47,12 +47,13 @@ SCENARIOS = [p for p in sorted(TAS_SCENARIOS.glob("*.yaml")) if _replayable(p)]
 
 def _assignments(core: Any) -> dict[str, list[Any]]:
     return {key: [p.topology_assignment for p in rec.assignment.podsets]
-            for key, rec in sorted(core.workloads.items()) if rec.holds_quota and rec.assignment is not None}
+            for key, rec in sorted(core.all_workloads().items())
+            if rec.holds_quota and rec.assignment is not None}
 
 
 def _manager_run(scenario: Scenario) -> QueueManager:
-    manager = QueueManager(KubeClient(_NoClient()), config_from(scenario.config))
-    manager.core.config = replace(manager.core.config, requeue_batch_s=0.0)  # no timers to wait for
+    # Requeues at once, as simulate does: no timers to wait for.
+    manager = QueueManager(KubeClient(_NoClient()), config_from(scenario.config), scheduling=IMMEDIATE)
     nodes: dict[str, dict[str, Any]] = {}
     jobs: dict[str, list[str]] = {}  # job ns/name -> its Workloads' keys
 
@@ -74,7 +75,7 @@ def _manager_run(scenario: Scenario) -> QueueManager:
     def check_controller(ref: str, check: str, state: str) -> None:
         """The admission check's controller sets its state on the Workload as we wrote it."""
         for key in jobs.get(ref, [ref]):
-            rec = manager.core.workloads[key]
+            rec = manager.core.workload(key)
             delayed, unhealthy = manager.tas.status_fields(key)
             written = {"kind": "Workload", "metadata": dict(rec.wl.source["metadata"]),
                        "spec": rec.wl.source["spec"],
@@ -146,7 +147,7 @@ DECISION_SCENARIOS = [p for p in sorted([*(ROOT / "fair-sharing").glob("*.yaml")
 def _decisions(core: Any) -> dict[str, Any]:
     return {key: (rec.status, rec.cluster_queue, list(rec.evictions),
                   [(p.name, p.count, p.flavors) for p in rec.assignment.podsets] if rec.assignment else [])
-            for key, rec in sorted(core.workloads.items())}
+            for key, rec in sorted(core.all_workloads().items())}
 
 
 @pytest.mark.parametrize("path", DECISION_SCENARIOS, ids=[p.stem for p in DECISION_SCENARIOS])

@@ -93,7 +93,7 @@ def test_the_manager_wakes_up_when_the_time_is_up() -> None:
         await manager.schedule_once()
 
     asyncio.run(go())
-    assert manager.core.workloads["ns/w0"].status == "Admitted", "not before its time"
+    assert manager.core.workload("ns/w0").status == "Admitted", "not before its time"
 
 
 def test_a_workload_past_its_time_is_deactivated_with_kueues_reason_events_and_metrics() -> None:
@@ -158,7 +158,7 @@ def test_time_run_before_that_is_read_after_the_admission_brings_the_wake_up_for
         await manager.schedule_once()
 
     asyncio.run(go())
-    rec = manager.core.workloads["ns/w0"]
+    rec = manager.core.workload("ns/w0")
     assert rec.deactivated and rec.evictions == ["DeactivatedDueToMaximumExecutionTimeExceeded"]
 
 

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pykueue.api import keys
+from pykueue.manager.core.changes import CoreChanges
 from pykueue.manager.core.config import CoreConfig, config_from
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.runtime.controllers.manager import pods_ready_since
@@ -21,6 +22,7 @@ from pykueue.manager.runtime.metrics_feed import (
     local_queue_counts,
 )
 
+from .core_access import owe_status_writes
 from .test_queue_status import _objects
 
 
@@ -30,6 +32,14 @@ def _samples(metrics: KueueMetrics) -> dict[tuple[str, tuple[tuple[str, str], ..
         for s in family.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
+
+
+def _without_writes(core: QueueingCore) -> CoreChanges:
+    """The core's PodsReady changes and counts for the feed, not its statuses to write: those
+    stay owed for the next ``take_changes``."""
+    changes = core.take_changes()
+    owe_status_writes(core, *changes.written)
+    return replace(changes, written=frozenset())
 
 
 def _value(metrics: KueueMetrics, metric: str, **labels: str) -> float | None:
@@ -105,7 +115,7 @@ def test_admissions_and_wait_times_are_counted_once() -> None:
     metrics = KueueMetrics()
     feed = MetricsFeed(core, metrics)
     feed.baseline()
-    core.now += 10.0
+    core.advance_clock(core.now + 10.0)
     core.run_until_idle()
     feed.observe(core.take_changes(), core.now)
     feed.observe(core.take_changes(), core.now)  # nothing new: nothing counted twice
@@ -119,16 +129,16 @@ def test_admissions_and_wait_times_are_counted_once() -> None:
     assert _value(metrics, "kueue_admission_wait_time_seconds_bucket", le="10.0", **labels) == 2
     assert _value(metrics, "kueue_admission_checks_wait_time_seconds_sum", **labels) == 0.0
 
-    core.now += 5.0
+    core.advance_clock(core.now + 5.0)
     assert core.set_pods_ready("ns/w0")
-    assert feed.observe((), core.now) == {"ns/w0"}
-    assert feed.observe((), core.now) == set()
+    assert feed.observe(_without_writes(core), core.now) == {"ns/w0"}
+    assert feed.observe(_without_writes(core), core.now) == set()
     assert _value(metrics, "kueue_ready_wait_time_seconds_sum", **labels) == 15.0
     assert _value(metrics, "kueue_admitted_until_ready_wait_time_seconds_sum", **labels) == 5.0
     assert _value(metrics, "kueue_local_queue_ready_wait_time_seconds_count", name="lq", namespace="ns",
                   priority_class="") == 1
 
-    core.now += 20.0
+    core.advance_clock(core.now + 20.0)
     core.finish("ns/w0")
     core.run_until_idle()  # w2 gets the freed quota
     feed.observe(core.take_changes(), core.now)
@@ -187,16 +197,16 @@ def test_a_finish_touched_from_outside_the_decisions_is_counted_and_a_deletion_f
     feed.observe(core.take_changes(), core.now)
     core.finish("ns/w0")
     core.take_changes()  # another writer's Finished: nothing of ours to write
-    assert feed.observe((), core.now) == set()
+    assert feed.observe(_without_writes(core), core.now) == set()
     labels = {"cluster_queue": "cq", "priority_class": ""}
     assert _value(metrics, "kueue_finished_workloads_total", **labels) is None  # not told yet
     feed.touch("ns/w0")
     feed.touch("ns/never-seen")  # nothing to count or forget: not remembered
-    feed.observe((), core.now)
+    feed.observe(_without_writes(core), core.now)
     assert _value(metrics, "kueue_finished_workloads_total", **labels) == 1
     core.delete("Workload", "ns", "w0")
     feed.touch("ns/w0")
-    feed.observe((), core.now)
+    feed.observe(_without_writes(core), core.now)
     assert "ns/w0" not in feed._seen and not feed._touched
 
 
@@ -215,12 +225,12 @@ def test_a_withdrawn_reservation_is_counted_once_when_admitted_again() -> None:
     core.apply(low)
     core.run_until_idle()
     assert feed.observe(core.take_changes(), core.now) == set()
-    assert core.workloads["ns/low"].holds_quota
+    assert core.workload("ns/low").holds_quota
     assert _value(metrics, "kueue_admitted_workloads_total", cluster_queue="cq", priority_class="") is None
     core.apply(_workload("high", cpu=2, priority=10))
     core.run_until_idle()  # low, never written, is taken back; high takes its room
     feed.observe(core.take_changes(), core.now)
-    assert not core.workloads["ns/low"].holds_quota and core.workloads["ns/low"].evictions == []
+    assert not core.workload("ns/low").holds_quota and core.workload("ns/low").evictions == []
     # Not an eviction or a preemption to Kueue's counters, but the scheduler's count has it.
     withdrawn = metrics.registry.get_sample_value("pykueue_withdrawn_reservations_total",
                                                   {"cluster_queue": "cq"})
@@ -364,15 +374,15 @@ def test_pods_ready_to_evicted_times_an_eviction_from_the_pods_becoming_ready() 
     feed.observe(core.take_changes(), core.now)
     core.fire_timers(core.now + 5)
     assert core.set_pods_ready("ns/w0")  # w1's pods never become ready
-    feed.observe((), core.now)
+    feed.observe(_without_writes(core), core.now)
     core.fire_timers(core.now + 6)  # w1 times out waiting for its pods: nothing to time
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/w1"].evictions == ["PodsReadyTimeout"]
+    assert core.workload("ns/w1").evictions == ["PodsReadyTimeout"]
     assert _ready_to_evicted(metrics, "PodsReadyTimeout", "") == (None, None)
 
     core.fire_timers(core.now + 49)  # 60 s after its admission w0 runs out of time, 55 s after ready
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/w0"].evictions == ["DeactivatedDueToMaximumExecutionTimeExceeded"]
+    assert core.workload("ns/w0").evictions == ["DeactivatedDueToMaximumExecutionTimeExceeded"]
     assert _ready_to_evicted(metrics, "Deactivated", "MaximumExecutionTimeExceeded") == (1, 55.0)
 
 
@@ -459,7 +469,7 @@ def test_cluster_queue_resource_pending_sums_what_pending_workloads_ask_for() ->
     assert pending == {(("cluster_queue", "cq"), ("resource", "cpu")): 6.0,
                        (("cluster_queue", "cq"), ("resource", "memory")): 6.0 * 2**30}
     core.run_until_idle()  # 2 cpu of quota: two of the small ones are admitted
-    for key in list(core.workloads):
+    for key in list(core.all_workloads()):
         if key.endswith("-big"):
             core.delete("Workload", "ns", key.split("/")[1])
     feed.refresh()
@@ -512,7 +522,7 @@ def test_cohort_subtree_admissions_count_in_every_cohort_up_to_the_root() -> Non
     core.finish("ns/w0")
     core.run_until_idle()
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/late"].status == "Admitted"
+    assert core.workload("ns/late").status == "Admitted"
     assert _series(metrics, "kueue_cohort_subtree_admitted_workloads_total") == {
         (("cohort", "left"), ("priority_class", "")): 1, (("cohort", "org"), ("priority_class", "")): 1}
 
@@ -578,22 +588,22 @@ def test_eviction_latency_times_an_eviction_until_its_quota_is_released() -> Non
     feed.observe(core.take_changes(), core.now)
     core.fire_timers(core.now + 5)
     assert core.set_pods_ready("ns/w0")
-    feed.observe((), core.now)
+    feed.observe(_without_writes(core), core.now)
     core.fire_timers(core.now + 6)  # w1's pods never became ready: evicted, its quota held
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/w1"].stopping is not None
+    assert core.workload("ns/w1").stopping is not None
     assert _eviction_latency(metrics, "PodsReadyTimeout") == (None, None)
-    core.now += 4
+    core.advance_clock(core.now + 4)
     assert core.job_stopped("ns/w1")
     feed.observe(core.take_changes(), core.now)
     assert _eviction_latency(metrics, "PodsReadyTimeout") == (1, 4.0)
 
     core.fire_timers(1767225600.0 + 60)  # w0 runs out of time: deactivated, which Kueue does not time
     feed.observe(core.take_changes(), core.now)
-    core.now += 2
+    core.advance_clock(core.now + 2)
     assert core.job_stopped("ns/w0")
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/w0"].deactivated
+    assert core.workload("ns/w0").deactivated
     assert not [k for k in _samples(metrics) if k[0].startswith("kueue_workload_eviction_latency")
                 and ("reason", "PodsReadyTimeout") not in k[1]]
 
@@ -602,11 +612,11 @@ def test_eviction_latency_of_an_eviction_found_at_start_up_is_timed_from_its_con
     core = _holding_core({"waitForPodsReady": {"timeout": "10s"}})
     core.run_until_idle()
     core.fire_timers(core.now + 11)  # both time out waiting for their pods; quota held
-    assert all(core.workloads[k].stopping is not None for k in ("ns/w0", "ns/w1"))
+    assert all(core.workload(k).stopping is not None for k in ("ns/w0", "ns/w1"))
     metrics = KueueMetrics()  # a new leader, which reads when each was evicted
     feed = MetricsFeed(core, metrics)
     feed.baseline(evicted_since=lambda key: 1767225600.0 + 11 if key == "ns/w0" else None)
-    core.now += 9
+    core.advance_clock(core.now + 9)
     assert core.job_stopped("ns/w0") and core.job_stopped("ns/w1")
     feed.observe(core.take_changes(), core.now)
     assert _eviction_latency(metrics, "PodsReadyTimeout") == (1, 9.0)  # w1's time is unknown: not timed
@@ -634,7 +644,7 @@ def test_replaced_workload_slices_are_counted_per_cluster_queue() -> None:
     core.apply(elastic("second", 2, replaces="first"))
     core.run_until_idle()
     feed.observe(core.take_changes(), core.now)
-    assert core.workloads["ns/first"].status == "Finished"
+    assert core.workload("ns/first").status == "Finished"
     assert _value(metrics, "kueue_replaced_workload_slices_total", cluster_queue="cq") == 1
 
 
@@ -657,12 +667,12 @@ def test_an_eviction_held_until_its_job_stops_is_no_new_admission() -> None:
     assert counted() == (2, 2, 2)
     core.fire_timers(core.now + 11)  # both time out waiting for their pods, their quota held
     feed.observe(core.take_changes(), core.now)
-    assert all(core.workloads[k].stopping is not None for k in ("ns/w0", "ns/w1"))
+    assert all(core.workload(k).stopping is not None for k in ("ns/w0", "ns/w1"))
     assert counted() == (2, 2, 2)
     # Released and, the backoff over, reserved again before the feed looks: counted once each.
     assert core.job_stopped("ns/w0") and core.job_stopped("ns/w1")
     core.fire_timers(core.now + 5)
     core.run_until_idle()
-    assert core.workloads["ns/w0"].status == "Admitted" and core.workloads["ns/w0"].stopping is None
+    assert core.workload("ns/w0").status == "Admitted" and core.workload("ns/w0").stopping is None
     feed.observe(core.take_changes(), core.now)
     assert counted() == (4, 4, 4)

@@ -13,5 +13,5 @@ def test_pending_entries_carry_the_tier_and_message() -> None:
     view = CorePendingWorkloads(core)
     entries = view.cluster_queue_snapshot("cq") or []
     assert [(e.name, e.reason) for e in entries] == [("c", "WaitingForQuota")]
-    assert entries[0].message == core.workloads["ns/c"].reason
+    assert entries[0].message == core.workload("ns/c").reason
     assert "insufficient unused quota" in entries[0].message

@@ -14,6 +14,7 @@ from pykueue.kube.client import MERGE_PATCH, ApiError, KubeClient, WriteFence
 from pykueue.kube.informer import EventType
 from pykueue.kube.merge_patch import apply_merge_patch
 from pykueue.kube.ratelimit import TokenBucket
+from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
 from pykueue.manager.core.workload_state import FINISHED
 from pykueue.manager.runtime.controllers import manager as manager_module
@@ -25,6 +26,7 @@ from pykueue.manager.runtime.controllers.manager import (
 )
 from pykueue.webhook.crd_rules import validate_workload
 
+from .core_access import owe_status_writes
 from .test_metrics_feed import _value
 from .test_queue_status import _objects
 
@@ -150,9 +152,9 @@ def _holds_quota(obj: dict[str, Any]) -> bool:
     return conditions.get("QuotaReserved") == "True" and conditions.get("Finished") != "True"
 
 
-def _setup() -> tuple[QueueManager, FakeApi]:
+def _setup(config: CoreConfig | None = None) -> tuple[QueueManager, FakeApi]:
     objects = _objects()
-    manager = QueueManager(KubeClient(object()))
+    manager = QueueManager(KubeClient(object()), config)
     api = FakeApi(objects[3:])
     manager.client = cast(KubeClient, api)
     for obj in objects:
@@ -170,7 +172,7 @@ def test_statuses_are_written_concurrently_once_each_and_not_rewritten_unchanged
         assert api.max_total > 1 and api.max_per_key == 1
         assert [c["status"] for c in api.status_of("w0")["conditions"] if c["type"] == "Admitted"] == ["True"]
         assert api.status_of("w2")["conditions"][0]["status"] == "False"
-        manager.core.changed |= {"ns/w0", "ns/w1", "ns/w2"}  # e.g. a rebuild re-routed them
+        owe_status_writes(manager.core, "ns/w0", "ns/w1", "ns/w2")  # e.g. a rebuild re-routed them
         await manager.schedule_once()
         await manager.status_writes.join(5)
         assert sorted(api.puts) == ["w0", "w1", "w2"], "equal statuses are not written again"
@@ -187,7 +189,7 @@ def test_a_pending_message_change_waits_but_a_finish_does_not(monkeypatch: Any) 
         manager.status_writes.start()
         await manager.schedule_once()
         await manager.status_writes.join(5)
-        manager.core.workloads["ns/w2"].pending = PendingReason(Pending.NO_FIT, podsets=(PodSetMiss(
+        manager.core.workload("ns/w2").pending = PendingReason(Pending.NO_FIT, podsets=(PodSetMiss(
             "main", (FlavorVerdict(Miss.INSUFFICIENT_QUOTA, "default", "cpu", 2000, 1000),)),))
         assert await manager._write_workload_status("ns/w2") is not None  # deferred, not written
         assert api.puts.count("w2") == 1
@@ -196,7 +198,7 @@ def test_a_pending_message_change_waits_but_a_finish_does_not(monkeypatch: Any) 
         manager._seen_workload(EventType.MODIFIED, api.objects[WORKLOADS + "w0"])
         gets = api.gets
         manager.core.finish("ns/w0")
-        assert manager.core.workloads["ns/w0"].status == FINISHED
+        assert manager.core.workload("ns/w0").status == FINISHED
         await manager.schedule_once()
         await manager.status_writes.join(5)
         conditions = api.status_of("w0")["conditions"]
@@ -220,7 +222,7 @@ def test_freed_quota_is_written_before_the_admission_that_reuses_it() -> None:
         manager.core.finish("ns/w0")
         manager.core.fire_timers(manager.core.now + 1.0)  # past the batched requeue of w2
         await manager.schedule_once()
-        assert manager.core.workloads["ns/w2"].holds_quota  # the core reused the room at once
+        assert manager.core.workload("ns/w2").holds_quota  # the core reused the room at once
         await manager.status_writes.join(5)
         assert api.puts[-2:] == ["w0", "w2"]
         assert _holds_quota(api.objects[WORKLOADS + "w2"])
@@ -253,7 +255,7 @@ def test_an_outage_longer_than_any_retry_budget_loses_no_write_and_never_overfil
         manager.core.finish("ns/w0")
         manager.core.fire_timers(manager.core.now + 1.0)
         await manager.schedule_once()
-        assert manager.core.workloads["ns/w2"].holds_quota
+        assert manager.core.workload("ns/w2").holds_quota
         await manager.status_writes.join(10)
         assert api.refused == 100 and api.refuse == 0
         conditions = api.status_of("w0")["conditions"]
@@ -382,16 +384,16 @@ def test_no_cycle_starts_while_the_writers_are_behind(monkeypatch: Any) -> None:
         manager, api = _setup()
         await manager.schedule_once()  # w0 admitted and queued; no writer runs yet
         assert manager.status_writes.urgent_waiting == 1
-        holding = {k for k, r in manager.core.workloads.items() if r.holds_quota}
+        holding = {k for k, r in manager.core.all_workloads().items() if r.holds_quota}
         assert holding == {"ns/w0"}, "w1 fits too, but its cycle waits for the writers"
         manager._kick.clear()
         await manager.schedule_once()  # an informer event meanwhile: still held
-        assert {k for k, r in manager.core.workloads.items() if r.holds_quota} == {"ns/w0"}
+        assert {k for k, r in manager.core.all_workloads().items() if r.holds_quota} == {"ns/w0"}
         manager.status_writes.start()
         await api.until(lambda: "w0" in api.puts)
         assert manager._kick.is_set(), "a writer taking the backlog wakes the scheduler"
         await manager.schedule_once()
-        assert {k for k, r in manager.core.workloads.items() if r.holds_quota} == {"ns/w0", "ns/w1"}
+        assert {k for k, r in manager.core.all_workloads().items() if r.holds_quota} == {"ns/w0", "ns/w1"}
         await manager.status_writes.join(5)
         assert sorted(api.puts) == ["w0", "w1"]
         await manager.status_writes.shutdown()
@@ -436,10 +438,10 @@ def test_a_reservation_that_moved_is_written_as_its_release_then_the_new_one() -
         await manager.schedule_once()
         await manager.status_writes.join(5)
         assert api.admissions["w0"] == [{"cpu": "on-demand"}]
-        rec = manager.core.workloads["ns/w0"]
+        rec = manager.core.workload("ns/w0")
         assert rec.assignment is not None
         rec.assignment.podsets[0].flavors = {"cpu": "spot"}  # the core's new reservation
-        manager.core.changed.add("ns/w0")
+        owe_status_writes(manager.core, "ns/w0")
         await manager.schedule_once()
         await manager.status_writes.join(5)
         assert manager.status_writes.failures("ns/w0") == 0
@@ -486,7 +488,7 @@ def test_a_release_of_an_admission_never_written_holds_nothing_back() -> None:
         assert manager.core.finish("ns/w0")
         manager.core.fire_timers(manager.core.now + 1.0)
         await manager.schedule_once()
-        assert manager.core.workloads["ns/w2"].holds_quota
+        assert manager.core.workload("ns/w2").holds_quota
         assert manager.release_order.unwritten == 0
         assert await manager._write_workload_status("ns/w2") is None
         assert _holds_quota(api.objects[WORKLOADS + "w2"])
@@ -505,7 +507,7 @@ def test_a_stored_reservation_changing_waits_for_no_release() -> None:
         await manager.status_writes.join(5)
         manager.release_order.released({"ns/w1"})  # owed, not written yet
         assert manager.core.set_pods_ready("ns/w0")
-        manager.core.changed.add("ns/w0")  # its record changed: a status write is owed
+        owe_status_writes(manager.core, "ns/w0")  # its record changed: a status write is owed
         await manager.schedule_once()
         assert manager.release_order.may_write("ns/w0")
         assert await manager._write_workload_status("ns/w0") is None
@@ -548,9 +550,9 @@ def test_a_victim_whose_admission_was_never_written_is_taken_back_without_an_evi
         await manager.schedule_once()  # w0 and w1 admitted in the core only
         _arrives(manager, api, urgent)
         await manager.schedule_once()
-        assert manager.core.workloads["ns/urgent"].holds_quota
-        victims = [k for k in ("ns/w0", "ns/w1") if not manager.core.workloads[k].holds_quota]
-        assert len(victims) == 1 and manager.core.workloads[victims[0]].evictions == []
+        assert manager.core.workload("ns/urgent").holds_quota
+        victims = [k for k in ("ns/w0", "ns/w1") if not manager.core.workload(k).holds_quota]
+        assert len(victims) == 1 and manager.core.workload(victims[0]).evictions == []
         manager.status_writes.start()
         await manager.status_writes.join(5)
         assert _holds_quota(api.objects[WORKLOADS + "urgent"])
@@ -605,11 +607,11 @@ def test_a_withdrawn_victims_write_in_flight_holds_no_admission_back() -> None:
         manager._core_handler(EventType.DELETED, api.objects.pop(WORKLOADS + "hog"), None)
         manager.core.fire_timers(manager.core.now + 1.0)  # past the batched requeue of w1
         await manager.schedule_once()
-        assert manager.core.workloads["ns/w1"].holds_quota  # admitted in the core only
+        assert manager.core.workload("ns/w1").holds_quota  # admitted in the core only
         _arrives(manager, api, _with_cpu(urgent, "urgent", "2"))
         await manager.schedule_once()
-        assert manager.core.workloads["ns/urgent"].holds_quota
-        w1 = manager.core.workloads["ns/w1"]
+        assert manager.core.workload("ns/urgent").holds_quota
+        w1 = manager.core.workload("ns/w1")
         assert not w1.holds_quota and w1.evictions == []
         assert manager.release_order.unwritten == 0 and manager.release_order.may_write("ns/urgent")
         api.gates["w1"].set()
@@ -630,7 +632,7 @@ def test_a_release_written_ahead_of_a_new_reservation_does_not_publish_it() -> N
         manager.status_writes.start()
         await manager.schedule_once()
         await manager.status_writes.join(5)
-        rec = manager.core.workloads["ns/w0"]
+        rec = manager.core.workload("ns/w0")
         assert not rec.unpublished
         api.gates["w1"] = asyncio.Event()  # w1's release stays unwritten
         manager.release_order.released({"ns/w0", "ns/w1"})

@@ -56,7 +56,7 @@ def test_the_quota_waits_for_the_job_to_be_seen_stopped() -> None:
     deactivated["spec"]["active"] = False  # evicts it, as a preemption would
     manager._core_handler(EventType.MODIFIED, deactivated, wl)
     manager.core.run_until_idle()
-    rec = manager.core.workloads[key]
+    rec = manager.core.workload(key)
     assert rec.stopping is not None and rec.holds_quota
 
     applied: list[Any] = []

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import replace
 
 from pykueue.kube.informer import EventType
+from pykueue.manager.core.config import CoreConfig
 
+from .core_access import owe_status_writes
 from .test_status_writes import WORKLOADS, _setup
 
 
 def test_a_tier_is_written_once_with_its_admitted_condition() -> None:
     async def go() -> None:
-        manager, api = _setup()
         # Kueue's UnadmittedWorkloadsObservability (off by default in v0.19.2).
-        manager.core.config = replace(manager.core.config, tiered_reasons=True)
+        manager, api = _setup(CoreConfig(tiered_reasons=True))
         manager.status_writes.start()
         await manager.schedule_once()
         await manager.status_writes.join(5)
@@ -25,7 +25,7 @@ def test_a_tier_is_written_once_with_its_admitted_condition() -> None:
         assert conds == {"QuotaReserved": ("False", "WaitingForQuota"),
                          "Admitted": ("False", "NoReservation")}
         for _ in range(3):  # later cycles find the same tier: nothing to write
-            manager.core.changed.add("ns/w2")
+            owe_status_writes(manager.core, "ns/w2")
             manager.core.requeue_inadmissible()
             await manager.schedule_once()
             await manager.status_writes.join(5)

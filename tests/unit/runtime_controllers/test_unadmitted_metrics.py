@@ -91,7 +91,7 @@ def test_unadmitted_workloads_by_reason_and_tier() -> None:
     core.apply(cq)
     core.finish("ns/a")
     core.run_until_idle()
-    assert core.workloads["ns/c"].status == "QuotaReserved"
+    assert core.workload("ns/c").status == "QuotaReserved"
     feed.refresh()
     assert _unadmitted(metrics)[(CQ, "cq", "UnsatisfiedAdmissionChecks", "")] == 1
     assert (CQ, "cq", "NoReservation", "WaitingForQuota") not in _unadmitted(metrics)

@@ -322,7 +322,8 @@ class JobReconciler:
         """Workloads the core started evicting: their jobs are stopped by reconciling them;
         one that nothing runs has nothing to wait for and gives its quota back now."""
         for wl_key in sorted(self.core.take_stopping()):
-            workload = self.informers["Workload"].get(wl_key) or self.core.workloads[wl_key].wl.source
+            rec = self.core.workload(wl_key)  # known: take_stopping names only current records
+            workload = self.informers["Workload"].get(wl_key) or (rec.wl.source if rec is not None else {})
             job_keys = self.job_keys_of(workload)
             for job_key in job_keys:
                 self.queue.add(job_key)
@@ -427,7 +428,7 @@ class JobReconciler:
             if lc.is_active(job):
                 await self._apply(lc.stop(job))
             return
-        rec = self.core.workloads.get(wl_key)
+        rec = self.core.workload(wl_key)
         if rec is not None and rec.finished_as is not None and \
                 rec.finished_as[0] == keys.Reason.WORKLOAD_SLICE_REPLACED:
             return  # the core admitted its replacement a moment ago: the job runs on under that
@@ -488,7 +489,7 @@ class JobReconciler:
         if condition_true(workload, keys.WorkloadCondition.FINISHED):
             return False
         self._finished[wl_key] = finished
-        rec = self.core.workloads.get(wl_key)
+        rec = self.core.workload(wl_key)
         news = rec is not None and rec.status != FINISHED
         if self.core.finish(wl_key):
             self._kick()

@@ -57,6 +57,7 @@ from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.events import workload_events
 from pykueue.manager.core.objects import ObjectError, parse_time
+from pykueue.manager.core.settings import TUNED, SchedulingSettings
 from pykueue.manager.core.status import (
     accumulate_execution,
     carry_check_details,
@@ -133,20 +134,6 @@ RELEASE_WAIT_S = 10.0
 DRAIN_S = 5.0
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
-# Parked workloads of a cohort tree are requeued at most once per this period after quota
-# is freed (Kueue batches with 1 s). With equivalence hashing a requeue costs one evaluation
-# per shape and queue, so a shorter period is affordable, and with runtimes of 0.2-1 s it
-# matters: Kueue's baseline shape ends at 61 s of simulated time with 0.1 s, 120 s with 1 s.
-REQUEUE_BATCH_S = 0.1
-# ... and a tree of many queues waits longer, 10 ms per ClusterQueue up to Kueue's 1 s: on
-# Kueue's large-scale shape (100 queues per cohort) requeues at 0.1 s re-evaluated every
-# parked head of a cohort ten times a second and kept the manager CPU-bound.
-REQUEUE_BATCH_PER_QUEUE_S = 0.01
-# ... or 5 ms per parked group (one per shape and queue) when that is longer: with many
-# shapes per queue (Kueue's TAS shape), requeues at 0.1 s let heads take freed room a cycle
-# before a queue within its nominal quota reclaimed it (7,346 victims chosen, Kueue 16).
-# The baseline's three shapes stay at 0.1 s (benchmarks/README.md, History).
-REQUEUE_BATCH_PER_GROUP_S = 0.005
 # A pending notice (see pending_notice) or a queue status write waits while less than
 # this share of the client's burst is left, and looks again after PENDING_NOTICE_RETRY_S:
 # it spends tokens the bucket would otherwise lose at its cap, not ones an admission needs.
@@ -175,20 +162,20 @@ class QueueManager:
 
     def __init__(self, client: KubeClient, config: CoreConfig | None = None,
                  job_config: Mapping[str, Any] | None = None, metrics: KueueMetrics | None = None,
-                 events: EventRecorder | None = None) -> None:
+                 events: EventRecorder | None = None, scheduling: SchedulingSettings = TUNED) -> None:
         """``job_config`` is the Kueue Configuration dict: integrations, manageJobsWithoutQueueName.
-        ``events``: the recorder of Kubernetes Events (default: one sending through ``client``)."""
+        ``events``: the recorder of Kubernetes Events (default: one sending through ``client``).
+        ``scheduling``: the core's scheduling settings (tests replaying ``simulate`` requeue at once)."""
         self.client = client
         self.events = events if events is not None else EventRecorder(client_transport(client))
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False)
-        self.core = QueueingCore(replace(config or CoreConfig(), requeue_batch_s=REQUEUE_BATCH_S,
-                                         requeue_batch_per_queue_s=REQUEUE_BATCH_PER_QUEUE_S,
-                                         requeue_batch_per_group_s=REQUEUE_BATCH_PER_GROUP_S,
+        # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
+        self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
                                          unreported_checks_active=False),
-                                 now=time.time(), topology=self.tas)
+                                 now=time.time(), topology=self.tas, track_releases=True)
         self.metrics = metrics if metrics is not None else KueueMetrics()
         self.metrics_feed = MetricsFeed.from_config(self.core, self.metrics, job_config or {})
         self.metrics.before_scrape = self.metrics_feed.refresh
@@ -213,7 +200,6 @@ class QueueManager:
         # Freed quota is written before the admissions that reuse it.
         self.release_order = ReleaseOrder(max_wait_s=RELEASE_WAIT_S)
         self._release_wait: asyncio.TimerHandle | None = None
-        self.core.released = set()
         # Our last write of a Workload until the informer shows it: (resourceVersion written
         # over, the object the API returned), so the next write neither 409s on a lagging
         # cache nor compares against it. And when each Workload status was last written.
@@ -228,7 +214,7 @@ class QueueManager:
             informer.add_handler(self._core_handler)
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
         self.finalizers = FinalizerRelease(client, self.informers,
-                                           lambda cq: len(self.core.holding.get(cq) or ()))
+                                           lambda cq: len(self.core.holders(cq)))
         gates = (job_config or {}).get("featureGates") or {}
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
@@ -313,16 +299,12 @@ class QueueManager:
         """Another writer (a job controller elsewhere, a test harness) set Finished: release
         the quota as Kueue's workload controller does. The object already says Finished, so
         there is nothing to write back unless a write was owed anyway."""
-        owed = key in self.core.changed
         self.metrics_feed.touch(key)  # counted as finished even when nothing is written
-        if self.core.finish(key) and not owed:
-            self.core.changed.discard(key)
-            if self.core.released is not None:
-                self.core.released.discard(key)  # stored already: nothing to wait for
+        self.core.finish(key, stored=True)
 
     def _admitted_elsewhere(self, obj: JSON) -> bool:
         key = object_key(obj)
-        rec = self.core.workloads.get(key)
+        rec = self.core.workload(key)
         if rec is None or rec.holds_quota or rec.status == FINISHED or key in self._reserved_by_us:
             return False
         status = obj.get("status") or {}
@@ -383,8 +365,8 @@ class QueueManager:
             self.jobs.start()
         with contextlib.suppress(RuntimeError):
             self.provisioning.start()
-        log.info("informers synced: %d workloads, %d cluster queues", len(self.core.workloads),
-                 len(self.core.cq_defs))
+        log.info("informers synced: %d workloads, %d cluster queues", len(self.core.all_workloads()),
+                 len(self.core.cluster_queues()))
         # Every admitted workload's topology usage is known now: placement may start.
         self.tas.mark_synced()
         self.core.requeue_inadmissible()
@@ -444,18 +426,19 @@ class QueueManager:
         self.core.fire_timers(time.time())
         while True:
             preemptors, idle = self._run_cycles(CYCLE_SLICE_S)
-            changed = self.core.take_changes()
-            released_now, withdrawn = self.core.take_released()
+            changes = self.core.take_changes()
+            changed = set(changes.written)
+            released_now = set(changes.released)
             # No write has carried a withdrawn reservation: one of its key in flight carries an
             # earlier state (a pending notice). An earlier release still owed is another matter.
-            withdrawn = {k for k in withdrawn if self.release_order.token(k) is None}
+            withdrawn = {k for k in changes.withdrawn if self.release_order.token(k) is None}
             self.release_order.released(released_now)
             for key in sorted(released_now):
                 if self._release_needs_no_write(key, key in withdrawn):
                     self._retry_held(self.release_order.written(key, self.release_order.token(key)))
             self.release_order.admitted({k for k in changed
                                          if self._takes_quota(k) and self._takes_new_room(k)})
-            changed |= self.metrics_feed.observe(changed, self.core.now, preemptors)
+            changed |= self.metrics_feed.observe(changes, self.core.now, preemptors)
             if changed:
                 self._queues_dirty.set()
                 self.finalizers.poke()
@@ -486,8 +469,8 @@ class QueueManager:
     def _takes_quota(self, key: str) -> bool:
         """Holds quota it did not hold before its last write might have (an eviction in
         progress still holds what it had)."""
-        rec = self.core.workloads[key]
-        return rec.holds_quota and rec.stopping is None
+        rec = self.core.workload(key)
+        return rec is not None and rec.holds_quota and rec.stopping is None
 
     def _optional_writes_wait(self) -> bool:
         """Optional writes (pending notices, queue counts) wait while this holds: the
@@ -508,7 +491,7 @@ class QueueManager:
         """Admissions, evictions and finishes go before telling pending workloads why they
         wait: a backlog of those notices (thousands of new workloads) must not hold back
         the writes that jobs start and stop on."""
-        rec = self.core.workloads.get(key)
+        rec = self.core.workload(key)
         return rec is None or rec.holds_quota or rec.status == FINISHED or rec.deactivated \
             or key in self._reserved_by_us
 
@@ -554,7 +537,7 @@ class QueueManager:
         if self._held_for_writers and self.status_writes.urgent_waiting < WRITE_BACKLOG_LIMIT:
             self._held_for_writers = False  # a writer took a key: there is room to decide again
             self._kick.set()
-        rec = self.core.workloads.get(key)
+        rec = self.core.workload(key)
         if rec is not None and self._takes_quota(key) and not self.release_order.may_write(key):
             # Held: written once those releases are; looked at again when the wait runs out.
             if self._release_wait is None:
@@ -590,7 +573,7 @@ class QueueManager:
         path = res.WORKLOADS.object_path(name, namespace, "status")
         current, trusted = self._current_workload(key)
         for _ in range(MAX_CONFLICT_RETRIES):
-            rec = self.core.workloads.get(key)
+            rec = self.core.workload(key)
             if rec is None:
                 return None
             if current is None:

@@ -14,7 +14,7 @@ from typing import Any
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import format_time
 from pykueue.manager.core.tiers import record_tier
-from pykueue.manager.core.workload_state import PENDING, WorkloadRecord
+from pykueue.manager.core.workload_state import PENDING, WorkloadView
 from pykueue.manager.runtime.visibility.provider import OwnerReference, PendingWorkloadInfo
 
 
@@ -24,7 +24,7 @@ def _owners(source: dict[str, Any]) -> tuple[OwnerReference, ...]:
                                 str(r.get("uid", ""))) for r in refs if isinstance(r, dict))
 
 
-def pending_info(rec: WorkloadRecord) -> PendingWorkloadInfo:
+def pending_info(rec: WorkloadView) -> PendingWorkloadInfo:
     meta = rec.wl.source.get("metadata") or {}
     created = meta.get("creationTimestamp") or format_time(rec.wl.created)
     return PendingWorkloadInfo(rec.wl.name, rec.wl.namespace, rec.wl.queue_name, rec.priority, str(created),
@@ -38,13 +38,13 @@ class CorePendingWorkloads:
         self.core = core
 
     def cluster_queue_snapshot(self, cluster_queue: str) -> list[PendingWorkloadInfo] | None:
-        if cluster_queue not in self.core.cq_defs:
+        if self.core.cluster_queue(cluster_queue) is None:
             return None
-        pending = [r for r in self.core.workloads.values()
+        pending = [r for r in self.core.all_workloads().values()
                    if r.status == PENDING and not r.deactivated and r.cluster_queue == cluster_queue]
         pending.sort(key=lambda r: (-r.priority, r.queue_ts, r.key))
         return [pending_info(r) for r in pending]
 
     def local_queue_exists(self, namespace: str, local_queue: str) -> str | None:
-        lq = self.core.local_queues.get(f"{namespace}/{local_queue}")
+        lq = self.core.local_queue(f"{namespace}/{local_queue}")
         return None if lq is None else lq.cluster_queue

@@ -45,7 +45,7 @@ class QueueIndex:
     @classmethod
     def build(cls, core: QueueingCore) -> QueueIndex:
         index = cls()
-        for rec in core.workloads.values():
+        for rec in core.all_workloads().values():
             pending = rec.status == PENDING and not rec.deactivated
             if not pending and not rec.holds_quota:
                 continue
@@ -64,8 +64,8 @@ class QueueIndex:
 
 def cluster_queue_status(core: QueueingCore, name: str, index: QueueIndex | None = None) -> JSON:
     index = index if index is not None else QueueIndex.build(core)
-    holding = core.holding.get(name, {}).values()
-    cq = core.cq_defs.get(name)
+    holding = core.holders(name).values()
+    cq = core.cluster_queue(name)
     usage = core.usage_of(name)
     # Report every flavor/resource of the quotas, zeros included, like Kueue.
     if cq is not None:
@@ -99,7 +99,7 @@ def local_queue_status(core: QueueingCore, namespace: str, name: str,
                        index: QueueIndex | None = None) -> JSON:
     index = index if index is not None else QueueIndex.build(core)
     lq = index.local_queues.get((namespace, name)) or LocalQueueCounts()
-    spec = core.local_queues.get(f"{namespace}/{name}")
+    spec = core.local_queue(f"{namespace}/{name}")
     stop_policy = spec.stop_policy if spec is not None else "None"
     active = local_queue_active(stop_policy, core.cluster_queue_condition(spec.cluster_queue)
                                 if spec is not None else None)

@@ -20,12 +20,12 @@ from typing import Any
 from pykueue.api.quantity import resource_quantity
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import FR, format_time
-from pykueue.manager.core.quota import QuotaNode
+from pykueue.manager.core.quota import QuotaNodeView, QuotaTree
 from pykueue.manager.core.tas.assignment import TopologyAssignment
 from pykueue.manager.core.tas.tree import Domain
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.tiers import record_tier
-from pykueue.manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED, WorkloadRecord
+from pykueue.manager.core.workload_state import ADMITTED, PENDING, QUOTA_RESERVED, WorkloadView
 
 PAGE_SIZE = 100
 PENDING_STATE = "pending"
@@ -48,28 +48,29 @@ def fingerprint(core: QueueingCore) -> tuple[int, ...]:
     identities is not a hash of the content, only a change detector: one pass, no allocation.
     """
     generations = identities = 0
-    for rec in core.workloads.values():
+    workloads = core.all_workloads()
+    for rec in workloads.values():
         generations += rec.generation
         identities += id(rec.wl) + id(rec.pending)
-    queues = sum(map(id, core.cq_defs.values())) + sum(map(id, core.local_queues.values())) \
-        + sum(map(id, core.cohort_defs.values())) + sum(map(id, core.flavors.values()))
-    tas = core.tas if isinstance(core.tas, TasPlacer) else None
+    queues = sum(map(id, core.cluster_queues().values())) + sum(map(id, core.local_queues().values())) \
+        + sum(map(id, core.cohorts().values())) + sum(map(id, core.flavors().values()))
+    tas = core.topology if isinstance(core.topology, TasPlacer) else None
     topology = (len(tas.nodes), len(tas.pods), len(tas.topologies)) if tas is not None else (0, 0, 0)
-    return (len(core.workloads), generations, identities, queues, len(core.inactive), *topology)
+    return (len(workloads), generations, identities, queues, len(core.inactive_cluster_queues()), *topology)
 
 
-def _queue_order(rec: WorkloadRecord) -> tuple[int, float, str]:
+def _queue_order(rec: WorkloadView) -> tuple[int, float, str]:
     # The visibility API's order: higher priority first, then earlier in the queue.
     return (-rec.priority, rec.queue_ts, rec.wl.key)
 
 
-def _newest_first(rec: WorkloadRecord) -> tuple[float, int]:
+def _newest_first(rec: WorkloadView) -> tuple[float, int]:
     # An admission shows up at the top of the first page; ties keep the core's order (both
     # sorted and nsmallest are stable), which spares building 10,000 key strings.
     return (-(rec.reserved_at or 0.0), -rec.reserved_seq)
 
 
-def _lq(rec: WorkloadRecord) -> tuple[str, str]:
+def _lq(rec: WorkloadView) -> tuple[str, str]:
     return (rec.wl.namespace, rec.wl.queue_name)
 
 
@@ -81,8 +82,8 @@ class DashboardIndex:
     page shows one of them; the newest admissions are picked (not sorted) for the page asked.
     """
 
-    def __init__(self, by_cq: dict[str, list[WorkloadRecord]], holders: list[WorkloadRecord],
-                 finished: int, tree: list[tuple[int, QuotaNode]], follower: bool = False) -> None:
+    def __init__(self, by_cq: dict[str, list[WorkloadView]], holders: list[WorkloadView],
+                 finished: int, tree: list[tuple[int, QuotaNodeView]], follower: bool = False) -> None:
         # ClusterQueue -> its pending workloads ("" for those waiting in none: no queue,
         # deactivated), in queue order once ``queue`` sorted them.
         self._by_cq = by_cq
@@ -96,13 +97,13 @@ class DashboardIndex:
         self.follower = follower
         # The core's quota tree the rows were read from (rebuilt, not mutated, when queues or
         # cohorts change), so the next revision can keep the rows while it is the same.
-        self.structure: tuple[Mapping[str, QuotaNode], Mapping[str, QuotaNode]] = ({}, {})
+        self.structure: QuotaTree | None = None
         self.pending_total = sum(len(q) for q in by_cq.values())
         self._positions: dict[str, tuple[int, int]] = {}
-        self._admitted_by_cq: dict[str, list[WorkloadRecord]] | None = None
-        self._newest: list[WorkloadRecord] = []
+        self._admitted_by_cq: dict[str, list[WorkloadView]] | None = None
+        self._newest: list[WorkloadView] = []
 
-    def queue(self, cq: str) -> list[WorkloadRecord]:
+    def queue(self, cq: str) -> list[WorkloadView]:
         queue = self._by_cq.get(cq, [])
         if cq not in self._sorted:
             self._sorted.add(cq)
@@ -115,7 +116,7 @@ class DashboardIndex:
                     self._positions[rec.wl.key] = (place, at)
         return queue
 
-    def position(self, rec: WorkloadRecord) -> tuple[int, int] | None:
+    def position(self, rec: WorkloadView) -> tuple[int, int] | None:
         """(position in its ClusterQueue, in its LocalQueue), 1-based, of a pending workload;
         None when it waits in no ClusterQueue."""
         if rec.cluster_queue and not rec.deactivated:
@@ -125,7 +126,7 @@ class DashboardIndex:
     def pending_count(self, cq: str) -> int:
         return len(self._by_cq.get(cq, ()))
 
-    def _holding(self) -> dict[str, list[WorkloadRecord]]:
+    def _holding(self) -> dict[str, list[WorkloadView]]:
         if self._admitted_by_cq is None:
             self._admitted_by_cq = {}
             for rec in self.holders:
@@ -144,9 +145,9 @@ class DashboardIndex:
         admitted = sum(1 for r in self._holding().get(cluster_queue, ()) if _lq(r) == lq)
         return pending, admitted
 
-    def pending(self, start: int, end: int) -> list[WorkloadRecord]:
+    def pending(self, start: int, end: int) -> list[WorkloadView]:
         """Pending workloads ``start:end`` in ClusterQueue order, then queue order."""
-        out: list[WorkloadRecord] = []
+        out: list[WorkloadView] = []
         offset = 0
         for cq in self._cq_order:
             size = len(self._by_cq[cq])
@@ -157,18 +158,18 @@ class DashboardIndex:
                 break
         return out
 
-    def pending_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadRecord]:
+    def pending_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadView]:
         cqs = [cluster_queue] if cluster_queue is not None else self._cq_order
         return [r for cq in cqs for r in self.queue(cq) if namespace is None or r.wl.namespace == namespace]
 
-    def admitted(self, start: int, end: int) -> list[WorkloadRecord]:
+    def admitted(self, start: int, end: int) -> list[WorkloadView]:
         """Workloads holding quota ``start:end``, newest reservation first."""
         if len(self._newest) < end:
             self._newest = heapq.nsmallest(end, self.holders, key=_newest_first) \
                 if end < len(self.holders) // 4 else sorted(self.holders, key=_newest_first)
         return self._newest[start:end]
 
-    def admitted_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadRecord]:
+    def admitted_where(self, namespace: str | None, cluster_queue: str | None) -> list[WorkloadView]:
         pool = self._holding().get(cluster_queue, []) if cluster_queue is not None else self.holders
         return sorted((r for r in pool if namespace is None or r.wl.namespace == namespace),
                       key=_newest_first)
@@ -178,10 +179,10 @@ def build_index(core: QueueingCore, previous: DashboardIndex | None = None,
                 follower: bool = False) -> DashboardIndex:
     """The one pass over every workload a revision costs (see :class:`DashboardIndex`); the
     flattened cohort tree of ``previous`` is kept while the core's tree is the same one."""
-    by_cq: dict[str, list[WorkloadRecord]] = {}
-    holders: list[WorkloadRecord] = []
+    by_cq: dict[str, list[WorkloadView]] = {}
+    holders: list[WorkloadView] = []
     finished = 0
-    for rec in core.workloads.values():
+    for rec in core.all_workloads().values():
         status = rec.status
         if status == PENDING:
             cq = rec.cluster_queue if rec.cluster_queue and not rec.deactivated else ""
@@ -195,19 +196,19 @@ def build_index(core: QueueingCore, previous: DashboardIndex | None = None,
         else:
             finished += 1
     core.usage_of("")  # brings the quota tree up to date (it is rebuilt lazily)
-    # Compared by identity and held (not by id(), which a new dict could reuse).
-    same = previous is not None and previous.structure[0] is core.nodes \
-        and previous.structure[1] is core.cohort_nodes
-    tree = previous.tree if previous is not None and same else _flatten_tree(core)
+    # Compared by identity and held (not by id(), which a new tree could reuse).
+    structure = core.quota_tree()
+    same = previous is not None and previous.structure is structure
+    tree = previous.tree if previous is not None and same else _flatten_tree(structure)
     index = DashboardIndex(by_cq, holders, finished, tree, follower)
-    index.structure = (core.nodes, core.cohort_nodes)
+    index.structure = structure
     return index
 
 
-def _flatten_tree(core: QueueingCore) -> list[tuple[int, QuotaNode]]:
-    roots = [n for n in core.cohort_nodes.values() if n.parent is None]
-    roots += [n for n in core.nodes.values() if n.parent is None]
-    out: list[tuple[int, QuotaNode]] = []
+def _flatten_tree(structure: QuotaTree) -> list[tuple[int, QuotaNodeView]]:
+    roots = [n for n in structure.cohorts.values() if n.parent is None]
+    roots += [n for n in structure.cluster_queues.values() if n.parent is None]
+    out: list[tuple[int, QuotaNodeView]] = []
     stack = [(0, n) for n in sorted(roots, key=_tree_order, reverse=True)]
     while stack:
         depth, node = stack.pop()
@@ -216,7 +217,7 @@ def _flatten_tree(core: QueueingCore) -> list[tuple[int, QuotaNode]]:
     return out
 
 
-def _tree_order(node: QuotaNode) -> tuple[bool, str]:
+def _tree_order(node: QuotaNodeView) -> tuple[bool, str]:
     return (node.is_cq, node.name)  # cohorts before queues, then by name
 
 
@@ -238,22 +239,22 @@ def _paged(items: list[dict[str, Any]] | None, page: int, total: int, size: int)
 def overview(core: QueueingCore, index: DashboardIndex) -> dict[str, Any]:
     """The counts at the top of every page."""
     return {
-        "clusterQueues": len(core.cq_defs),
-        "cohorts": len(core.cohort_nodes),
-        "localQueues": len(core.local_queues),
+        "clusterQueues": len(core.cluster_queues()),
+        "cohorts": len(core.quota_tree().cohorts),
+        "localQueues": len(core.local_queues()),
         "pending": index.pending_total,
         "admitted": len(index.holders),
         "finished": index.finished,
-        "workloads": len(core.workloads),
-        "inactiveClusterQueues": len(core.inactive),
+        "workloads": len(core.all_workloads()),
+        "inactiveClusterQueues": len(core.inactive_cluster_queues()),
     }
 
 
-def _quota_rows(core: QueueingCore, node: QuotaNode) -> list[dict[str, Any]]:
+def _quota_rows(core: QueueingCore, node: QuotaNodeView) -> list[dict[str, Any]]:
     """Per flavor and resource: nominal quota, limits, usage and what is borrowed."""
-    usage = core.usage.of(node)
+    usage = core.usage_at(node)
     if node.is_cq:
-        cq = core.cq_defs[node.name]
+        cq = core.cluster_queues()[node.name]
         frs: Iterable[FR] = [(f, r) for g in cq.groups for f in g.flavors for r in g.covered]
     else:
         frs = sorted(set(node.quotas) | set(node.subtree) | set(usage))
@@ -279,14 +280,14 @@ def _quota_rows(core: QueueingCore, node: QuotaNode) -> list[dict[str, Any]]:
     return rows
 
 
-def _tree_row(core: QueueingCore, index: DashboardIndex, depth: int, node: QuotaNode) -> dict[str, Any]:
+def _tree_row(core: QueueingCore, index: DashboardIndex, depth: int, node: QuotaNodeView) -> dict[str, Any]:
     row: dict[str, Any] = {
         "kind": "ClusterQueue" if node.is_cq else "Cohort", "name": node.name, "depth": depth,
         "parent": node.parent.name if node.parent is not None else "",
         "resources": _quota_rows(core, node),
     }
     if node.is_cq:
-        inactive = core.inactive.get(node.name)
+        inactive = core.inactive_cluster_queues().get(node.name)
         row.update(pending=index.pending_count(node.name),
                    admitted=index.admitted_count(node.name),
                    active=inactive is None, inactiveReason=inactive.detail if inactive else "")
@@ -305,24 +306,25 @@ def cohort_tree_page(core: QueueingCore, index: DashboardIndex, page: int = 0,
 
 def local_queues_page(core: QueueingCore, index: DashboardIndex, page: int = 0,
                       namespace: str | None = None, size: int = PAGE_SIZE) -> dict[str, Any]:
-    keys = sorted(k for k, lq in core.local_queues.items() if namespace is None or lq.namespace == namespace)
+    local_queues = core.local_queues()
+    keys = sorted(k for k, lq in local_queues.items() if namespace is None or lq.namespace == namespace)
     page, start, end = page_bounds(page, len(keys), size)
     rows = []
     for key in keys[start:end]:
-        lq = core.local_queues[key]
+        lq = local_queues[key]
         pending, admitted = index.local_queue_counts(lq.namespace, lq.name, lq.cluster_queue)
         rows.append({"namespace": lq.namespace, "name": lq.name, "clusterQueue": lq.cluster_queue,
                      "stopPolicy": lq.stop_policy, "pending": pending, "admitted": admitted})
     return _paged(rows, page, len(keys), size)
 
 
-def _flavors(rec: WorkloadRecord) -> dict[str, dict[str, str]]:
+def _flavors(rec: WorkloadView) -> dict[str, dict[str, str]]:
     if rec.assignment is None or not rec.holds_quota:
         return {}
     return {psa.name: dict(sorted(psa.flavors.items())) for psa in rec.assignment.podsets}
 
 
-def _stored_reason(rec: WorkloadRecord) -> tuple[str, str]:
+def _stored_reason(rec: WorkloadView) -> tuple[str, str]:
     """The tier and message of the stored ``QuotaReserved=False`` condition, else the core's."""
     for condition in (rec.wl.source.get("status") or {}).get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == "QuotaReserved" \
@@ -331,7 +333,7 @@ def _stored_reason(rec: WorkloadRecord) -> tuple[str, str]:
     return record_tier(rec).value, rec.reason
 
 
-def workload_row(rec: WorkloadRecord, index: DashboardIndex) -> dict[str, Any]:
+def workload_row(rec: WorkloadView, index: DashboardIndex) -> dict[str, Any]:
     pending = rec.status == PENDING
     place = index.position(rec) if pending else None
     row: dict[str, Any] = {
@@ -376,13 +378,13 @@ def _topology_view(core: QueueingCore, raw: Mapping[str, Any] | None,
                    flavors: Iterable[str]) -> dict[str, Any] | None:
     if not raw:
         return None
-    tas = core.tas
+    tas = core.topology
     if isinstance(tas, TasPlacer):
-        return tas.simple_view(raw, flavors, core.flavors)
+        return tas.simple_view(raw, flavors, core.flavors())
     return TopologyAssignment.from_any(raw).to_simple()
 
 
-def _admission(core: QueueingCore, rec: WorkloadRecord) -> dict[str, Any] | None:
+def _admission(core: QueueingCore, rec: WorkloadView) -> dict[str, Any] | None:
     if not rec.holds_quota or rec.assignment is None:
         return None
     podsets = []
@@ -401,7 +403,7 @@ def workload_detail(core: QueueingCore, index: DashboardIndex, key: str,
                     explainer: Explainer | None = None) -> dict[str, Any] | None:
     """Conditions as stored, the admission with flavors and topology, and for a pending
     workload its tier, message and (with ``explainer``) the explanation; None when unknown."""
-    rec = core.workloads.get(key)
+    rec = core.workload(key)
     if rec is None:
         return None
     status = rec.wl.source.get("status") or {}
@@ -434,7 +436,7 @@ def _placed_by_leaf(core: QueueingCore, flavor: str, leaf_of: Callable[[Sequence
                     ) -> dict[str, dict[str, int]]:
     """Leaf id -> workload key -> pods placed there on this flavor."""
     out: dict[str, dict[str, int]] = {}
-    for rec in core.workloads.values():
+    for rec in core.all_workloads().values():
         if not rec.holds_quota or rec.assignment is None:
             continue
         for psa in rec.assignment.podsets:
@@ -480,11 +482,12 @@ def _busiest(allocatable: Mapping[str, int], used: Mapping[str, int]) -> int:
 def topology_view(core: QueueingCore) -> dict[str, Any]:
     """Per topology-aware flavor: its levels and domains (e.g. blocks, racks, nodes) with
     capacity, usage and the workloads placed there."""
-    tas = core.tas
+    tas = core.topology
     flavors: list[dict[str, Any]] = []
     if isinstance(tas, TasPlacer):
-        for name in sorted(core.flavors):
-            flavor = core.flavors[name]
+        known = core.flavors()
+        for name in sorted(known):
+            flavor = known[name]
             if not flavor.topology_name:
                 continue
             snap = tas.snapshot_for(flavor)

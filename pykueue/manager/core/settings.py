@@ -1,0 +1,46 @@
+"""The core's scheduling settings: the tuned numbers of how it schedules, in one value.
+
+Kueue's Configuration says *what* to schedule (quotas, policies, feature gates: see
+:mod:`.config`); these say how eagerly the core works at it. They were measured on Kueue's
+performance shapes and belong to the core, so every process that schedules reads them from
+here: the manager runs with :data:`TUNED`; ``pykueue simulate`` (and the live what-if and
+explain built on it) still requeues at once (:data:`IMMEDIATE`), since a scenario's
+``runUntilIdle`` does not move the clock, so a batched requeue would wait for the next
+``advance``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SchedulingSettings:
+    # Kueue requeues the parked workloads of a cohort tree in batches once quota is freed:
+    # the first request waits this long and later ones join it (Kueue batches with 1 s).
+    # 0 requeues at once.
+    requeue_batch_s: float = 0.0
+    # A requeue costs one evaluation per parked shape and queue of the tree, so a tree of
+    # many queues is requeued less often: its batch lasts this long per ClusterQueue in it
+    # (when that is more than ``requeue_batch_s``), at most ``requeue_batch_max_s``.
+    requeue_batch_per_queue_s: float = 0.0
+    # ... and per parked group (one per shape and queue) of the tree, counted when the batch
+    # starts: a tree whose queues hold many shapes costs as many evaluations per requeue.
+    requeue_batch_per_group_s: float = 0.0
+    requeue_batch_max_s: float = 1.0
+
+
+# Requeue at once: a freed quota is offered to the parked workloads in the same pass.
+IMMEDIATE = SchedulingSettings()
+
+# What the manager schedules with (figures: benchmarks/README.md, History).
+# requeue_batch_s: with equivalence hashing a requeue costs one evaluation per shape and
+#   queue, so a period shorter than Kueue's 1 s is affordable; on Kueue's baseline shape a
+#   simulated run ends at 61 s with 0.1 s against 120 s with 1 s.
+# requeue_batch_per_queue_s: a tree of many queues (Kueue's large-scale shape) re-evaluated at
+#   0.1 s kept the manager CPU-bound.
+# requeue_batch_per_group_s: with many shapes per queue (Kueue's TAS shape), 0.1 s let heads
+#   take freed room a cycle before a queue within its nominal quota reclaimed it (7,346
+#   victims chosen, Kueue 16).
+TUNED = SchedulingSettings(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01,
+                           requeue_batch_per_group_s=0.005, requeue_batch_max_s=1.0)
