@@ -1,12 +1,15 @@
-"""Queues and lookups shared by the job-integration e2e tests (PyTorchJob, LWS, mJWQN)."""
+"""Queues, lookups and checks shared by the job-integration e2e tests."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pykueue.api import keys
 
-from .conftest import DevCluster
+from .conftest import DevCluster, wait_until
 
 FLAVOR = "on-demand"
 NODE_LABELS = {"instance-type": "on-demand"}
@@ -91,3 +94,88 @@ def cpu_usage(status: dict[str, Any]) -> str | None:
             if flavor["name"] == FLAVOR and res["name"] == "cpu":
                 return str(res["total"])
     return None
+
+
+@dataclass(frozen=True)
+class OperatorKind:
+    """How the e2e tests of a job kind its operator runs read it: the kubectl resource, the
+    owner kind of its Workload, the condition of success and where it is suspended."""
+
+    resource: str
+    kind: str
+    done: str
+    suspended: Callable[[dict[str, Any]], bool]
+
+    def get(self, dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
+        obj: dict[str, Any] = dev_cluster.get_json(self.resource, name, "-n", namespace)
+        return obj
+
+    def workload(self, dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
+        wls = workloads_owned_by(dev_cluster, namespace, self.kind, name)
+        return wls[0] if wls else {}
+
+    def create(self, dev_cluster: DevCluster, namespace: str, obj: dict[str, Any]) -> None:
+        dev_cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(obj))
+
+
+def waits_for_quota(workload: dict[str, Any]) -> bool:
+    conditions = (workload.get("status") or {}).get("conditions") or ()
+    return any(c["type"] == "QuotaReserved" and c["status"] == "False" for c in conditions)
+
+
+def check_the_second_waits_until_the_first_is_done(
+        dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
+        make: Callable[[str, str], dict[str, Any]], pods: Callable[[str], list[dict[str, Any]]],
+        running: Callable[[str], bool], podsets: list[tuple[str, int]]) -> None:
+    """``make(name, run time)``: the first runs on the flavor's nodes with ``podsets``; the
+    second waits suspended, without pods, for quota; both end, their Workloads finish and the
+    quota is free again."""
+    kind.create(dev_cluster, namespace, make("first", "6s"))
+    wait_until(f"the first {kind.kind}'s pods running", lambda: running("first"), 90.0)
+    wl = kind.workload(dev_cluster, namespace, "first")
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == podsets
+    for pod in pods("first"):
+        assert NODE_LABELS.items() <= (pod["spec"].get("nodeSelector") or {}).items()  # injected at start
+    kind.create(dev_cluster, namespace, make("second", "2s"))
+    wait_until("the second's Workload to wait for quota",
+               lambda: waits_for_quota(kind.workload(dev_cluster, namespace, "second")), 60.0)
+    assert kind.suspended(kind.get(dev_cluster, namespace, "second"))
+    assert pods("second") == []
+    for name in ("first", "second"):
+        wait_until(f"{name} to be {kind.done}",
+                   lambda n=name: condition(kind.get(dev_cluster, namespace, n), kind.done), 150.0)
+        wait_until(f"{name}'s Workload Finished",
+                   lambda n=name: condition(kind.workload(dev_cluster, namespace, n), "Finished"), 60.0)
+    wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
+
+
+def check_a_higher_priority_one_preempts(
+        dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
+        make: Callable[[str, str, str | None], dict[str, Any]], running: Callable[[str], bool]) -> None:
+    """``make(name, run time, priority class)``: a running low-priority object is preempted
+    (Evicted, suspended again) by an urgent one of the same kind, then both end."""
+    high = f"high-{namespace}"
+    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
+                       "metadata": {"name": high}, "value": 1000})
+    try:
+        dev_cluster.kubectl("patch", "clusterqueues.kueue.x-k8s.io", cq, "--type=merge", "-p",
+                            '{"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}}')
+        kind.create(dev_cluster, namespace, make("low", "8s", None))
+        wait_until(f"the low-priority {kind.kind} running", lambda: running("low"), 90.0)
+        kind.create(dev_cluster, namespace, make("urgent", "2s", high))
+
+        def preempted() -> bool:
+            wl = kind.workload(dev_cluster, namespace, "low")
+            evicted = any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
+                          for c in (wl.get("status") or {}).get("conditions") or ())
+            return evicted and kind.suspended(kind.get(dev_cluster, namespace, "low"))
+
+        wait_until(f"the low-priority {kind.kind} preempted and suspended again", preempted, 60.0)
+        wait_until(f"the urgent {kind.kind} to be {kind.done}",
+                   lambda: condition(kind.get(dev_cluster, namespace, "urgent"), kind.done), 150.0)
+        wait_until(f"the preempted {kind.kind} to run again and be {kind.done}",
+                   lambda: condition(kind.get(dev_cluster, namespace, "low"), kind.done), 180.0)
+        wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
+    finally:
+        dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",
+                            check=False)

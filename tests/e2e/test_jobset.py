@@ -11,7 +11,6 @@ nothing on pykueue's behalf.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,13 @@ import yaml
 
 from pykueue.api import keys
 
-from .conftest import DevCluster, wait_until
-from .jobs_common import NODE_LABELS, condition, cq_cpu_usage, queues, workloads_owned_by
+from .conftest import DevCluster
+from .jobs_common import (
+    OperatorKind,
+    check_a_higher_priority_one_preempts,
+    check_the_second_waits_until_the_first_is_done,
+    queues,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -30,17 +34,18 @@ EXAMPLE = Path(__file__).parent / "manifests" / "kueue-examples" / "sample-jobse
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 RESOURCE = "jobsets.jobset.x-k8s.io"
+JOBSET = OperatorKind(RESOURCE, "JobSet", "Completed", lambda js: js["spec"].get("suspend") is True)
 
 
-def sample(name: str, runtime: str, queue: str = "lq", priority_class: str | None = None) -> dict[str, Any]:
-    """Kueue's sample JobSet (a worker of 1 CPU, a driver of 2) under ``name`` in ``queue``,
+def sample(name: str, runtime: str, priority_class: str | None = None) -> dict[str, Any]:
+    """Kueue's sample JobSet (a worker of 1 CPU, a driver of 2) as ``name`` in queue ``lq``,
     its containers' sleep played by kwok."""
     (doc,) = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
     jobset = copy.deepcopy(doc)
     meta = jobset["metadata"]
     del meta["generateName"]
     meta["name"] = name
-    meta["labels"][keys.QUEUE_NAME] = queue
+    meta["labels"][keys.QUEUE_NAME] = "lq"
     if priority_class:
         meta["labels"][keys.PRIORITY_CLASS] = priority_class
     for rj in jobset["spec"]["replicatedJobs"]:
@@ -49,33 +54,14 @@ def sample(name: str, runtime: str, queue: str = "lq", priority_class: str | Non
     return jobset
 
 
-def _create(dev_cluster: DevCluster, namespace: str, jobset: dict[str, Any]) -> None:
-    dev_cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(jobset))
-
-
-def _jobset(dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = dev_cluster.get_json(RESOURCE, name, "-n", namespace)
-    return obj
-
-
 def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
     pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{JOBSET_NAME}={name}")["items"]
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
 
-def _running(dev_cluster: DevCluster, namespace: str, name: str, count: int) -> bool:
+def _running(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
     pods = _pods(dev_cluster, namespace, name)
-    return len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
-
-
-def _workload(dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
-    wls = workloads_owned_by(dev_cluster, namespace, "JobSet", name)
-    return wls[0] if wls else {}
-
-
-def _waits_for_quota(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
-    conditions = (_workload(dev_cluster, namespace, name).get("status") or {}).get("conditions") or ()
-    return any(c["type"] == "QuotaReserved" and c["status"] == "False" for c in conditions)
+    return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
 
 
 @pytest.fixture
@@ -90,53 +76,12 @@ def three_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
 
 def test_the_sample_runs_on_the_flavors_nodes_and_the_next_waits_suspended(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
-    _create(dev_cluster, namespace, sample("first", runtime="6s"))
-    wait_until("the first JobSet's two pods running",
-               lambda: _running(dev_cluster, namespace, "first", 2), 90.0)
-    wl = _workload(dev_cluster, namespace, "first")
-    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("workers", 1), ("driver", 1)]
-    for pod in _pods(dev_cluster, namespace, "first"):
-        assert NODE_LABELS.items() <= (pod["spec"].get("nodeSelector") or {}).items()  # injected at start
-
-    _create(dev_cluster, namespace, sample("second", runtime="2s"))
-    wait_until("the second's Workload to wait for quota",
-               lambda: _waits_for_quota(dev_cluster, namespace, "second"), 60.0)
-    assert _jobset(dev_cluster, namespace, "second")["spec"]["suspend"] is True
-    assert _pods(dev_cluster, namespace, "second") == []
-
-    for name in ("first", "second"):
-        wait_until(f"{name} to complete",
-                   lambda n=name: condition(_jobset(dev_cluster, namespace, n), "Completed"), 120.0)
-        wait_until(f"{name}'s Workload Finished",
-                   lambda n=name: condition(_workload(dev_cluster, namespace, n), "Finished"), 60.0)
-    wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, three_cpus) == "0", 30.0)
+    check_the_second_waits_until_the_first_is_done(
+        dev_cluster, namespace, three_cpus, JOBSET, sample, lambda n: _pods(dev_cluster, namespace, n),
+        lambda n: _running(dev_cluster, namespace, n), [("workers", 1), ("driver", 1)])
 
 
 def test_a_higher_priority_jobset_preempts_a_running_one_and_both_complete(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
-    high = f"high-{namespace}"
-    dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
-                       "metadata": {"name": high}, "value": 1000})
-    try:
-        dev_cluster.kubectl("patch", "clusterqueues.kueue.x-k8s.io", three_cpus, "--type=merge", "-p",
-                            '{"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}}')
-        _create(dev_cluster, namespace, sample("low", runtime="8s"))
-        wait_until("the low-priority JobSet's pods running",
-                   lambda: _running(dev_cluster, namespace, "low", 2), 90.0)
-        _create(dev_cluster, namespace, sample("urgent", runtime="2s", priority_class=high))
-
-        def preempted() -> bool:
-            wl = _workload(dev_cluster, namespace, "low")
-            evicted = any(c["type"] == "Evicted" and c["status"] == "True" and c["reason"] == "Preempted"
-                          for c in (wl.get("status") or {}).get("conditions") or ())
-            return evicted and _jobset(dev_cluster, namespace, "low")["spec"].get("suspend") is True
-
-        wait_until("the low-priority JobSet preempted and suspended again", preempted, 60.0)
-        wait_until("the urgent JobSet to complete",
-                   lambda: condition(_jobset(dev_cluster, namespace, "urgent"), "Completed"), 120.0)
-        wait_until("the preempted JobSet to run again and complete",
-                   lambda: condition(_jobset(dev_cluster, namespace, "low"), "Completed"), 150.0)
-        wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, three_cpus) == "0", 30.0)
-    finally:
-        dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",
-                            check=False)
+    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, JOBSET, sample,
+                                         lambda n: _running(dev_cluster, namespace, n))

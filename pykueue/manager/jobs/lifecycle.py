@@ -22,7 +22,7 @@ and the runtime performs them with optimistic concurrency.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -284,6 +284,26 @@ def restored_template(current: Mapping[str, Any], original: Mapping[str, Any]) -
         if not out[part] and part not in current:
             del out[part]  # do not invent an empty section: it would differ forever
     return None if out == current else out
+
+
+def restore_replica_templates(job: Mapping[str, Any], workload: Mapping[str, Any], replicas_key: str,
+                              roles: list[str], podset_of: Callable[[str], str]) -> list[Action]:
+    """A Kubeflow job's replica templates (``spec.<replicas_key>[role].template``) put back as
+    the Workload recorded them; nothing when its pod sets no longer match the roles (Kueue
+    skips the restore then) or nothing changes."""
+    podsets = [ps.get("name") for ps in (workload.get("spec") or {}).get("podSets") or ()]
+    if podsets != [podset_of(r) for r in roles]:
+        return []
+    out = copy.deepcopy(dict(job))
+    changed = False
+    for role in roles:
+        original = workload_template(workload, podset_of(role))
+        replica = out["spec"][replicas_key][role]
+        template = None if original is None else restored_template(replica.get("template") or {}, original)
+        if template is not None:
+            replica["template"] = template
+            changed = True
+    return [Replace(out)] if changed else []
 
 
 def workload_template(workload: Mapping[str, Any], podset: str) -> JSON | None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pykueue.api import keys
-from pykueue.api.wire import JSON, meta
+from pykueue.api.wire import meta
 from pykueue.manager.core.jobs_to_workloads import workload_name
 from pykueue.manager.jobs.integrations import Integration
 from pykueue.manager.jobs.lifecycle import (
@@ -27,10 +27,11 @@ from pykueue.manager.jobs.lifecycle import (
     condition_true,
     infos_by_name,
     merge_into_template,
-    restored_template,
+    restore_replica_templates,
     workload_template,
 )
 from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
+from pykueue.manager.jobs.run_policy import is_suspended, run_policy
 
 MPIJOB = Integration("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs", prebuilt=True)
 REPLICA_TYPES = ("Launcher", "Worker")
@@ -62,11 +63,6 @@ def mpijob_workload_name(job: Mapping[str, Any]) -> str:
     return workload_name(MPIJOB.kind, MPIJOB.group, str(m.get("name")), str(m.get("uid", "")))
 
 
-def _run_policy(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    policy = (job.get("spec") or {}).get("runPolicy")
-    return policy if isinstance(policy, Mapping) else {}
-
-
 class MPIJobLifecycle(TopLevelOwner):
     integration: Integration = MPIJOB
     # The mpi-operator (v0.6+) honours spec.runPolicy.managedBy.
@@ -76,7 +72,7 @@ class MPIJobLifecycle(TopLevelOwner):
         return mpijob_workload_name(job)
 
     def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return _run_policy(job).get("suspend") is True
+        return is_suspended(job)
 
     def is_active(self, job: Mapping[str, Any]) -> bool:
         return not self.is_suspended(job)
@@ -95,30 +91,18 @@ class MPIJobLifecycle(TopLevelOwner):
             name = podset_name(role)
             base = workload_template(workload, name) or specs[role].get("template") or {}
             specs[role]["template"] = merge_into_template(base, pairs[name])
-        _own_run_policy(out)["suspend"] = False
+        run_policy(out)["suspend"] = False
         return [Replace(out)]
 
     def stop(self, job: Mapping[str, Any]) -> list[Action]:
         out = copy.deepcopy(dict(job))
-        _own_run_policy(out)["suspend"] = True
+        run_policy(out)["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:
-        present = roles(job)
-        podsets = [ps.get("name") for ps in (workload.get("spec") or {}).get("podSets") or ()]
-        if not self.is_suspended(job) or podsets != [podset_name(r) for r in present]:
-            return []  # Kueue skips the restore when the podsets no longer match
-        out = copy.deepcopy(dict(job))
-        changed = False
-        for role in present:
-            original = workload_template(workload, podset_name(role))
-            replica = out["spec"]["mpiReplicaSpecs"][role]
-            current = replica.get("template") or {}
-            template = None if original is None else restored_template(current, original)
-            if template is not None:
-                replica["template"] = template
-                changed = True
-        return [Replace(out)] if changed else []
+        if not self.is_suspended(job):
+            return []
+        return restore_replica_templates(job, workload, "mpiReplicaSpecs", roles(job), podset_name)
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:
         # The first true condition of the two decides, in the order the operator listed them.
@@ -134,14 +118,6 @@ class MPIJobLifecycle(TopLevelOwner):
 
     def pods_ready(self, job: Mapping[str, Any]) -> bool:
         return condition_true(job, "Running")
-
-
-def _own_run_policy(job: JSON) -> JSON:
-    spec = job.setdefault("spec", {})
-    if not isinstance(spec.get("runPolicy"), dict):
-        spec["runPolicy"] = {}
-    policy: JSON = spec["runPolicy"]
-    return policy
 
 
 LIFECYCLE = MPIJobLifecycle()

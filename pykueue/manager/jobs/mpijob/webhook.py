@@ -18,24 +18,12 @@ from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.defaulting import apply_job_defaults
 from pykueue.manager.jobs.job_fields import get_path, set_annotation, str_map
 from pykueue.manager.jobs.mpijob.lifecycle import MPIJOB, pods_count, replica_specs, roles
+from pykueue.manager.jobs.run_policy import is_suspended, run_policy
 from pykueue.manager.jobs.tas_annotations import podset_group_errors, tas_podset_errors
 from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
 # spec.runPolicy.managedBy of an MPIJob its own operator runs (kubeflow's KubeflowJobController).
 OWN_CONTROLLER = "kubeflow.org/mpi-operator"
-
-
-def is_suspended(job: JSON) -> bool:
-    return get_path(job, "spec", "runPolicy", "suspend") is True
-
-
-def _run_policy(job: JSON) -> JSON:
-    """``spec.runPolicy``, replacing a missing or malformed one with an empty mapping."""
-    spec = job.setdefault("spec", {})
-    if not isinstance(spec.get("runPolicy"), dict):
-        spec["runPolicy"] = {}
-    run_policy: JSON = spec["runPolicy"]
-    return run_policy
 
 
 def _metadata_path(role: str) -> str:
@@ -53,7 +41,7 @@ class MPIJobWebhook:
     integration = MPIJOB.name
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        apply_job_defaults(obj, ctx, _run_policy, is_suspended, OWN_CONTROLLER)
+        apply_job_defaults(obj, ctx, run_policy, is_suspended, OWN_CONTROLLER)
         if ctx.gate("TopologyAwareScheduling") and get_path(obj, "spec", "runLauncherAsWorker") is True:
             specs = replica_specs(obj)
             launcher, worker = specs.get("Launcher"), specs.get("Worker")

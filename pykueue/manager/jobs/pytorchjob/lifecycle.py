@@ -26,7 +26,7 @@ from pykueue.manager.jobs.lifecycle import (
     condition_true,
     infos_by_name,
     merge_into_template,
-    restored_template,
+    restore_replica_templates,
     workload_template,
 )
 from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
@@ -81,21 +81,9 @@ class PyTorchJobLifecycle(TopLevelOwner):
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:
-        present = roles(job)
-        podsets = [ps.get("name") for ps in (workload.get("spec") or {}).get("podSets") or ()]
-        if not self.is_suspended(job) or podsets != [r.lower() for r in present]:
-            return []  # Kueue skips the restore when the podsets no longer match
-        out = copy.deepcopy(dict(job))
-        changed = False
-        for role in present:
-            original = workload_template(workload, role.lower())
-            replica = out["spec"]["pytorchReplicaSpecs"][role]
-            current = replica.get("template") or {}
-            template = None if original is None else restored_template(current, original)
-            if template is not None:
-                replica["template"] = template
-                changed = True
-        return [Replace(out)] if changed else []
+        if not self.is_suspended(job):
+            return []
+        return restore_replica_templates(job, workload, "pytorchReplicaSpecs", roles(job), str.lower)
 
     def finished(self, job: Mapping[str, Any]) -> Finished | None:
         if condition_true(job, "Succeeded"):

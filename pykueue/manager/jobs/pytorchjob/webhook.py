@@ -12,6 +12,7 @@ from pykueue.api.wire import JSON
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.defaulting import apply_job_defaults
 from pykueue.manager.jobs.job_fields import get_path, int_or
+from pykueue.manager.jobs.run_policy import is_suspended, run_policy
 from pykueue.manager.jobs.tas_annotations import tas_podset_errors
 from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
@@ -19,25 +20,12 @@ OWN_CONTROLLER = "kubeflow.org/training-operator"
 REPLICA_TYPES = ("Master", "Worker")
 
 
-def is_suspended(job: JSON) -> bool:
-    return get_path(job, "spec", "runPolicy", "suspend") is True
-
-
-def _run_policy(job: JSON) -> JSON:
-    """``spec.runPolicy``, replacing a missing or malformed one with an empty mapping."""
-    spec = job.setdefault("spec", {})
-    if not isinstance(spec.get("runPolicy"), dict):
-        spec["runPolicy"] = {}
-    run_policy: JSON = spec["runPolicy"]
-    return run_policy
-
-
 class PyTorchJobWebhook:
     integration = "kubeflow.org/pytorchjob"
     group, kind = "kubeflow.org", "PyTorchJob"
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
-        apply_job_defaults(obj, ctx, _run_policy, is_suspended, OWN_CONTROLLER)
+        apply_job_defaults(obj, ctx, run_policy, is_suspended, OWN_CONTROLLER)
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
