@@ -164,7 +164,7 @@ class Watchdog:
 
     def _jobs(self, dev: DevCluster) -> list[dict[str, Any]] | None:
         items = []
-        for kind in ("jobs.batch", "pytorchjobs.kubeflow.org"):
+        for kind in ("jobs.batch", "pytorchjobs.kubeflow.org", "jobsets.jobset.x-k8s.io"):
             result = dev.kubectl("get", kind, "-n", self.namespace, "-o", "json", check=False, timeout_s=5.0)
             if result.returncode != 0:
                 return None  # unreachable (a killed worker): nothing can run there that we could see
@@ -203,6 +203,9 @@ def _running(job: dict[str, Any]) -> bool:
         suspended = (spec.get("runPolicy") or {}).get("suspend")
         replicas = (status.get("replicaStatuses") or {}).values()
         active = sum(int((r or {}).get("active") or 0) for r in replicas)
+    elif job["kind"] == "JobSet":
+        suspended = spec.get("suspend")
+        active = sum(int((r or {}).get("active") or 0) for r in status.get("replicatedJobsStatus") or ())
     else:
         suspended, active = spec.get("suspend"), int(status.get("active") or 0)
     return not suspended and active > 0
@@ -374,6 +377,38 @@ def test_a_pytorchjob_runs_in_a_worker_and_succeeds_in_the_manager(mk: Setup, ns
     job = mk.manager.get_json("pytorchjobs.kubeflow.org", "trainer", "-n", ns)
     assert job["spec"]["runPolicy"]["suspend"] is True  # never started in the manager
     assert len(watchdog.ran_in.get("trainer", set())) == 1 and MANAGER not in watchdog.ran_in["trainer"]
+    assert not watchdog.violations
+
+
+def _jobset(name: str, runtime: str) -> dict[str, Any]:
+    """A driver and a worker Job of one 1-CPU pod each: one worker cluster's whole quota."""
+    def replicated(rj: str) -> dict[str, Any]:
+        return {"name": rj, "replicas": 1, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
+                "metadata": {"annotations": {KWOK_COMPLETE_DELAY: runtime}},
+                "spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}}
+
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "labels": {keys.QUEUE_NAME: "lq"}},
+            "spec": {"replicatedJobs": [replicated("driver"), replicated("workers")]}}
+
+
+def test_a_jobset_runs_in_a_worker_and_completes_in_the_manager(mk: Setup, ns: str,
+                                                                watchdog: Watchdog) -> None:
+    resource = "jobsets.jobset.x-k8s.io"
+    _submit(mk, ns, _jobset("sets", "5s"))
+    assert mk.manager.get_json(resource, "sets", "-n", ns)["spec"]["managedBy"] == keys.MULTIKUEUE_CONTROLLER
+    worker = wait_until("the JobSet running in a worker",
+                        lambda: _running_in(mk, resource, "sets", ns), 120.0)
+    copy = _get(mk.workers[worker], resource, "sets", ns)
+    assert copy is not None and not copy["spec"].get("managedBy")  # the worker's controller runs it
+    wait_until("the JobSet to complete in the manager",
+               lambda: condition(mk.manager.get_json(resource, "sets", "-n", ns), "Completed"), 120.0)
+    wait_until("the manager's Workload Finished",
+               lambda: condition(_manager_workload(mk, ns, "JobSet", "sets"), "Finished"), 60.0)
+    assert mk.manager.get_json(resource, "sets", "-n", ns)["spec"]["suspend"] is True  # never started here
+    assert watchdog.ran_in.get("sets") == {worker}
     assert not watchdog.violations
 
 

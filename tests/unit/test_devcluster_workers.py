@@ -26,7 +26,8 @@ def test_the_secret_holds_the_kubeconfig_under_the_key_a_multikueuecluster_reads
 def test_workers_are_lighter_and_only_the_manager_has_a_short_worker_lost_timeout() -> None:
     assert workers.MANAGER.config["multiKueue"]["workerLostTimeout"] == workers.DEV_WORKER_LOST_TIMEOUT
     assert "multiKueue" not in workers.WORKER.config
-    assert workers.WORKER.operators == ("training-operator",) and not workers.WORKER.tas_scheduler
+    assert workers.WORKER.operators == ("training-operator", "jobset-controller")
+    assert not workers.WORKER.tas_scheduler
     assert workers.MANAGER.operators is None and workers.MANAGER.tas_scheduler
 
 
