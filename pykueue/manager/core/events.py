@@ -60,11 +60,8 @@ def workload_events(before: Mapping[str, Any], after: Mapping[str, Any], rec: Wo
 
 
 def evicted_event_reason(condition_reason: str) -> str:
-    """Kueue's ``EvictedDueTo<reason>``; a deactivation by the user (our InactiveWorkload)
-    is Kueue's plain ``Deactivated``, one by Kueue keeps its cause
-    (``EvictedDueToDeactivatedDueToAdmissionCheck``)."""
-    if condition_reason == "InactiveWorkload":
-        condition_reason = keys.Reason.DEACTIVATED
+    """Kueue's ``EvictedDueTo<reason>``: ``EvictedDueToDeactivated`` for a deactivation by the
+    user, the cause kept for one by Kueue (``EvictedDueToDeactivatedDueToAdmissionCheck``)."""
     return f"EvictedDueTo{condition_reason}"
 
 

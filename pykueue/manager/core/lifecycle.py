@@ -31,6 +31,7 @@ from .reasons import (
     ROUTING,
     SCHEDULER,
     TAS_NODE_CONTROLLER,
+    USER_DEACTIVATION,
     WORKLOAD_CONTROLLER,
     EvictionNote,
     Pending,
@@ -488,7 +489,7 @@ class WorkloadLifecycle:
         quota (Evicted while QuotaReserved) until :meth:`job_stopped`; a second eviction
         meanwhile changes nothing but may turn it into a deactivation. ``note``: Kueue's
         wording of it, when the caller knows more than the reason (see ``eviction_note``)."""
-        if deactivate and reason != "InactiveWorkload":
+        if deactivate and reason != USER_DEACTIVATION:
             # Kueue sets spec.active first and then evicts: written before the eviction.
             rec.deactivation_unwritten = True
         if rec.stopping is not None:
@@ -547,8 +548,8 @@ class WorkloadLifecycle:
         deactivated or not, as the last word says (a deactivation of our own stands)."""
         assert rec.stopping is not None
         by = rec.stopping.deactivated_by
-        if by is None or by == "InactiveWorkload":
-            rec.stopping = replace(rec.stopping, deactivated_by=None if active else "InactiveWorkload")
+        if by is None or by == USER_DEACTIVATION:
+            rec.stopping = replace(rec.stopping, deactivated_by=None if active else USER_DEACTIVATION)
 
     def _complete_eviction(self, rec: WorkloadRecord, stop: Stopping) -> None:
         self._release(rec)
@@ -581,7 +582,7 @@ class WorkloadLifecycle:
         self._changes.written.add(rec.key)
         if not active:
             if rec.holds_quota:
-                self.evict(rec, "InactiveWorkload", deactivate=True)
+                self.evict(rec, USER_DEACTIVATION, deactivate=True)
             else:
                 self._deactivate_pending(rec)
             return
@@ -734,7 +735,7 @@ def eviction_note(rec: WorkloadRecord, reason: str) -> EvictionNote:
         retry = [n for n, state in rec.checks.items() if state == "Retry"]
         return EvictionNote(f"Evicted due to {checks_message(retry, 'Retry')}", WORKLOAD_CONTROLLER)
     deactivated = "The workload is deactivated"
-    if reason == "InactiveWorkload":  # spec.active set false by the user
+    if reason == USER_DEACTIVATION:  # spec.active set false by the user
         return EvictionNote(deactivated, WORKLOAD_CONTROLLER)
     detail = ""
     if reason == keys.Reason.DEACTIVATED_DUE_TO_ADMISSION_CHECK:

@@ -278,9 +278,10 @@ class EvictionNote:
 
 
 # The core records a deactivation by Kueue as ``DeactivatedDueTo<Cause>`` (the Evicted
-# condition's reason) and one by the user as ``InactiveWorkload``.
+# condition's reason) and one by the user as plain ``Deactivated``, as Kueue v0.19.2 writes
+# them (v0.12 wrote ``InactiveWorkload`` for the user's).
 DEACTIVATED_BY_KUEUE_PREFIX: Final = "DeactivatedDueTo"
-USER_DEACTIVATION: Final = "InactiveWorkload"
+USER_DEACTIVATION: Final = "Deactivated"
 
 
 def eviction_cause(core_reason: str) -> tuple[str, str]:

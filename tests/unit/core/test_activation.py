@@ -39,7 +39,7 @@ def test_a_user_deactivates_an_admitted_workload_and_its_quota_goes_to_the_next(
     core.apply(_wl("a", active=False))
     core.run_until_idle()
     a = core.workload("ns/a")
-    assert a.deactivated and a.status == PENDING and a.evictions == ["InactiveWorkload"]
+    assert a.deactivated and a.status == PENDING and a.evictions == ["Deactivated"]
     assert core.workload("ns/b").status == ADMITTED
     core.finish("ns/b")
     core.run_until_idle()

@@ -261,7 +261,7 @@ def test_a_replaced_slice_and_a_retention_deletion() -> None:
 
 def test_evicted_event_reasons_follow_kueues_reason_with_cause() -> None:
     assert evicted_event_reason("Preempted") == "EvictedDueToPreempted"
-    assert evicted_event_reason("InactiveWorkload") == "EvictedDueToDeactivated"
+    assert evicted_event_reason("Deactivated") == "EvictedDueToDeactivated"
     assert evicted_event_reason("DeactivatedDueToRequeuingLimitExceeded") == \
         "EvictedDueToDeactivatedDueToRequeuingLimitExceeded"
     assert evicted_event_reason("NodeFailures") == "EvictedDueToNodeFailures"
