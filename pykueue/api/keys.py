@@ -162,6 +162,7 @@ class Reason:
     # Finished
     SUCCEEDED: Final = "Succeeded"
     FAILED: Final = "Failed"
+    OWNER_NOT_FOUND: Final = "OwnerNotFound"  # Finished: its job was deleted, the Workload orphaned
     WORKLOAD_SLICE_REPLACED: Final = "WorkloadSliceReplaced"  # an elastic job's slice, superseded
     OUT_OF_SYNC: Final = "OutOfSync"  # a slice its job no longer matches
     # ClusterQueue / LocalQueue Active

@@ -122,3 +122,36 @@ def test_a_deleted_namespace_is_gone_and_discovery_is_whole(dev_cluster: DevClus
     except pytest.fail.Exception:
         status = dev_cluster.get_json("namespace", name).get("status") or {}
         pytest.fail(f"namespace {name} still there: {json.dumps(status.get('conditions'))}")
+
+
+def test_a_job_deleted_without_its_workload_frees_the_quota(dev_cluster: DevCluster, namespace: str) -> None:
+    """Kueue v0.19.2's FinishOrphanedWorkloads: ``--cascade=orphan`` leaves the Workload
+    without an owner; it is finished (OwnerNotFound) and its quota released, so the next
+    Job runs."""
+    flavor, cq = _queues(dev_cluster, namespace)
+    try:
+        _orphan_and_next(dev_cluster, namespace)
+    finally:
+        dev_cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=false", check=False)
+        dev_cluster.kubectl("delete", f"clusterqueue/{cq}", f"resourceflavor/{flavor}", "--wait=false",
+                            check=False)
+
+
+def _orphan_and_next(dev_cluster: DevCluster, namespace: str) -> None:
+    _job(dev_cluster, namespace, "orphaned")
+    wait_until("the Job admitted", lambda: _has(dev_cluster, namespace, "orphaned", "Admitted"), 60.0)
+    name = str((_workload(dev_cluster, namespace, "orphaned") or {})["metadata"]["name"])
+    _job(dev_cluster, namespace, "next")
+    wait_until("the next Job waiting",
+               lambda: _has(dev_cluster, namespace, "next", "QuotaReserved") is False, 60.0)
+    dev_cluster.kubectl("delete", "job", "orphaned", "-n", namespace, "--cascade=orphan")
+
+    def finished() -> dict[str, Any] | None:
+        wl: dict[str, Any] = dev_cluster.get_json("workloads.kueue.x-k8s.io", name, "-n", namespace)
+        return next((c for c in wl["status"].get("conditions") or ()
+                     if c["type"] == "Finished" and c["status"] == "True"), None)
+
+    done = wait_until("the orphaned Workload finished", finished, 60.0)
+    assert (done["reason"], done["message"]) == ("OwnerNotFound", "The workload's owner no longer exists")
+    wait_until("the next Job admitted in the freed quota",
+               lambda: _has(dev_cluster, namespace, "next", "Admitted"), 60.0)

@@ -30,6 +30,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
     "MultiKueue": True,
     "LWSImmutableGroupSize": True,
+    "FinishOrphanedWorkloads": True,  # beta since v0.18
     # Servers
     "TLSOptions": True,  # beta since v0.16: the Configuration's tls section
     # Metrics

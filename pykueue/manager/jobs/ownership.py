@@ -122,3 +122,15 @@ def managed_by_default(
     if queue_name(obj) and ctx.facts.queue_uses_multikueue:
         return keys.MULTIKUEUE_CONTROLLER
     return None
+
+
+ORPHAN_MESSAGE = "The workload's owner no longer exists"
+
+
+def is_orphaned(workload: Mapping[str, Any]) -> bool:
+    """Kueue's FinishOrphanedWorkloads: a Workload a job reconciler made (it carries the job's
+    uid) whose owner references are gone, as after ``kubectl delete job --cascade=orphan``;
+    it is finished so that its quota is released instead of held forever."""
+    m = meta(workload)
+    return not m.get("ownerReferences") and not m.get("deletionTimestamp") \
+        and bool((m.get("labels") or {}).get(keys.JOB_UID))

@@ -75,6 +75,7 @@ from pykueue.manager.jobs.lifecycle import (
     podset_infos,
     prebuilt_workload_name,
 )
+from pykueue.manager.jobs.ownership import ORPHAN_MESSAGE, is_orphaned
 from pykueue.manager.jobs.registry import JobKind, Registry
 from pykueue.manager.jobs.related import ReadsRelated, RelatedKey, RelatedKind, RelatedMissing, missing
 from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
@@ -302,6 +303,9 @@ class JobReconciler:
                 self._by_job_uid.setdefault(uid, set()).add(key)
         for job_key in self.job_keys_of(obj):
             self.queue.add(job_key)
+        orphaned = event != EventType.DELETED and is_orphaned(obj)
+        if orphaned and self.policy.gates.enabled("FinishOrphanedWorkloads"):
+            self._finish(key, obj, Finished(keys.Reason.OWNER_NOT_FOUND, ORPHAN_MESSAGE))
 
     def job_keys_of(self, workload: JSON) -> list[str]:
         """Reconcile keys of what runs this Workload: its owners of a registered kind and its
