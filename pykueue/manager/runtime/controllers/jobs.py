@@ -67,8 +67,8 @@ from pykueue.manager.jobs.lifecycle import (
     managed_by_multikueue,
     pod_live,
     podset_infos,
-    prebuilt_workload_name,
 )
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name
 from pykueue.manager.jobs.registry import JobKind, Registry
 from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from pykueue.manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
@@ -199,12 +199,17 @@ class JobReconciler:
                 self.queue.add(f"{kind}:{key}")
             if isinstance(lc, DispatchedByMultiKueue):
                 self._note_prebuilt(f"{kind}:{key}", ns, None if event == EventType.DELETED
-                                    else prebuilt_workload_name(obj))
+                                    else self._prebuilt_name(obj))
             for owner in self.active:
                 if isinstance(owner, AdoptsPods) and kind == "Pod":
                     name = None if event == EventType.DELETED else owner.pod_owner(obj)
                     self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
         return handle
+
+    def _prebuilt_name(self, job: JSON) -> str | None:
+        """The prebuilt Workload ``job`` runs under, as the WorkloadIdentifierAnnotations gate
+        reads it (a copy MultiKueue made before with a label still counts)."""
+        return prebuilt_workload_name(job, self.policy.gates.enabled("WorkloadIdentifierAnnotations")) or None
 
     def _note_prebuilt(self, job_key: str, ns: str, workload: str | None) -> None:
         """Remember which job runs under a prebuilt Workload: that Workload has no owner
@@ -300,7 +305,7 @@ class JobReconciler:
             return None
         if not lc.is_managed(job, self.policy, meta(namespace).get("labels") or {}):
             return None
-        prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
+        prebuilt = self._prebuilt_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
         try:
             # A prebuilt Workload (MultiKueue's copy in a worker) is made by someone else.
             desired = [] if prebuilt else with_copied_labels(lc.workloads(job), job,
@@ -551,7 +556,8 @@ class JobReconciler:
         actions: list[Action] = []
         for pod_key in sorted(self._adoptees.get(owner_key, ())):
             pod = pods.get(pod_key)
-            adopted = None if pod is None else lc.adopt(owner, pod)
+            adopted = None if pod is None else lc.adopt(
+                owner, pod, identifier_annotations=self.policy.gates.enabled("WorkloadIdentifierAnnotations"))
             if adopted is not None:
                 actions.append(Replace(adopted))
         await self._apply(actions)
