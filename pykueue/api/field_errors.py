@@ -66,6 +66,7 @@ def too_many(path: str, detail: str) -> FieldError:
 
 
 def aggregate(errors: Iterable[FieldError]) -> str:
-    """Kubernetes' aggregate: one error as is, several inside ``[...]`` joined by ``, ``."""
-    texts = [str(e) for e in errors]
+    """Kubernetes' aggregate (ErrorList.ToAggregate): an error printed the same as an
+    earlier one is dropped; one error as is, several inside ``[...]`` joined by ``, ``."""
+    texts = list(dict.fromkeys(str(e) for e in errors))
     return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"

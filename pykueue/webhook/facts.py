@@ -23,7 +23,6 @@ from typing import Any, Protocol
 from pykueue.api import keys
 from pykueue.api.access import ApiAccess
 from pykueue.api.wire import JSON
-from pykueue.manager.core.jobs_to_workloads import queue_name
 from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied, AdmissionPolicy, ClusterFacts
 from pykueue.manager.jobs.integrations import (
     KNOWN_ELSEWHERE,
@@ -255,7 +254,9 @@ async def _resolve(obj: JSON, namespace: str, policy: AdmissionPolicy, lookup: C
     default_wpc = policy.gates.enabled(
         "WorkloadPriorityClassDefaulting"
     ) and await lookup.priority_class_exists(keys.DEFAULT_PRIORITY_CLASS)
-    queue = queue_name(obj) or (keys.DEFAULT_LOCAL_QUEUE if default_lq else "")
+    # The queue Kueue's managedBy defaulting reads: the label only, after the default one.
+    label = str(((obj.get("metadata") or {}).get("labels") or {}).get(keys.QUEUE_NAME) or "")
+    queue = label or (keys.DEFAULT_LOCAL_QUEUE if default_lq else "")
     multikueue = (
         bool(queue)
         and policy.gates.enabled("MultiKueue")

@@ -73,7 +73,10 @@ class ClusterFacts:
     namespace_labels: Mapping[str, str] | None = None  # None: the Namespace could not be read
     default_local_queue: bool = False  # LocalQueue "default" exists in the object's namespace
     default_priority_class: bool = False  # WorkloadPriorityClass "default" exists
-    queue_uses_multikueue: bool = False  # the object's LocalQueue -> ClusterQueue has a MultiKueue check
+    # The LocalQueue the queue-name label names once defaulted (the label, else "default" when
+    # that LocalQueue exists) belongs to a ClusterQueue that lists a MultiKueue admission
+    # check (of any Active status), both known: Kueue's queue manager and cache.
+    queue_uses_multikueue: bool = False
     owners: Mapping[OwnerKey, JSON | None] = field(default_factory=dict)  # None: not found
     queue_tas_only: bool = False  # a pod's LocalQueue -> ClusterQueue has only TAS flavors
     # The objects besides the job its kind's rules read (``manager.jobs.related``: a TrainJob's

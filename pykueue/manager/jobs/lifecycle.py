@@ -161,8 +161,12 @@ class AdoptsPods(Protocol):
         """Name of the owner object (same namespace) that may adopt this pod."""
         ...
 
-    def adopt(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> JSON | None:
-        """The pod with its group labels/annotations, or None when there is nothing to do."""
+    def adopt(
+        self, owner: Mapping[str, Any], pod: Mapping[str, Any], *, identifier_annotations: bool = True
+    ) -> JSON | None:
+        """The pod with its group labels/annotations, or None when there is nothing to do
+        (``identifier_annotations``: the WorkloadIdentifierAnnotations gate, on by default,
+        decides whether the group and prebuilt names are annotations or labels)."""
         ...
 
 
@@ -204,15 +208,6 @@ def managed_by_multikueue(lc: object, job: Mapping[str, Any]) -> bool:
     status comes from the worker that runs it."""
     return isinstance(lc, DispatchedByMultiKueue) and \
         lc.multikueue.managed_by(job) == keys.MULTIKUEUE_CONTROLLER
-
-
-def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
-    """The Workload made for this object by someone else (MultiKueue's copy in a worker),
-    from the label (or annotation) Kueue reads."""
-    m = meta(job)
-    value = (m.get("labels") or {}).get(keys.PREBUILT_WORKLOAD_NAME) or \
-        (m.get("annotations") or {}).get(keys.PREBUILT_WORKLOAD_NAME)
-    return str(value) if value else None
 
 
 # -- shared helpers ---------------------------------------------------------------------------

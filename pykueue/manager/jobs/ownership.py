@@ -116,10 +116,17 @@ def direct_owner_managed_kind(obj: Mapping[str, Any], policy: AdmissionPolicy) -
 def managed_by_default(
     current: str | None, own_controller: str, ctx: AdmissionContext, obj: Mapping[str, Any]
 ) -> str | None:
-    """The managedBy value after MultiKueue defaulting (None: leave the field as it is)."""
-    if not ctx.gate("MultiKueue") or current not in (None, "", own_controller):
+    """The managedBy value after MultiKueue defaulting (None: leave the field as it is).
+
+    Kueue's ApplyDefaultForManagedBy, run after the default LocalQueue: with the MultiKueue
+    gate, a kind whose ``managedBy`` is unset or names its own controller (CanDefaultManagedBy;
+    an empty string is neither) and whose queue-name *label* names a LocalQueue of a
+    ClusterQueue listing a MultiKueue admission check (``queue_uses_multikueue``, resolved
+    for that label) is handed to MultiKueue. The check need not be Active: Kueue looks at its
+    controller only."""
+    if not ctx.gate("MultiKueue") or current not in (None, own_controller):
         return None
-    if queue_name(obj) and ctx.facts.queue_uses_multikueue:
+    if (meta(obj).get("labels") or {}).get(keys.QUEUE_NAME) and ctx.facts.queue_uses_multikueue:
         return keys.MULTIKUEUE_CONTROLLER
     return None
 

@@ -12,88 +12,164 @@ from typing import Any
 from pykueue.api import keys
 from pykueue.api.field_errors import forbidden, invalid, too_long
 from pykueue.api.fields import FieldError
-from pykueue.manager.core.jobs_to_workloads import queue_name
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.job_fields import annotations_of, labels, priority_class_label
-from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path, subdomain_problems
+from pykueue.manager.jobs.prebuilt import (
+    prebuilt_workload_name,
+    prebuilt_workload_name_errors,
+    prebuilt_workload_path,
+)
 from pykueue.manager.jobs.registry import integration_for
 
-_GATE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+IMMUTABLE = "field is immutable"
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+_HTTP_PATH_FORMAT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+QUEUE_PATH = label_path(keys.QUEUE_NAME)
+GATED_BY_PATH = annotation_path(keys.ADMISSION_GATED_BY)
 
 
 def elastic_enabled(obj: Mapping[str, Any], ctx: AdmissionContext) -> bool:
     return ctx.gate("ElasticJobsViaWorkloadSlices") and annotations_of(obj).get(keys.ELASTIC_JOB) == "true"
 
 
-def _prebuilt(obj: Mapping[str, Any], ctx: AdmissionContext) -> tuple[str, str]:
-    """(value, path) of the prebuilt workload name, label first then annotation."""
-    value = labels(obj).get(keys.PREBUILT_WORKLOAD_NAME, "")
-    if value:
-        return value, label_path(keys.PREBUILT_WORKLOAD_NAME)
-    value = annotations_of(obj).get(keys.PREBUILT_WORKLOAD_NAME, "")
-    if value and (ctx.gate("WorkloadIdentifierAnnotations") or len(value) > 63):
-        return value, annotation_path(keys.PREBUILT_WORKLOAD_NAME)
-    return "", ""
+def _identifier_annotations(ctx: AdmissionContext) -> bool:
+    return ctx.gate("WorkloadIdentifierAnnotations")
 
 
-def admission_gated_by_errors(value: str, path: str) -> list[FieldError]:
-    if not value.strip():
+def _label_queue(obj: Mapping[str, Any]) -> str:
+    """The queue-name label, the only place Kueue's validation reads the queue from."""
+    return labels(obj).get(keys.QUEUE_NAME, "")
+
+
+def gvk_string(obj: Mapping[str, Any], group: str, kind: str) -> str:
+    """The kind as Go prints a GroupVersionKind (``batch/v1, Kind=Job``; ``/v1, Kind=Pod``)."""
+    integration = integration_for(group, kind)
+    version = integration.version if integration else str(obj.get("apiVersion") or "").rpartition("/")[2]
+    return f"{group}/{version}, Kind={kind}"
+
+
+def queue_name_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's ValidateQueueName: a queue-name label, even an empty one, names a LocalQueue."""
+    queue = labels(obj).get(keys.QUEUE_NAME)
+    return [] if queue is None else dns_subdomain_errors(queue, QUEUE_PATH)
+
+
+def elastic_annotation_errors(
+    obj: Mapping[str, Any], ctx: AdmissionContext, group: str, kind: str
+) -> list[FieldError]:
+    """Kueue's ValidateElasticJobAnnotation: only kinds that scale by slices may ask for it."""
+    integration = integration_for(group, kind)
+    if not elastic_enabled(obj, ctx) or (integration is not None and integration.elastic):
         return []
-    errors: list[FieldError] = []
-    seen: set[str] = set()
-    for gate in (g.strip() for g in value.split(",")):
-        if not gate:
-            errors.append(invalid(path, value, "gate names must not be empty"))
-        elif len(gate) > 63:
-            errors.append(too_long(path, f"gate {gate!r} may not be more than 63 bytes"))
-        elif not _GATE_NAME.match(gate):
-            errors.append(invalid(path, gate, 'must be a domain-prefixed path (such as "acme.io/foo")'))
-        elif gate in seen:
-            errors.append(invalid(path, gate, "duplicate gate"))
-        seen.add(gate)
+    gvk = gvk_string(obj, group, kind)
+    detail = f"elastic job is not supported for {json.dumps(gvk)}"
+    return [forbidden(annotation_path(keys.ELASTIC_JOB), detail)]
+
+
+def _csv(value: str) -> list[str]:
+    """Kueue's csv.Parse: comma-separated names, trimmed; nothing for a blank value."""
+    return [] if not value.strip() else [part.strip() for part in value.split(",")]
+
+
+def _domain_prefixed_path_errors(path: str, value: str) -> list[FieldError]:
+    """The apiserver's IsDomainPrefixedPath (the check of a Job's ``spec.managedBy``)."""
+    host, slash, rest = value.partition("/")
+    if not slash or not host or not rest:
+        return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errors = [invalid(path, host, problem) for problem in subdomain_problems(host)]
+    if not _HTTP_PATH.fullmatch(rest):
+        detail = f"Invalid path (regex used for validation is '{_HTTP_PATH_FORMAT}')"
+        errors.append(invalid(path, rest, detail))
     return errors
 
 
-def _gates(value: str) -> list[str]:
-    return [g.strip() for g in value.split(",") if g.strip()]
+def admission_gated_by_errors(value: str, path: str = GATED_BY_PATH) -> list[FieldError]:
+    """The format of an ``admission-gated-by`` value (Kueue's
+    validateAdmissionGatedByAnnotationFormat): domain-prefixed gate names, each once."""
+    if value == "":
+        return []
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for gate in _csv(value):
+        if gate == "":
+            errors.append(invalid(path, value, "cannot contain empty gate names"))
+            continue
+        if gate in seen:
+            errors.append(invalid(path, value, f"duplicate gate name: {gate}"))
+            continue
+        seen.add(gate)
+        errors += _domain_prefixed_path_errors(path, gate)
+        if len(gate.encode()) > 63:
+            errors.append(too_long(path, "may not be more than 63 bytes"))
+    return errors
+
+
+def admission_gated_by_update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's ValidateAdmissionGatedByAnnotationOnUpdate: gates can be removed, never added."""
+    old_value = annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
+    new_value = annotations_of(new).get(keys.ADMISSION_GATED_BY, "")
+    errors: list[FieldError] = []
+    if old_value == "" and new_value != "":
+        errors.append(forbidden(GATED_BY_PATH, "cannot add admission gate after creation"))
+    if old_value != "" and new_value != "":
+        before = _csv(old_value)
+        if any(gate not in before for gate in _csv(new_value)):
+            errors.append(forbidden(GATED_BY_PATH, "can only remove gates, not add new ones"))
+    return errors + admission_gated_by_errors(new_value)
+
+
+def priority_class_update_errors(
+    suspended: bool, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[FieldError]:
+    """Kueue's ValidateUpdateForWorkloadPriorityClassName."""
+    path = label_path(keys.PRIORITY_CLASS)
+    old_p, new_p = priority_class_label(old), priority_class_label(new)
+    if not suspended and not old_p and new_p:
+        return [invalid(path, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload")]
+    if not new_p and old_p:
+        return [invalid(path, new_p, "WorkloadPriorityClass cannot be removed from a workload")]
+    return []
+
+
+def _prebuilt_errors(
+    obj: Mapping[str, Any], ctx: AdmissionContext, group: str, kind: str
+) -> list[FieldError]:
+    """Kueue's validateCreateForPrebuiltWorkload."""
+    annotations_gate = _identifier_annotations(ctx)
+    errors = prebuilt_workload_name_errors(obj, annotations_gate)
+    integration = integration_for(group, kind)
+    if prebuilt_workload_name(obj, annotations_gate) and (integration is None or not integration.prebuilt):
+        gvk = json.dumps(gvk_string(obj, group, kind))
+        errors.append(forbidden(prebuilt_workload_path(obj, annotations_gate), f"Is not supported for {gvk}"))
+    return errors
+
+
+def _max_exec_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's validateCreateForMaxExecTime, with Go's strconv.Atoi wording."""
+    value = labels(obj).get(keys.MAX_EXEC_TIME_SECONDS)
+    if value is None:
+        return []
+    path = label_path(keys.MAX_EXEC_TIME_SECONDS)
+    if not _GO_INT.fullmatch(value):
+        return [invalid(path, value, f"strconv.Atoi: parsing {json.dumps(value)}: invalid syntax")]
+    seconds = int(value)
+    if not -(2**63) <= seconds < 2**63:
+        return [invalid(path, value, f"strconv.Atoi: parsing {json.dumps(value)}: value out of range")]
+    return [invalid(path, seconds, "should be greater than 0")] if seconds <= 0 else []
 
 
 def validate_job_on_create(
     obj: Mapping[str, Any], ctx: AdmissionContext, group: str, kind: str
 ) -> list[FieldError]:
-    errors: list[FieldError] = []
-    integration = integration_for(group, kind)
-    queue = queue_name(obj)
-    if queue:
-        errors += dns_subdomain_errors(queue, label_path(keys.QUEUE_NAME))
-    prebuilt, path = _prebuilt(obj, ctx)
-    if prebuilt:
-        errors += dns_subdomain_errors(prebuilt, path)
-        if integration is None or not integration.prebuilt:
-            errors.append(forbidden(path, f"prebuilt workload is not supported for {kind}"))
-    max_exec = labels(obj).get(keys.MAX_EXEC_TIME_SECONDS)
-    if max_exec is not None:
-        try:
-            if int(max_exec) <= 0:
-                errors.append(
-                    invalid(label_path(keys.MAX_EXEC_TIME_SECONDS), max_exec, "should be greater than 0")
-                )
-        except ValueError:
-            errors.append(
-                invalid(
-                    label_path(keys.MAX_EXEC_TIME_SECONDS),
-                    max_exec,
-                    f"strconv.Atoi: parsing {json.dumps(max_exec)}: invalid syntax",
-                )
-            )
-    if elastic_enabled(obj, ctx) and (integration is None or not integration.elastic):
-        errors.append(
-            forbidden(annotation_path(keys.ELASTIC_JOB), f"elastic jobs are not supported for {kind}")
-        )
+    """Kueue's ValidateJobOnCreate, in its order."""
+    errors = queue_name_errors(obj)
+    errors += _prebuilt_errors(obj, ctx, group, kind)
+    errors += _max_exec_errors(obj)
+    errors += elastic_annotation_errors(obj, ctx, group, kind)
     if ctx.gate("AdmissionGatedBy"):
-        gated = annotations_of(obj).get(keys.ADMISSION_GATED_BY)
-        if gated is not None:
-            errors += admission_gated_by_errors(gated, annotation_path(keys.ADMISSION_GATED_BY))
+        errors += admission_gated_by_errors(annotations_of(obj).get(keys.ADMISSION_GATED_BY, ""))
     return errors
 
 
@@ -104,48 +180,32 @@ def validate_job_on_update(
     *,
     new_suspended: bool,
     old_suspended: bool,
+    group: str,
+    kind: str,
 ) -> list[FieldError]:
+    """Kueue's ValidateJobOnUpdate, in its order. ``group``/``kind`` name the kind in the
+    prebuilt check a suspended (or elastic) job gets again."""
     errors: list[FieldError] = []
-    qpath = label_path(keys.QUEUE_NAME)
-    old_q, new_q = queue_name(old), queue_name(new)
+    old_q, new_q = _label_queue(old), _label_queue(new)
     if not new_suspended and old_q != new_q:
-        errors.append(invalid(qpath, new_q, "field is immutable"))
-    elif old_q and not new_q and ctx.facts.default_local_queue:
-        errors.append(
-            invalid(qpath, new_q, 'must not be empty: a LocalQueue "default" exists in the namespace')
-        )
-    old_pre, _ = _prebuilt(old, ctx)
-    new_pre, pre_path = _prebuilt(new, ctx)
-    if not (new_suspended or elastic_enabled(old, ctx)) and old_pre != new_pre:
-        errors.append(
-            invalid(pre_path or label_path(keys.PREBUILT_WORKLOAD_NAME), new_pre, "field is immutable")
-        )
-    mpath = label_path(keys.MAX_EXEC_TIME_SECONDS)
-    old_m, new_m = labels(old).get(keys.MAX_EXEC_TIME_SECONDS), labels(new).get(keys.MAX_EXEC_TIME_SECONDS)
-    if old_m != new_m and not (old_suspended and new_suspended):
-        errors.append(invalid(mpath, new_m, "field is immutable"))
-    ppath = label_path(keys.PRIORITY_CLASS)
-    old_p, new_p = priority_class_label(old), priority_class_label(new)
-    if old_p and not new_p:
-        errors.append(invalid(ppath, new_p, "the priority class label cannot be removed"))
-    elif not old_p and new_p and not new_suspended:
-        errors.append(invalid(ppath, new_p, "the priority class label cannot be added to a running job"))
+        errors.append(invalid(QUEUE_PATH, new_q, IMMUTABLE))
+    if not new_q and old_q and ctx.facts.default_local_queue:
+        errors.append(invalid(QUEUE_PATH, "", "queue-name must not be empty in namespace with default queue"))
+    if new_suspended or elastic_enabled(old, ctx):
+        errors += _prebuilt_errors(new, ctx, group, kind)
+    else:
+        annotations_gate = _identifier_annotations(ctx)
+        new_pre = prebuilt_workload_name(new, annotations_gate)
+        if new_pre != prebuilt_workload_name(old, annotations_gate):
+            errors.append(invalid(prebuilt_workload_path(new, annotations_gate), new_pre, IMMUTABLE))
+    if not new_suspended or not old_suspended:
+        old_m = labels(old).get(keys.MAX_EXEC_TIME_SECONDS, "")
+        new_m = labels(new).get(keys.MAX_EXEC_TIME_SECONDS, "")
+        if old_m != new_m:
+            errors.append(invalid(label_path(keys.MAX_EXEC_TIME_SECONDS), new_m, IMMUTABLE))
+    errors += priority_class_update_errors(new_suspended, old, new)
     if elastic_enabled(old, ctx) != elastic_enabled(new, ctx):
-        errors.append(
-            invalid(
-                annotation_path(keys.ELASTIC_JOB),
-                annotations_of(new).get(keys.ELASTIC_JOB),
-                "field is immutable",
-            )
-        )
+        errors.append(invalid(annotation_path(keys.ELASTIC_JOB), elastic_enabled(new, ctx), IMMUTABLE))
     if ctx.gate("AdmissionGatedBy"):
-        gpath = annotation_path(keys.ADMISSION_GATED_BY)
-        old_g = annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
-        new_g = annotations_of(new).get(keys.ADMISSION_GATED_BY, "")
-        if not old_g.strip() and new_g.strip():
-            errors.append(forbidden(gpath, "the annotation cannot be added after creation"))
-        elif old_g.strip() and new_g.strip():
-            added = [g for g in _gates(new_g) if g not in _gates(old_g)]
-            if added:
-                errors.append(forbidden(gpath, f"gates can only be removed, not added: {', '.join(added)}"))
+        errors += admission_gated_by_update_errors(old, new)
     return errors

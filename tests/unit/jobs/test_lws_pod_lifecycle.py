@@ -120,6 +120,21 @@ def test_adoption_stamps_group_size_role_and_queue_once() -> None:
     assert LWS.pod_owner({"metadata": {"labels": {keys.LWS_NAME: "srv"}}}) is None, "no suspending parent"
 
 
+@pytest.mark.parametrize("identifier_annotations", [True, False])
+def test_adoption_names_the_group_where_the_gate_says(identifier_annotations: bool) -> None:
+    # Kueue's SetPodGroupName and SetPrebuiltWorkloadName: annotations under
+    # WorkloadIdentifierAnnotations, labels without it; the pod's group reads either.
+    pod = LWS.adopt(_lws(), _pod(1, 0), identifier_annotations=identifier_annotations)
+    assert pod is not None
+    name = group_workload_name(_lws(), 1)
+    here, there = ("annotations", "labels") if identifier_annotations else ("labels", "annotations")
+    for key in (keys.POD_GROUP_NAME, keys.PREBUILT_WORKLOAD_NAME):
+        assert pod["metadata"][here][key] == name
+        assert key not in pod["metadata"][there]
+    assert POD.group_name(pod) == name
+    assert POD.workload_name(POD.assemble("ns", name, [pod])) == name
+
+
 def test_gated_group_starts_with_node_selector_and_loses_its_gates() -> None:
     group = _group(_pod(0, 0), _pod(0, 1))
     assert POD.is_suspended(group) and not POD.is_active(group)

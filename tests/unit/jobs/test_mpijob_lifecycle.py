@@ -190,7 +190,9 @@ def test_multikueue_copies_it_without_run_policy_managed_by() -> None:
     copy = MPI.multikueue.remote_copy(job, "wl-1", "manager")
     assert "managedBy" not in copy["spec"]["runPolicy"]
     assert copy["spec"]["mpiReplicaSpecs"] == job["spec"]["mpiReplicaSpecs"]
-    assert copy["metadata"]["labels"][keys.PREBUILT_WORKLOAD_NAME] == "wl-1"
+    # WorkloadIdentifierAnnotations (on by default): the prebuilt name is an annotation.
+    assert copy["metadata"]["annotations"][keys.PREBUILT_WORKLOAD_NAME] == "wl-1"
+    assert keys.PREBUILT_WORKLOAD_NAME not in copy["metadata"]["labels"]
     assert copy["metadata"]["labels"][keys.MULTIKUEUE_ORIGIN] == "manager"
 
 

@@ -118,4 +118,4 @@ def test_a_group_needs_a_required_or_preferred_topology_to_be_one() -> None:
     # The worker is refused on its own, and the launcher is a group of one.
     assert [e.path for e in errors] == [f"{LAUNCHER_META}.annotations[{keys.PODSET_GROUP_NAME}]",
                                         f"{WORKER_META}.annotations[{keys.PODSET_GROUP_NAME}]"]
-    assert "got: 1 pod set(s)" in str(errors[0]) and "may be set only with" in str(errors[1])
+    assert "got: 1 pod set(s)" in str(errors[0]) and "may not be set when neither" in str(errors[1])

@@ -319,13 +319,13 @@ def _managed(tj: JSON) -> JSON:
     "sync creates remote TrainJob stripping kueue runtime patch",
 ])
 def test_kueue_multikueue_remote_copy(case: str) -> None:
-    """kueue v0.19.2 trainjob_multikueue_adapter_test.go TestMultiKueueAdapter (with
-    WorkloadIdentifierAnnotations off: pykueue names the prebuilt Workload in a label)."""
+    """kueue v0.19.2 trainjob_multikueue_adapter_test.go TestMultiKueueAdapter (these cases
+    turn WorkloadIdentifierAnnotations off: the prebuilt Workload is named in a label)."""
     local = _managed(trainjob("trainjob1", suspend=False))
     del local["metadata"]["uid"], local["metadata"]["resourceVersion"]
     if "stripping" in case:
         local["spec"]["runtimePatches"] = [runtime_patch(KUEUE)]
-    remote = LIFECYCLE.multikueue.remote_copy(local, "wl1", "origin1")
+    remote = LIFECYCLE.multikueue.remote_copy(local, "wl1", "origin1", identifier_annotations=False)
     want = trainjob("trainjob1", suspend=False)
     del want["metadata"]["uid"], want["metadata"]["resourceVersion"]
     want["metadata"]["labels"] = {keys.PREBUILT_WORKLOAD_NAME: "wl1", keys.MULTIKUEUE_ORIGIN: "origin1"}

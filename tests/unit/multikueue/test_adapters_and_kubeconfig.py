@@ -7,9 +7,10 @@ import yaml
 
 from pykueue.api import keys
 from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as JOB
-from pykueue.manager.jobs.lifecycle import managed_by_multikueue, prebuilt_workload_name
+from pykueue.manager.jobs.lifecycle import managed_by_multikueue
 from pykueue.manager.jobs.multikueue.adapter import remote_workload
 from pykueue.manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name
 from pykueue.manager.jobs.pytorchjob.lifecycle import LIFECYCLE as PYTORCH
 
 GENERATED = {"batch.kubernetes.io/controller-uid": "u1", "batch.kubernetes.io/job-name": "j",
@@ -26,15 +27,31 @@ def _job() -> dict[str, object]:
             "status": {"active": 1}}
 
 
-def test_a_job_copy_drops_managed_by_the_generated_selector_and_what_the_api_server_owns() -> None:
-    copy = JOB.multikueue.remote_copy(_job(), "wl-name", "origin-a")
+JOB_SOURCE = "kueue v0.19.2 job_multikueue_adapter_test.go TestMultiKueueAdapter"
+
+
+@pytest.mark.parametrize(
+    ("identifier_annotations", "where"),
+    [
+        pytest.param(False, "labels", id=f'{JOB_SOURCE} "sync creates missing remote job"'),
+        pytest.param(True, "annotations", id=f'{JOB_SOURCE} "sync creates missing remote job, '
+                                              'WorkloadIdentifierAnnotations enabled"'),
+    ],
+)
+def test_a_job_copy_drops_managed_by_the_generated_selector_and_what_the_api_server_owns(
+    identifier_annotations: bool, where: str
+) -> None:
+    copy = JOB.multikueue.remote_copy(_job(), "wl-name", "origin-a",
+                                      identifier_annotations=identifier_annotations)
     assert "managedBy" not in copy["spec"] and "selector" not in copy["spec"]
     assert copy["spec"]["suspend"] is True
     assert copy["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
-    assert copy["metadata"] == {"name": "j", "namespace": "ns", "labels": {
-        keys.QUEUE_NAME: "lq", keys.MULTIKUEUE_ORIGIN: "origin-a", keys.PREBUILT_WORKLOAD_NAME: "wl-name"}}
+    labels = {keys.QUEUE_NAME: "lq", keys.MULTIKUEUE_ORIGIN: "origin-a"}
+    want = {"name": "j", "namespace": "ns", "labels": labels}
+    want.setdefault(where, {})[keys.PREBUILT_WORKLOAD_NAME] = "wl-name"  # type: ignore[index]
+    assert copy["metadata"] == want
     assert "status" not in copy
-    assert prebuilt_workload_name(copy) == "wl-name"
+    assert prebuilt_workload_name(copy, identifier_annotations) == "wl-name"
 
 
 def test_only_a_job_managed_by_multikueue_is_left_alone_in_the_manager() -> None:

@@ -15,11 +15,8 @@ import pytest
 from pykueue.api import keys
 from pykueue.manager.jobs.jobset.lifecycle import LIFECYCLE as JS
 from pykueue.manager.jobs.jobset.lifecycle import OWN_CONTROLLER
-from pykueue.manager.jobs.lifecycle import (
-    DispatchedByMultiKueue,
-    managed_by_multikueue,
-    prebuilt_workload_name,
-)
+from pykueue.manager.jobs.lifecycle import DispatchedByMultiKueue, managed_by_multikueue
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name
 from tests.unit.jobs.jobset_objects import jobs_status, jobset, replicated_job
 
 SOURCE = "kueue v0.19.2 jobset_multikueue_adapter_test.go TestMultiKueueAdapter"
@@ -46,11 +43,11 @@ def test_the_copy_runs_in_the_worker_under_the_prebuilt_workload() -> None:
     assert remote["spec"]["replicatedJobs"] == local["spec"]["replicatedJobs"]
     assert remote["spec"]["suspend"] is False
     assert remote["metadata"] == {
-        "name": "jobset1", "namespace": "ns", "annotations": {"team": "a"},
-        "labels": {keys.QUEUE_NAME: "lq", keys.PREBUILT_WORKLOAD_NAME: "wl1",
-                   keys.MULTIKUEUE_ORIGIN: "origin1"}}
+        "name": "jobset1", "namespace": "ns",
+        "annotations": {"team": "a", keys.PREBUILT_WORKLOAD_NAME: "wl1"},
+        "labels": {keys.QUEUE_NAME: "lq", keys.MULTIKUEUE_ORIGIN: "origin1"}}
     assert "status" not in remote
-    assert prebuilt_workload_name(remote) == "wl1"
+    assert prebuilt_workload_name(remote, True) == "wl1"
     assert local["spec"]["managedBy"] == keys.MULTIKUEUE_CONTROLLER, "the local JobSet is not changed"
 
 
@@ -80,8 +77,18 @@ def test_kueue_sync_creates_missing_remote_jobset(suspend: bool) -> None:
                                                              keys.MULTIKUEUE_ORIGIN: "origin1"})
     del want["metadata"]["uid"]
     before = copy.deepcopy(local)
-    assert JS.multikueue.remote_copy(local, "wl1", "origin1") == want
+    assert JS.multikueue.remote_copy(local, "wl1", "origin1", identifier_annotations=False) == want
     assert local == before, "the manager's JobSet is unchanged"
+
+
+def test_kueue_sync_creates_missing_remote_jobset_with_identifier_annotations() -> None:
+    # kueue v0.19.2 jobset_multikueue_adapter_test.go TestMultiKueueAdapter
+    # "sync creates missing remote jobset, WorkloadIdentifierAnnotations enabled"
+    local = jobset("jobset1", "ns", managed_by=keys.MULTIKUEUE_CONTROLLER)
+    want = jobset("jobset1", "ns", labels={keys.MULTIKUEUE_ORIGIN: "origin1"},
+                  annotations={keys.PREBUILT_WORKLOAD_NAME: "wl1"})
+    del want["metadata"]["uid"]
+    assert JS.multikueue.remote_copy(local, "wl1", "origin1", identifier_annotations=True) == want
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,8 @@ class JobWebhook:
         errors += self._topology(obj, ctx)
         if old is not None:
             errors += validate_job_on_update(
-                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
+                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old),
+                group=self.group, kind=self.kind,
             )
             errors += self._update(obj, old)
         return errors

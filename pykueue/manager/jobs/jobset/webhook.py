@@ -40,7 +40,8 @@ class JobSetWebhook:
         errors: list[FieldError] = []
         if old is not None:
             errors += validate_job_on_update(old, obj, ctx, new_suspended=is_suspended(obj),
-                                             old_suspended=is_suspended(old))
+                                             old_suspended=is_suspended(old), group=self.group,
+                                             kind=self.kind)
         errors += validate_job_on_create(obj, ctx, self.group, self.kind)
         return errors + self._topology_errors(obj, ctx)
 

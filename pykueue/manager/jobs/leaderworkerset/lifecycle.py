@@ -22,6 +22,7 @@ from pykueue.api.wire import JSON, meta
 from pykueue.manager.core.jobs_to_workloads import queue_name, workload_name
 from pykueue.manager.jobs.integrations import Integration
 from pykueue.manager.jobs.lifecycle import TopLevelOwner
+from pykueue.manager.jobs.prebuilt import set_prebuilt_workload_name
 
 GROUP = "leaderworkerset.x-k8s.io"
 
@@ -61,7 +62,9 @@ class LeaderWorkerSetLifecycle(TopLevelOwner):
             return None
         return str(name)
 
-    def adopt(self, owner: Mapping[str, Any], pod: Mapping[str, Any]) -> JSON | None:
+    def adopt(
+        self, owner: Mapping[str, Any], pod: Mapping[str, Any], *, identifier_annotations: bool = True
+    ) -> JSON | None:
         pmeta = meta(pod)
         labels = pmeta.get("labels") or {}
         if (self.pod_owner(pod) != meta(owner).get("name") or _terminated(pod)
@@ -79,9 +82,10 @@ class LeaderWorkerSetLifecycle(TopLevelOwner):
         if queue and _gated(pod):
             out_labels[keys.QUEUE_NAME] = queue
         annotations = out["metadata"].setdefault("annotations", {})
-        # WorkloadIdentifierAnnotations (on at HEAD): group and prebuilt names as annotations.
-        annotations[keys.POD_GROUP_NAME] = group
-        annotations[keys.PREBUILT_WORKLOAD_NAME] = group
+        # Kueue's SetPodGroupName and SetPrebuiltWorkloadName: annotations under the
+        # WorkloadIdentifierAnnotations gate, labels without it.
+        (annotations if identifier_annotations else out_labels)[keys.POD_GROUP_NAME] = group
+        set_prebuilt_workload_name(out["metadata"], group, identifier_annotations)
         annotations[keys.POD_GROUP_TOTAL_COUNT] = str(size)
         annotations[keys.ROLE_HASH] = role_of(owner, pod)
         return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import keys
-from pykueue.api.field_errors import forbidden, invalid
+from pykueue.api.field_errors import invalid
 from pykueue.api.fields import FieldError
 from pykueue.api.wire import JSON
 from pykueue.manager.core.jobs_to_workloads import queue_name
@@ -26,15 +26,22 @@ from pykueue.manager.jobs.job_fields import (
     annotations_of,
     get_path,
     int_or,
+    labels,
     priority_class_label,
     set_annotation,
     set_label,
 )
-from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
+from pykueue.manager.jobs.names import label_path
 from pykueue.manager.jobs.ownership import workload_should_be_suspended
 from pykueue.manager.jobs.pod_shape import shape_errors
-from pykueue.manager.jobs.tas_annotations import tas_podset_errors
-from pykueue.manager.jobs.validation import admission_gated_by_errors, elastic_enabled
+from pykueue.manager.jobs.tas_annotations import podset_group_errors, tas_podset_errors
+from pykueue.manager.jobs.validation import (
+    admission_gated_by_errors,
+    admission_gated_by_update_errors,
+    elastic_annotation_errors,
+    priority_class_update_errors,
+    queue_name_errors,
+)
 
 INTEGRATION = "leaderworkerset.x-k8s.io/leaderworkerset"
 LEADER = "spec.leaderWorkerTemplate.leaderTemplate"
@@ -99,23 +106,15 @@ class LeaderWorkerSetWebhook:
         return errors
 
     def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
-        errors: list[FieldError] = []
-        queue = queue_name(obj)
-        if queue:
-            errors += dns_subdomain_errors(queue, label_path(keys.QUEUE_NAME))
-        if elastic_enabled(obj, ctx):
-            errors.append(
-                forbidden(
-                    annotation_path(keys.ELASTIC_JOB), "elastic jobs are not supported for LeaderWorkerSet"
-                )
-            )
-        gated = annotations_of(obj).get(keys.ADMISSION_GATED_BY)
-        if gated is not None and ctx.gate("AdmissionGatedBy"):
-            errors += admission_gated_by_errors(gated, annotation_path(keys.ADMISSION_GATED_BY))
+        """Kueue's validateCreate of an LWS, in its order."""
+        errors = queue_name_errors(obj)
+        errors += elastic_annotation_errors(obj, ctx, self.group, self.kind)
         replicas = get_path(obj, "spec", "replicas")
         replicas = 1 if replicas is None else replicas
         if not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
             errors.append(invalid("spec.replicas", replicas, f"must be between 0 and {MAX_REPLICAS}"))
+        if ctx.gate("AdmissionGatedBy"):
+            errors += admission_gated_by_errors(annotations_of(obj).get(keys.ADMISSION_GATED_BY, ""))
         errors += self._topology(obj, ctx)
         return errors
 
@@ -133,46 +132,20 @@ class LeaderWorkerSetWebhook:
         for base, tmpl, count in members:
             meta = tmpl.get("metadata")
             errors += tas_podset_errors(meta if isinstance(meta, dict) else {}, base, ctx, count)
-        grouped = [
-            (base, annotations_of(t), count)
-            for base, t, count in members
-            if keys.PODSET_GROUP_NAME in annotations_of(t)
-        ]
-        if grouped:
-            errors += _podset_group_errors(grouped, len(members))
-        return errors
+        # The pod sets' groups, by the rules shared with every kind (ValidatePodSetGroupingTopology).
+        return errors + podset_group_errors([(base, annotations_of(t), count) for base, t, count in members])
 
     def _update(self, obj: JSON, old: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []
         suspended = is_suspended(old)
-        qpath = label_path(keys.QUEUE_NAME)
-        old_q, new_q = queue_name(old), queue_name(obj)
-        if old_q and not new_q:
-            errors.append(invalid(qpath, new_q, "the queue-name label cannot be removed"))
-        elif old_q != new_q and not suspended:
-            errors.append(invalid(qpath, new_q, "field is immutable while replicas are ready"))
-        ppath = label_path(keys.PRIORITY_CLASS)
-        old_p, new_p = priority_class_label(old), priority_class_label(obj)
-        if old_p and not new_p:
-            errors.append(invalid(ppath, new_p, "the priority class label cannot be removed"))
-        elif not old_p and new_p and not suspended:
-            errors.append(
-                invalid(ppath, new_p, "the priority class label cannot be added while replicas are ready")
-            )
+        old_q = labels(old).get(keys.QUEUE_NAME, "")
+        new_q = labels(obj).get(keys.QUEUE_NAME, "")
+        # Kueue: the queue-name may change only while no replica is ready, and never to none.
+        if (not suspended or not new_q) and old_q != new_q:
+            errors.append(invalid(label_path(keys.QUEUE_NAME), new_q, "field is immutable"))
+        errors += priority_class_update_errors(suspended, old, obj)
         if ctx.gate("AdmissionGatedBy"):
-            old_g = annotations_of(old).get(keys.ADMISSION_GATED_BY, "")
-            new_g = annotations_of(obj).get(keys.ADMISSION_GATED_BY, "")
-            gpath = annotation_path(keys.ADMISSION_GATED_BY)
-            if not old_g.strip() and new_g.strip():
-                errors.append(forbidden(gpath, "the annotation cannot be added after creation"))
-            elif old_g.strip() and new_g.strip():
-                added = [
-                    g
-                    for g in new_g.split(",")
-                    if g.strip() and g.strip() not in [o.strip() for o in old_g.split(",")]
-                ]
-                if added:
-                    errors.append(forbidden(gpath, "gates can only be removed, not added"))
+            errors += admission_gated_by_update_errors(old, obj)
         if workload_should_be_suspended(obj, ctx):
             errors += self._shape(obj, old, ctx)
         return errors
@@ -197,41 +170,6 @@ class LeaderWorkerSetWebhook:
         if ctx.gate("LWSImmutableGroupSize") and group_size(old) != group_size(obj):
             errors.append(invalid("spec.leaderWorkerTemplate.size", group_size(obj), "field is immutable"))
         return errors
-
-
-def _podset_group_errors(grouped: list[tuple[str, dict[str, str], int]], members: int) -> list[FieldError]:
-    """A podset group must pair the leader with the workers, share one topology request, and
-    have a member of count 1 (the leader)."""
-    errors: list[FieldError] = []
-    paths = [annotation_path(keys.PODSET_GROUP_NAME, base) for base, _, _ in grouped]
-    names = {ann[keys.PODSET_GROUP_NAME] for _, ann, _ in grouped}
-    if len(grouped) != 2 or members != 2 or len(names) != 1:
-        for (_, ann, _), path in zip(grouped, paths, strict=True):
-            errors.append(
-                invalid(
-                    path,
-                    ann[keys.PODSET_GROUP_NAME],
-                    "a podset group must contain exactly 2 podsets (leader and workers)",
-                )
-            )
-        return errors
-    if not any(count == 1 for _, _, count in grouped):
-        for (_, ann, _), path in zip(grouped, paths, strict=True):
-            errors.append(
-                invalid(path, ann[keys.PODSET_GROUP_NAME], "one podset of the group must have count 1")
-            )
-    for key in (keys.PODSET_REQUIRED_TOPOLOGY, keys.PODSET_PREFERRED_TOPOLOGY):
-        values = [ann.get(key) for _, ann, _ in grouped]
-        if any(v is not None for v in values) and len(set(values)) != 1:
-            for base, ann, _ in grouped:
-                errors.append(
-                    invalid(
-                        annotation_path(key, base),
-                        ann.get(key),
-                        "podsets of one group must request the same topology",
-                    )
-                )
-    return errors
 
 
 WEBHOOK = LeaderWorkerSetWebhook()

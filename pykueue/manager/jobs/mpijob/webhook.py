@@ -57,7 +57,8 @@ class MPIJobWebhook:
             # Kueue sorts the errors of a create by field, not those of an update.
             return sorted(self._common(obj, ctx), key=lambda e: e.path)
         errors = validate_job_on_update(
-            old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
+            old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old),
+            group=MPIJOB.group, kind=MPIJOB.kind,
         )
         return errors + self._common(obj, ctx)
 

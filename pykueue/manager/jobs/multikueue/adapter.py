@@ -4,10 +4,11 @@ MultiKueueAdapter), as pure functions over wire dicts.
 A job dispatched by MultiKueue exists twice: the user's object in the manager cluster,
 suspended and with ``managedBy: kueue.x-k8s.io/multikueue`` (so neither pykueue nor the
 kind's own controller runs it there), and a copy in the worker that won, with ``managedBy``
-cleared so the worker's controller runs it, and two labels: the prebuilt Workload's name
-(the worker's pykueue runs it under the Workload MultiKueue copied there instead of making
-its own) and the origin (whose manager made it, for garbage collection). The copy's status
-is written back to the manager's object until it finishes.
+cleared so the worker's controller runs it, the origin label (whose manager made it, for
+garbage collection) and the prebuilt Workload's name (the worker's pykueue runs it under the
+Workload MultiKueue copied there instead of making its own): an annotation under the
+WorkloadIdentifierAnnotations gate, a label without it, as Kueue's SetMultiKueueMeta writes
+it. The copy's status is written back to the manager's object until it finishes.
 
 Every kind differs only in where ``managedBy`` lives and what of the spec the worker's API
 server would refuse (a Job's generated selector); :class:`SpecCopyAdapter` covers both.
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 from pykueue.api import keys
 from pykueue.api.wire import JSON, meta
+from pykueue.manager.jobs.prebuilt import set_prebuilt_workload_name
 
 # Labels the manager's API server or Kueue put on the manager's objects that must not travel.
 _LOCAL_ONLY_LABELS = (keys.JOB_UID,)
@@ -34,8 +36,11 @@ class MultiKueueAdapter(Protocol):
         """The object's ``managedBy`` (None when unset)."""
         ...
 
-    def remote_copy(self, job: Mapping[str, Any], workload_name: str, origin: str) -> JSON:
-        """The object to create in the worker."""
+    def remote_copy(
+        self, job: Mapping[str, Any], workload_name: str, origin: str, *, identifier_annotations: bool = True
+    ) -> JSON:
+        """The object to create in the worker (``identifier_annotations``: the
+        WorkloadIdentifierAnnotations gate, on by default, decides where the prebuilt name goes)."""
         ...
 
     def with_remote_status(self, local: Mapping[str, Any], remote: Mapping[str, Any]) -> JSON | None:
@@ -43,13 +48,12 @@ class MultiKueueAdapter(Protocol):
         ...
 
 
-def clone_meta(obj: Mapping[str, Any], origin: str, extra_labels: Mapping[str, str] | None = None) -> JSON:
+def clone_meta(obj: Mapping[str, Any], origin: str) -> JSON:
     """Name, namespace, labels and annotations for a copy in another cluster (nothing the
     API server owns: no uid, resourceVersion, owners or finalizers)."""
     m = meta(obj)
     labels = {k: v for k, v in (m.get("labels") or {}).items() if k not in _LOCAL_ONLY_LABELS}
     labels[keys.MULTIKUEUE_ORIGIN] = origin
-    labels.update(extra_labels or {})
     out: JSON = {"name": m.get("name"), "namespace": m.get("namespace"), "labels": labels}
     if m.get("annotations"):
         out["annotations"] = dict(m["annotations"])
@@ -81,9 +85,12 @@ class SpecCopyAdapter:
         value = self._holder(job).get("managedBy")
         return str(value) if value else None
 
-    def remote_copy(self, job: Mapping[str, Any], workload_name: str, origin: str) -> JSON:
-        out: JSON = {"apiVersion": job.get("apiVersion"), "kind": job.get("kind"),
-                     "metadata": clone_meta(job, origin, {keys.PREBUILT_WORKLOAD_NAME: workload_name}),
+    def remote_copy(
+        self, job: Mapping[str, Any], workload_name: str, origin: str, *, identifier_annotations: bool = True
+    ) -> JSON:
+        metadata = clone_meta(job, origin)
+        set_prebuilt_workload_name(metadata, workload_name, identifier_annotations)
+        out: JSON = {"apiVersion": job.get("apiVersion"), "kind": job.get("kind"), "metadata": metadata,
                      "spec": copy.deepcopy(dict(job.get("spec") or {}))}
         holder: JSON = out
         for part in self.switches:

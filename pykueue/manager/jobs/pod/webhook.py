@@ -24,6 +24,7 @@ from pykueue.manager.jobs.job_fields import annotations_of, get_path, labels, se
 from pykueue.manager.jobs.names import annotation_path, dns_subdomain_errors, label_path
 from pykueue.manager.jobs.ownership import find_managed_ancestor, may_be_managed, namespace_selected
 from pykueue.manager.jobs.pod_shape import role_hash
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name, prebuilt_workload_path
 from pykueue.manager.jobs.tas_annotations import tas_podset_errors
 from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
@@ -129,20 +130,18 @@ class PodWebhook:
                 errors.append(invalid(total_path, total, "must be an integer"))
         if name:
             errors += dns_subdomain_errors(name, name_path)
-            prebuilt = labels(obj).get(keys.PREBUILT_WORKLOAD_NAME) or annotations_of(obj).get(
-                keys.PREBUILT_WORKLOAD_NAME
-            )
+            # Kueue's validatePrebuiltWorkloadName: read and named as every kind reads it.
+            annotations_gate = ctx.gate("WorkloadIdentifierAnnotations")
+            prebuilt = prebuilt_workload_name(obj, annotations_gate)
             if prebuilt and prebuilt != name:
-                errors.append(
-                    invalid(
-                        label_path(keys.PREBUILT_WORKLOAD_NAME), prebuilt, "must equal the pod group name"
-                    )
-                )
+                errors.append(invalid(prebuilt_workload_path(obj, annotations_gate), prebuilt,
+                                      "prebuilt workload and pod group should be equal"))
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         errors += tas_podset_errors(meta or {}, "metadata", ctx)
         if old is not None:
             errors += validate_job_on_update(
-                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
+                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old),
+                group=self.group, kind=self.kind,
             )
             old_name, _ = group_name(old)
             if old_name and old_name != name:

@@ -33,7 +33,8 @@ class PyTorchJobWebhook:
             errors = validate_job_on_create(obj, ctx, self.group, self.kind)
         else:
             errors = validate_job_on_update(
-                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old)
+                old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old),
+                group=self.group, kind=self.kind,
             )
         replicas = get_path(obj, "spec", "pytorchReplicaSpecs")
         for rtype in REPLICA_TYPES:

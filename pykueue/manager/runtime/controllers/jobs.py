@@ -73,9 +73,9 @@ from pykueue.manager.jobs.lifecycle import (
     managed_by_multikueue,
     pod_live,
     podset_infos,
-    prebuilt_workload_name,
 )
 from pykueue.manager.jobs.ownership import ORPHAN_MESSAGE, is_orphaned
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name
 from pykueue.manager.jobs.registry import JobKind, Registry
 from pykueue.manager.jobs.related import ReadsRelated, RelatedKey, RelatedKind, RelatedMissing, missing
 from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
@@ -232,7 +232,7 @@ class JobReconciler:
                 self.queue.add(f"{kind}:{key}")
             if isinstance(lc, DispatchedByMultiKueue):
                 self._note_prebuilt(f"{kind}:{key}", ns, None if event == EventType.DELETED
-                                    else prebuilt_workload_name(obj))
+                                    else self._prebuilt_name(obj))
             for owner in self.active:
                 if isinstance(owner, AdoptsPods) and kind == "Pod":
                     name = None if event == EventType.DELETED else owner.pod_owner(obj)
@@ -259,6 +259,11 @@ class JobReconciler:
         _, kind, namespace, name = key
         informer = self._related.get(kind)
         return None if informer is None else informer.get_by_name(name, namespace or None)
+
+    def _prebuilt_name(self, job: JSON) -> str | None:
+        """The prebuilt Workload ``job`` runs under, as the WorkloadIdentifierAnnotations gate
+        reads it (a copy MultiKueue made before with a label still counts)."""
+        return prebuilt_workload_name(job, self.policy.gates.enabled("WorkloadIdentifierAnnotations")) or None
 
     def _note_prebuilt(self, job_key: str, ns: str, workload: str | None) -> None:
         """Remember which job runs under a prebuilt Workload: that Workload has no owner
@@ -369,7 +374,7 @@ class JobReconciler:
                 # Kueue cannot build its pod sets: nothing is done, the reconcile is retried.
                 raise RelatedMissing(absent[0])
             lc = lc.bind(related)
-        prebuilt = prebuilt_workload_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
+        prebuilt = self._prebuilt_name(job) if isinstance(lc, DispatchedByMultiKueue) else None
         try:
             # A prebuilt Workload (MultiKueue's copy in a worker) is made by someone else.
             desired = [] if prebuilt else with_copied_labels(lc.workloads(job), job,
@@ -620,7 +625,8 @@ class JobReconciler:
         actions: list[Action] = []
         for pod_key in sorted(self._adoptees.get(owner_key, ())):
             pod = pods.get(pod_key)
-            adopted = None if pod is None else lc.adopt(owner, pod)
+            adopted = None if pod is None else lc.adopt(
+                owner, pod, identifier_annotations=self.policy.gates.enabled("WorkloadIdentifierAnnotations"))
             if adopted is not None:
                 actions.append(Replace(adopted))
         await self._apply(actions)

@@ -29,6 +29,7 @@ from pykueue.kube import resources as res
 from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient, connect_from_dict
 from pykueue.kube.resources import ResourceRef
 from pykueue.manager.jobs.multikueue.kubeconfig import BadKubeconfig, parse_kubeconfig
+from pykueue.manager.jobs.prebuilt import prebuilt_workload_name
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,11 @@ def kubeconfig_source(cluster: Mapping[str, Any]) -> Mapping[str, Any]:
 
 class WorkerConnections:
     def __init__(self, local: KubeClient, namespace: str, origin: str,
-                 job_resources: Iterable[ResourceRef]) -> None:
+                 job_resources: Iterable[ResourceRef], *, identifier_annotations: bool = True) -> None:
+        """``identifier_annotations``: the WorkloadIdentifierAnnotations gate, which decides
+        where a remote job's prebuilt Workload name is read from (jobs.prebuilt)."""
         self.local = local
+        self.identifier_annotations = identifier_annotations
         self.namespace = namespace
         self.origin = origin
         self.job_resources = tuple(job_resources)
@@ -178,7 +182,7 @@ class WorkerConnections:
             for job in items.get("items") or ():
                 job.setdefault("apiVersion", ref.api_version)
                 job.setdefault("kind", ref.kind)
-                prebuilt = (meta(job).get("labels") or {}).get(keys.PREBUILT_WORKLOAD_NAME)
+                prebuilt = prebuilt_workload_name(job, self.identifier_annotations)
                 if prebuilt:
                     jobs[f"{meta(job).get('namespace')}/{prebuilt}"] = (ref, job)
         return workloads, jobs

@@ -33,6 +33,7 @@ from pykueue.kube.client import REQUEST_ERRORS, ApiError, KubeClient
 from pykueue.kube.informer import EventType, Informer
 from pykueue.kube.resources import ResourceRef, object_key
 from pykueue.manager.core.config import parse_duration
+from pykueue.manager.core.features import gate_enabled
 from pykueue.manager.jobs.lifecycle import DispatchedByMultiKueue, WorkloadOwner
 from pykueue.manager.jobs.multikueue.adapter import MultiKueueAdapter, remote_workload
 from pykueue.manager.jobs.multikueue.dispatch import (
@@ -97,13 +98,17 @@ class MultiKueueController:
         self.metrics = metrics
         self.informers = informers
         self.origin, self.worker_lost_timeout = multikueue_settings(config)
+        # Where a worker copy carries its prebuilt Workload's name (jobs.prebuilt).
+        self.identifier_annotations = gate_enabled(config.get("featureGates"),
+                                                   "WorkloadIdentifierAnnotations")
         self.adapters: dict[str, tuple[ResourceRef, MultiKueueAdapter]] = {}
         for lc in registry:
             if isinstance(lc, DispatchedByMultiKueue):
                 self.adapters[lc.integration.kind] = (resource_of(lc.integration), lc.multikueue)
         self.lifecycles: dict[str, WorkloadOwner] = {lc.integration.kind: lc for lc in registry}
         self.connections = WorkerConnections(client, namespace, self.origin,
-                                             [ref for ref, _ in self.adapters.values()])
+                                             [ref for ref, _ in self.adapters.values()],
+                                             identifier_annotations=self.identifier_annotations)
         # Per manager Workload uid: the worker that won it, and since when it is missing.
         self._winner: dict[str, str] = {}
         self._missing_since: dict[str, float] = {}
@@ -210,7 +215,8 @@ class MultiKueueController:
         owner = self._local_job(workload)
         if decision.create_job_in is not None and owner is not None:
             ref, adapter, job = owner
-            copy_ = adapter.remote_copy(job, str(meta(workload).get("name")), self.origin)
+            copy_ = adapter.remote_copy(job, str(meta(workload).get("name")), self.origin,
+                                        identifier_annotations=self.identifier_annotations)
             await self._remote_create(workers[decision.create_job_in], ref, copy_)
             log.info("%s %s: created in worker %s", ref.kind, object_key(job), decision.create_job_in)
         in_step = True
