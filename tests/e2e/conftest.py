@@ -42,6 +42,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.resolve().is_relative_to(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
+    # Tests that wait for the cluster to age run last, when it has (the same assertions, less
+    # waiting): the order of the others is kept.
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
 
 
 def wait_until(what: str, check: Callable[[], Any], deadline_s: float = 60.0, poll_s: float = 0.25) -> Any:

@@ -1,7 +1,7 @@
 """Prediction honesty: what ``simulate --cluster`` says a job gets, against what the manager does.
 
 Two ClusterQueues in a cohort with random quotas over two flavors, WorkloadPriorityClasses
-and preemption, a random set of jobs already running; then 30 random jobs are submitted one at
+and preemption, a random set of jobs already running; then 20 random jobs are submitted one at
 a time. Before each (once no eviction is in flight), the what-if predicts its outcome
 (admitted with which flavor, or pending with which tier); the job is then created and the
 manager's verdict read from its Workload.
@@ -29,7 +29,7 @@ from .conftest import DevCluster, wait_until
 from .test_what_if import job, pykueue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-SUBMISSIONS = 30
+SUBMISSIONS = 20
 AGREEMENT = 0.95
 # Reasons the manager shows on the way to its verdict, not verdicts of their own.
 TRANSIENT = {"PendingEvaluation", "WaitingForPreemptedWorkloads"}

@@ -58,6 +58,7 @@ async def test_list_then_watch_sees_add_update_delete(client: KubeClient, namesp
         await informer.stop()
 
 
+@pytest.mark.late  # the watch cache of a cluster up for a while ages out history at once
 async def test_an_expired_watch_relists_and_synthesizes_every_missed_change(
         client: KubeClient, namespace: str, dev_cluster: DevCluster) -> None:
     path = CONFIG_MAPS.collection_path(namespace)
