@@ -269,3 +269,30 @@ def parse_duration(text: str) -> float:
     if pos != len(body) or not body:
         raise ValueError(f"invalid duration {text!r}")
     return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as Go's ``time.Duration.String()`` prints it (``1h30m0s``, ``1.5s``,
+    ``-1ns``), to the nanosecond."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-" if ns < 0 else ""), abs(ns)
+    if ns < 10**9:
+        unit, scale = next((u, s) for u, s in (("ns", 1), ("µs", 10**3), ("ms", 10**6)) if ns < s * 1000)
+        return sign + _decimal(ns, scale) + unit
+    hours, rest = divmod(ns, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = _decimal(rest, 10**9) + "s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, scale: int) -> str:
+    whole, frac = divmod(value, scale)
+    if not frac:
+        return str(whole)
+    return f"{whole}." + str(frac).rjust(len(str(scale)) - 1, "0").rstrip("0")

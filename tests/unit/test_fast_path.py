@@ -135,6 +135,9 @@ class _Item:
     def add_marker(self, mark: pytest.MarkDecorator) -> None:
         self.marks.append(mark.name)
 
+    def get_closest_marker(self, name: str) -> str | None:
+        return name if name in self.marks else None
+
 
 def test_the_e2e_hook_marks_every_test_that_lives_under_e2e_and_no_other() -> None:
     # Its conftest is loaded by every run that collects tests/ (the fast path too, before it
@@ -142,8 +145,11 @@ def test_the_e2e_hook_marks_every_test_that_lives_under_e2e_and_no_other() -> No
     conftest = importlib.import_module("tests.e2e.conftest")
     items = [_Item(E2E / "test_queueing.py"), _Item(E2E / "runtime" / "test_leader.py"),
              _Item(TESTS / "unit" / "test_cli.py"), _Item(TESTS / "component" / "dashboard" / "test_x.py")]
+    items[1].marks.append("late")
     conftest.pytest_collection_modifyitems(items)
-    assert [item.marks for item in items] == [["e2e"], ["e2e"], [], []]
+    assert [item.marks for item in items] == [["e2e"], [], [], ["late", "e2e"]]  # the late one last
+    names = ["test_queueing.py", "test_cli.py", "test_x.py", "test_leader.py"]
+    assert [item.path.name for item in items] == names
 
 
 def test_every_collected_test_under_e2e_is_marked_e2e(request: pytest.FixtureRequest) -> None:

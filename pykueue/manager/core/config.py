@@ -17,6 +17,8 @@ from typing import Any
 
 from pykueue.api.config import CONFIG_API_VERSION_V1BETA1
 from pykueue.api.config import parse_duration as go_duration
+from pykueue.api.field_errors import aggregate, duplicate, invalid, not_supported
+from pykueue.api.fields import FieldError
 from pykueue.api.quantity import Quantity, QuantityError
 
 from .admission_fair_sharing import AfsConfig, config_from_dict
@@ -28,6 +30,12 @@ TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
 PRIORITIZE_PREEMPTORS_GATE = "PrioritizePreemptorWorkloads"
 DISABLE_WAIT_FOR_PODS_READY_GATE = "DisableWaitForPodsReady"
+QUOTA_CHECK_STRATEGY_GATE = "QuotaCheckStrategy"
+IGNORE_UNDECLARED = "IgnoreUndeclared"
+# In the order Kueue's validation lists them.
+QUOTA_CHECK_STRATEGIES = (IGNORE_UNDECLARED, "BlockUndeclared")
+TRANSFORMATION_STRATEGIES = ("Retain", "Replace")
+QUOTA_CHECK_PATH = "resources.quotaCheckStrategy"
 # Kueue's waitForPodsReady timeout when the section leaves it unset: v1beta2, v1beta1.
 DEFAULT_PODS_READY_TIMEOUT = "30m"
 V1BETA1_PODS_READY_TIMEOUT = "5m"
@@ -74,6 +82,10 @@ class CoreConfig:
     partial_admission: bool = True
     transformations: dict[str, Transformation] = field(default_factory=dict)
     excluded_prefixes: tuple[str, ...] = ()
+    # Configuration resources.quotaCheckStrategy IgnoreUndeclared (gate QuotaCheckStrategy, beta
+    # and on in v0.19.2): a resource no resource group of the ClusterQueue covers is left out
+    # of flavor assignment and quota instead of keeping the workload out (BlockUndeclared).
+    ignore_undeclared: bool = False
     # Configuration fairSharing.preemptionStrategies; None when fair sharing is off.
     fair_sharing: tuple[str, ...] | None = None
     # Configuration admissionFairSharing; None when off.
@@ -115,22 +127,52 @@ class CoreConfig:
     unreported_checks_active: bool = True
 
 
-def _resources(obj: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...]]:
+def _resources(obj: dict[str, Any],
+               gates: dict[str, Any]) -> tuple[dict[str, Transformation], tuple[str, ...], bool]:
+    """The ``resources`` section: transformations by input, excluded prefixes, and whether
+    undeclared resources are ignored (``quotaCheckStrategy: IgnoreUndeclared`` under the
+    QuotaCheckStrategy gate). Kueue v0.19.2's checks (``pkg/config/validation.go``) word the
+    errors: an unsupported strategy, an input transformed twice, and with the gate on an
+    unknown quotaCheckStrategy or IgnoreUndeclared together with excludeResourcePrefixes."""
     res = obj.get("resources") or {}
     if not isinstance(res, dict):
         raise ConfigError("resources is not a mapping")
+    errors: list[FieldError] = []
     transformations: dict[str, Transformation] = {}
-    for t in res.get("transformations") or ():
+    for i, t in enumerate(res.get("transformations") or ()):
+        if not isinstance(t, dict):
+            raise ConfigError(f"resources.transformations[{i}] is not a mapping")
         try:
             outputs = tuple((str(k), Quantity.parse(v)) for k, v in (t.get("outputs") or {}).items())
         except (QuantityError, ValueError) as exc:
             raise ConfigError(f"invalid transformation output: {exc}") from exc
-        strategy = t.get("strategy", "Retain")
-        if strategy not in ("Retain", "Replace"):
-            raise ConfigError(f"invalid transformation strategy {strategy!r}")
-        name = str(t.get("input"))
-        transformations[name] = Transformation(name, strategy == "Replace", outputs)
-    return transformations, tuple(str(p) for p in res.get("excludeResourcePrefixes") or ())
+        strategy = t.get("strategy") or "Retain"  # Kueue defaults an unset or empty one
+        if strategy not in TRANSFORMATION_STRATEGIES:
+            errors.append(not_supported(f"resources.transformations[{i}].strategy", strategy,
+                                        _supported(TRANSFORMATION_STRATEGIES)))
+        name = str(t.get("input") or "")
+        if name in transformations:
+            errors.append(duplicate(f"resources.transformations[{i}].input", name))
+        else:
+            transformations[name] = Transformation(name, strategy == "Replace", outputs,
+                                                   str(t.get("multiplyBy") or ""))
+    excluded = tuple(str(p) for p in res.get("excludeResourcePrefixes") or ())
+    strategy = res.get("quotaCheckStrategy")
+    ignore = False
+    if strategy is not None and gate_enabled(gates, QUOTA_CHECK_STRATEGY_GATE):
+        if excluded and strategy == IGNORE_UNDECLARED:
+            errors.append(invalid(QUOTA_CHECK_PATH, strategy, "excludeResourcePrefixes is not allowed when "
+                                  "quotaCheckStrategy is IgnoreUndeclared"))
+        if strategy not in QUOTA_CHECK_STRATEGIES:
+            errors.append(not_supported(QUOTA_CHECK_PATH, strategy, _supported(QUOTA_CHECK_STRATEGIES)))
+        ignore = strategy == IGNORE_UNDECLARED
+    if errors:
+        raise ConfigError(aggregate(errors))
+    return transformations, excluded, ignore
+
+
+def _supported(values: tuple[str, ...]) -> str:
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
 
 
 def config_from(obj: dict[str, Any] | None) -> CoreConfig:
@@ -139,7 +181,10 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     obj = {} if obj is None else obj
     if not isinstance(obj, dict):
         raise ConfigError("config is not a mapping")
-    transformations, excluded = _resources(obj)
+    gates = obj.get("featureGates") or {}
+    if not isinstance(gates, dict):
+        gates = {}
+    transformations, excluded, ignore_undeclared = _resources(obj, gates)
     fs = obj.get("fairSharing")
     strategies = (fs or {}).get("preemptionStrategies") if isinstance(fs, dict) else None
     fair = None if not isinstance(fs, dict) or fs.get("enable") is False else tuple(
@@ -153,11 +198,9 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         afs = config_from_dict(obj.get("admissionFairSharing"), parse_duration)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    gates = obj.get("featureGates") or {}
-    if not isinstance(gates, dict):
-        gates = {}
     common: dict[str, Any] = dict(
-        transformations=transformations, excluded_prefixes=excluded, fair_sharing=fair,
+        transformations=transformations, excluded_prefixes=excluded, ignore_undeclared=ignore_undeclared,
+        fair_sharing=fair,
         admission_fair_sharing=afs, tiered_reasons=gate_enabled(gates, TIERED_REASONS_GATE),
         admission_gated_by=gate_enabled(gates, "AdmissionGatedBy"),
         workload_slices=gate_enabled(gates, WORKLOAD_SLICES_GATE),

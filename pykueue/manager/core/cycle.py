@@ -80,13 +80,15 @@ def _preemption_hold(node: QuotaNode, usage: Usage, amounts: dict[FR, int], borr
 
 class Scheduler:
     def __init__(self, preemption: PreemptionHook | None = None, topology: TopologyHook | None = None,
-                 partial_admission: bool = True) -> None:
+                 partial_admission: bool = True, ignore_undeclared: bool = False) -> None:
+        """``ignore_undeclared``: Kueue's quotaCheckStrategy IgnoreUndeclared (see ``FlavorAssigner``)."""
         self.preemption: PreemptionHook = preemption or NoPreemption()
         self.topology: TopologyHook = topology or QuotaOnlyTopology()
         # Checked once: isinstance against a runtime-checkable Protocol is slow (every head).
         self.topology_preemption: TopologyPreemption | None = (
             self.topology if isinstance(self.topology, TopologyPreemption) else None)
         self.partial_admission = partial_admission
+        self.ignore_undeclared = ignore_undeclared
         # Fair sharing replaces the order of step 2 with an iterator that re-decides the
         # next entry on the cycle's live usage view (see fair_sharing.tournament).
         self.order: Callable[[Sequence[Entry], Snapshot, Usage], Iterable[Entry]] | None = None
@@ -239,8 +241,8 @@ class Scheduler:
             entry.assignment = self._assign(assigner, entry, snap)
             return
         view = _without(snap, replaced)
-        entry.assignment = self._assign(FlavorAssigner(view, self.preemption), entry, view,
-                                        pinned=_flavors_of(replaced))
+        assigner = FlavorAssigner(view, self.preemption, self.ignore_undeclared)
+        entry.assignment = self._assign(assigner, entry, view, pinned=_flavors_of(replaced))
 
     @staticmethod
     def _replaced_slice(snap: Snapshot, entry: Entry) -> WorkloadRecord | None:
@@ -278,7 +280,7 @@ class Scheduler:
                 usage.add_all(held[0], held[1].usage, sign=-1)
 
     def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
-        assigner = FlavorAssigner(snap, self.preemption)
+        assigner = FlavorAssigner(snap, self.preemption, self.ignore_undeclared)
         for entry in heads:
             self._nominate(entry, snap, assigner)
         # The cycle's own view: admissions of this cycle count against later entries. Beside

@@ -74,7 +74,7 @@ class QueueingCore:
         fair = config.fair_sharing
         if preemption is None:
             preemption = ClassicalPreemption() if fair is None else FairSharingPreemption(fair)
-        scheduler = Scheduler(preemption, topology, config.partial_admission)
+        scheduler = Scheduler(preemption, topology, config.partial_admission, config.ignore_undeclared)
         if fair is not None:
             scheduler.order = tournament
         # A topology hook that also tracks admitted placements (TAS usage, second pass).

@@ -22,6 +22,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "UnadmittedWorkloadsExplicitStatus": False,  # needs UnadmittedWorkloadsObservability
     "PrioritizePreemptorWorkloads": False,  # alpha since v0.19
     "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
+    "QuotaCheckStrategy": True,  # beta since v0.19: resources.quotaCheckStrategy
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,

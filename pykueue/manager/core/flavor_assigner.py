@@ -12,6 +12,11 @@ Usage assigned to earlier podsets of the same workload counts against later ones
 
 An elastic job's scaled-up slice keeps the flavors of the slice it replaces (``pinned``):
 its running pods stay where they are, and the new ones join them.
+
+A resource no resource group of the ClusterQueue covers keeps the pod set out (NoFit, "resource
+X unavailable in ClusterQueue"), unless it is requested at 0 or the Configuration's
+quotaCheckStrategy is IgnoreUndeclared: then, as in Kueue v0.19.2, it is skipped, getting no
+flavor and counting for no quota.
 """
 
 from __future__ import annotations
@@ -64,9 +69,14 @@ def _has_level(snap: Snapshot, topology: str | None, request: Mapping[str, Any])
 
 
 class FlavorAssigner:
-    def __init__(self, snap: Snapshot, preemption: PreemptionHook) -> None:
+    def __init__(self, snap: Snapshot, preemption: PreemptionHook, ignore_undeclared: bool = False) -> None:
+        """``ignore_undeclared``: Kueue's quotaCheckStrategy IgnoreUndeclared. A resource no
+        resource group of the ClusterQueue covers is then skipped, as one requested at 0
+        always is: it gets no flavor and counts for no quota (``status.admission`` shows
+        neither). Otherwise (BlockUndeclared) a non-zero request of it is a NoFit."""
         self.snap = snap
         self.preemption = preemption
+        self.ignore_undeclared = ignore_undeclared
         self._tas_only: dict[str, bool] = {}  # per ClusterQueue, over this snapshot's flavors
 
     def _implies_topology(self, cq: ClusterQueueDef) -> bool:
@@ -153,10 +163,13 @@ class FlavorAssigner:
             count = ps.count if counts is None else counts[i]
             requests = _podset_requests(ps, count, cq)
             psa = PodSetAssignment(ps.name, count, {}, requests)
-            for res in requests:
-                if not any(res in g.covered for g in cq.groups):
-                    psa.mode = Mode.NO_FIT
-                    psa.reasons.append(FlavorVerdict(Miss.RESOURCE_UNAVAILABLE, resource=res))
+            for res, value in requests.items():
+                if any(res in g.covered for g in cq.groups):
+                    continue
+                if value == 0 or self.ignore_undeclared:
+                    continue  # an undeclared resource Kueue skips: no flavor, no quota
+                psa.mode = Mode.NO_FIT
+                psa.reasons.append(FlavorVerdict(Miss.RESOURCE_UNAVAILABLE, resource=res))
             if psa.mode != Mode.NO_FIT:
                 for gi, group in enumerate(cq.groups):
                     wanted = [r for r in group.covered if r in requests]

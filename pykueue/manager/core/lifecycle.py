@@ -38,7 +38,6 @@ from .reasons import (
     PendingReason,
     checks_message,
 )
-from .resources import transform_requests
 from .timers import AFS_SAMPLE, BACKOFF, MAX_EXECUTION, PODS_READY, REQUEUE, Clock, Timers
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
@@ -137,12 +136,8 @@ class WorkloadLifecycle:
     def apply_workload(self, obj: dict[str, Any]) -> WorkloadRecord:
         self._created += 1
         config = self._config
-        wl = workload_from(obj, default_created=self._clock.now + self._created * 1e-6)
-        if config.transformations or config.excluded_prefixes:
-            wl = replace(wl, podsets=tuple(
-                replace(ps, requests=transform_requests(ps.requests, config.transformations,
-                                                        config.excluded_prefixes))
-                for ps in wl.podsets))
+        wl = workload_from(obj, default_created=self._clock.now + self._created * 1e-6,
+                           transformations=config.transformations, excluded_prefixes=config.excluded_prefixes)
         prio = self._cache.priority_of(wl)
         old = self.workloads.get(wl.key)
         if old is not None:

@@ -8,6 +8,7 @@ Invalid input raises :class:`ObjectError` with a one-line reason.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from pykueue.api import keys
 from pykueue.api.quantity import QuantityError, parse_quantity, resource_value
 
 from .max_execution import remaining_budget
-from .resources import pod_requests, requests_over_limits
+from .resources import Transformation, amounts, pod_requests_exact, requests_over_limits, transform_requests
 
 FR = tuple[str, str]
 """A (flavor, resource) pair: the unit of quota accounting."""
@@ -283,11 +284,16 @@ class WorkloadDef:
         return f"{self.namespace}/{self.name}"
 
 
-def podset_from(ps: dict[str, Any], where: str) -> PodSet:
+def podset_from(ps: dict[str, Any], where: str, transformations: Mapping[str, Transformation] | None = None,
+                excluded_prefixes: tuple[str, ...] = ()) -> PodSet:
+    """``transformations`` and ``excluded_prefixes``: the Configuration's ``resources``
+    rules, applied to the pod's exact requests (``resources.transform_requests``)."""
     template = ps.get("template") or {}
     pod_spec = template.get("spec") or {}
     try:
-        requests = pod_requests(pod_spec)
+        exact = pod_requests_exact(pod_spec)
+        requests = transform_requests(exact, transformations or {}, excluded_prefixes) \
+            if transformations or excluded_prefixes else amounts(exact)
     except (QuantityError, ValueError, TypeError) as exc:
         raise ObjectError(f"{where}: {exc}") from exc
     terms: list[tuple[dict[str, Any], ...]] = []
@@ -328,11 +334,14 @@ def _after_reclaim(podsets: tuple[PodSet, ...], reclaimable: Any, where: str) ->
     return tuple(out)
 
 
-def workload_from(obj: dict[str, Any], default_created: float) -> WorkloadDef:
+def workload_from(obj: dict[str, Any], default_created: float,
+                  transformations: Mapping[str, Transformation] | None = None,
+                  excluded_prefixes: tuple[str, ...] = ()) -> WorkloadDef:
     meta, spec = named_meta(obj), _spec(obj)
     ns = meta.get("namespace") or "default"
     where = f"Workload {ns}/{meta['name']}"
-    podsets = tuple(podset_from(ps, where) for ps in spec.get("podSets") or ())
+    podsets = tuple(podset_from(ps, where, transformations, excluded_prefixes)
+                    for ps in spec.get("podSets") or ())
     if not podsets:
         raise ObjectError(f"{where}: no podSets")
     try:

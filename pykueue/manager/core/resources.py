@@ -3,27 +3,31 @@
 Requests of regular containers are summed; an init container's request counts when it
 is larger than that sum (init containers run one at a time, before the others);
 restartable ("sidecar") init containers run alongside and are added. Limits stand in
-for missing requests, as the API server defaults them. Pod overhead is added.
-Resource transformations and excluded prefixes of the Configuration are applied
-afterwards (:func:`transform_requests`).
+for missing requests, as the API server defaults them. Pod overhead is added. The sums are
+exact (nano-units) and turned into Kueue's int64 amounts only at the end, as Kueue does.
+Excluded prefixes and resource transformations of the Configuration are applied to the
+exact sums before that (:func:`transform_requests`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from pykueue.api.quantity import Quantity, parse_quantity, resource_quantity, resource_value
+from pykueue.api.quantity import CPU, Quantity, parse_quantity
 
 NANO = 10**9
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
 
 
 def _container(c: Mapping[str, Any]) -> dict[str, int]:
     res = c.get("resources") or {}
     merged = dict(res.get("limits") or {})
     merged.update(res.get("requests") or {})
-    return {str(k): resource_value(str(k), parse_quantity(v)) for k, v in merged.items()}
+    return {str(k): parse_quantity(v).nano for k, v in merged.items()}
 
 
 def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
@@ -31,7 +35,8 @@ def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
-def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+def pod_requests_exact(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """Kueue's PodRequests: per resource, the pod's request in nano-units, exactly."""
     total: dict[str, int] = {}
     for c in pod_spec.get("containers") or ():
         _add(total, _container(c))
@@ -49,10 +54,37 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     for k, v in init_peak.items():
         total[k] = max(total.get(k, 0), v)
     overhead = pod_spec.get("overhead") or {}
-    _add(total, {str(k): resource_value(str(k), parse_quantity(v)) for k, v in overhead.items()})
-    # A resource requested at 0 stays: Kueue still assigns it a flavor (and in v0.12 a
-    # zero request of a resource the ClusterQueue does not cover keeps the workload out).
+    _add(total, {str(k): parse_quantity(v).nano for k, v in overhead.items()})
+    # A resource requested at 0 stays: Kueue still assigns it a flavor when the
+    # ClusterQueue covers it (one it does not cover is skipped at 0, see flavor_assigner).
     return total
+
+
+def amount(resource: str, units: Fraction) -> int:
+    """Kueue's int64 amount of an exact quantity (in units of the resource): cpu in
+    milli-cores, anything else in whole units, rounded away from zero and clamped to the
+    int64 range (Kueue's SafeMilliValue / SafeValue)."""
+    scaled = units * 1000 if resource == CPU else units
+    whole = -((-scaled.numerator) // scaled.denominator) if scaled >= 0 else \
+        scaled.numerator // scaled.denominator
+    return max(INT64_MIN, min(INT64_MAX, whole))
+
+
+def _nano_amount(resource: str, nano: int) -> int:
+    """:func:`amount` of a quantity in nano-units, in integers (the common case)."""
+    unit = 10**6 if resource == CPU else NANO
+    whole = -(-nano // unit) if nano >= 0 else nano // unit
+    return max(INT64_MIN, min(INT64_MAX, whole))
+
+
+def amounts(exact: Mapping[str, int]) -> dict[str, int]:
+    """Exact per-pod requests (nano-units) as Kueue's amounts."""
+    return {name: _nano_amount(name, nano) for name, nano in exact.items()}
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """Per resource, the pod's request as Kueue's amount (see :func:`amount`)."""
+    return amounts(pod_requests_exact(pod_spec))
 
 
 def requests_over_limits(podsets: Sequence[Mapping[str, Any]]) -> str:
@@ -84,27 +116,38 @@ class Transformation:
     input: str
     replace: bool  # strategy Replace drops the input; Retain keeps it
     outputs: tuple[tuple[str, Quantity], ...]
+    # ``multiplyBy``: the outputs are computed from the input times the quantity the pod
+    # requests of this resource ("" or not requested: from the input alone).
+    multiply_by: str = ""
 
 
 def transform_requests(requests: Mapping[str, int], transformations: Mapping[str, Transformation],
                        excluded_prefixes: tuple[str, ...] = ()) -> dict[str, int]:
-    """Apply resource transformations and exclusions to per-pod requests (amounts).
+    """Exact per-pod requests (nano-units) after exclusions and transformations, as amounts.
 
-    Each output is ``factor x input quantity``, computed exactly and rounded up to the
-    output's unit; outputs of several inputs add up.
+    Kueue v0.19.2's arithmetic: resources under an excluded prefix are dropped first. Each
+    transformed input generates ``factor x input`` per output (the input first multiplied
+    by the request of its ``multiplyBy`` resource, when the pod has one); what is generated
+    is summed exactly per output name, across inputs, apart from what is retained (inputs
+    without a transformation, and a Retain input as it was requested). A negative total
+    generated for a name (a negative factor writes an allowance) counts as 0, so it never
+    reduces a retained request; generated and retained are then added and rounded.
     """
-    out: dict[str, int] = {}
-    for name, value in requests.items():
-        if any(name.startswith(p) for p in excluded_prefixes):
-            continue
+    kept = {name: Fraction(nano, NANO) for name, nano in requests.items()
+            if not any(name.startswith(p) for p in excluded_prefixes)}
+    retained: dict[str, Fraction] = {}
+    generated: dict[str, Fraction] = {}
+    for name, value in kept.items():
         tr = transformations.get(name)
         if tr is None:
-            out[name] = out.get(name, 0) + value
+            retained[name] = value
             continue
-        if not tr.replace:
-            out[name] = out.get(name, 0) + value
-        in_nano = resource_quantity(name, value).nano
+        base = value * kept[tr.multiply_by] if tr.multiply_by and tr.multiply_by in kept else value
         for out_name, factor in tr.outputs:
-            nano = -(-factor.nano * in_nano // NANO)
-            out[out_name] = out.get(out_name, 0) + resource_value(out_name, Quantity(nano))
-    return out
+            generated[out_name] = generated.get(out_name, Fraction(0)) + base * Fraction(factor.nano, NANO)
+        if not tr.replace:
+            retained[name] = value
+    total = dict(retained)
+    for name, value in generated.items():
+        total[name] = total.get(name, Fraction(0)) + max(value, Fraction(0))
+    return {name: amount(name, value) for name, value in total.items()}

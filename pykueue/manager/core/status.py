@@ -124,7 +124,9 @@ def workload_status(rec: WorkloadView, now: float, *, delayed_topology: Mapping[
     if rec.holds_quota and rec.assignment is not None:
         status["admission"] = {"clusterQueue": cq, "podSetAssignments": [
             {"name": ps.name, "flavors": dict(ps.flavors), "count": ps.count,
-             "resourceUsage": {r: str(resource_quantity(r, v)) for r, v in ps.usage.items()},
+             # Kueue lists the resources that got a flavor: not one skipped as undeclared.
+             "resourceUsage": {r: str(resource_quantity(r, v)) for r, v in ps.usage.items()
+                               if r in ps.flavors},
              **({"topologyAssignment": ps.topology_assignment} if ps.topology_assignment else {}),
              **({"delayedTopologyRequest": delayed[ps.name]} if ps.name in delayed else {})}
             for ps in rec.assignment.podsets]}

@@ -3,10 +3,12 @@
 Kueue's jobframework reconciler, after each action on a job: ``CreatedWorkload`` once it
 created the job's Workload, ``Started`` once it unsuspended the job (on each pod for pods),
 ``Stopped`` once it suspended it again (why: the Workload's eviction message, or that it is
-not admitted, or missing), ``FinishedWorkload`` once it declared the Workload finished and
-``DeletedWorkload`` for a Workload that no longer matches the job, and ``UpdatedAdmissionCheck``
-with what the pending admission checks of a suspended job's Workload say. All Normal; the reporting
-controller is ``<integration name>-kueue-controller`` (``batch/job-kueue-controller``).
+not admitted, or missing), ``FinishedWorkload`` once it declared the Workload finished,
+``DeletedWorkload`` for a Workload that no longer matches the job, ``UpdatedAdmissionCheck``
+with what the pending admission checks of a suspended job's Workload say, and ``Deleted``
+once it deleted a job whose Workload it had deactivated (``afterDeactivatedByKueue``). All
+Normal; the reporting controller is ``<integration name>-kueue-controller``
+(``batch/job-kueue-controller``).
 
 The reconciler decides the action; these functions only word the event for the objects the
 action wrote, so a kind's events follow from its lifecycle without the reconciler asking
@@ -51,6 +53,13 @@ def deleted_workload(integration: Integration, subject: Mapping[str, Any],
 
 def finished_workload(integration: Integration, subject: Mapping[str, Any], workload_key: str) -> EventRecord:
     return EventRecord(_ref(subject), "FinishedWorkload", f"Workload '{workload_key}' is declared finished",
+                       reporter(integration))
+
+
+def deleted_after_deactivation(integration: Integration, subject: Mapping[str, Any]) -> EventRecord:
+    """The job of a Workload Kueue deactivated was deleted: objectRetentionPolicies'
+    afterDeactivatedByKueue ran out."""
+    return EventRecord(_ref(subject), "Deleted", "Deleted job: deactivation retention period expired",
                        reporter(integration))
 
 

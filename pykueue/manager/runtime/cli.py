@@ -40,6 +40,7 @@ from pykueue.manager.core.config import ConfigError, config_from, parse_duration
 from pykueue.manager.core.features import gate_enabled
 from pykueue.manager.runtime import token_review
 from pykueue.manager.runtime.controllers import manager as queue_manager
+from pykueue.manager.runtime.controllers import retention
 from pykueue.manager.runtime.controllers.manager import QueueManager
 from pykueue.manager.runtime.metrics import KueueMetrics, ReplicaRole
 from pykueue.manager.runtime.metrics_auth import cluster_metrics_guard
@@ -202,6 +203,8 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
     with starting("the Configuration"):
         qps, burst = client_limits(settings.config)
         core_config = config_from(settings.config)
+        retention.after_finished(settings.config)  # refused here, not as the manager starts
+        retention.after_deactivated_by_kueue(settings.config)
     check_kubeconfig(settings.kubeconfig)
     with starting("loading the kubeconfig"):
         client = await connect(settings.kubeconfig, qps=qps, burst=burst)

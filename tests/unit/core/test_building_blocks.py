@@ -109,7 +109,9 @@ def test_transformations_retain_replace_and_exclude() -> None:
     tr = {"cpu": Transformation("cpu", False, (("credits", Quantity.parse("2")),)),
           "example.com/old": Transformation("example.com/old", True,
                                             (("example.com/new", Quantity.parse("1")),))}
-    out = transform_requests({"cpu": 1500, "example.com/old": 2, "vendor.io/x": 1}, tr, ("vendor.io/",))
+    # Exact requests in nano-units in, amounts out.
+    out = transform_requests({"cpu": 1_500_000_000, "example.com/old": 2 * 10**9, "vendor.io/x": 10**9}, tr,
+                             ("vendor.io/",))
     assert out == {"cpu": 1500, "credits": 3, "example.com/new": 2}
 
 

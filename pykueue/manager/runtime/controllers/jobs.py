@@ -12,6 +12,8 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
 3. Running (``JobLifecycle``): finished -> Workload Finished; admitted and suspended ->
    start with the admission's podset infos; admitted -> pods ready; not admitted and active
    -> stop; not admitted and stopped -> restore the original templates.
+4. Retention (``afterDeactivatedByKueue``): the job of a Workload Kueue deactivated is
+   deleted once that retention has run out (``retention.deactivated_job_deletion_due``).
 
 Each action that Kueue's job reconciler reports is followed by its Event (``CreatedWorkload``,
 ``Started``, ``Stopped``, ``FinishedWorkload``, ``DeletedWorkload``, ``UpdatedAdmissionCheck``; see
@@ -82,6 +84,8 @@ from pykueue.manager.jobs.scheduling_gates import admitted_since, lifted_gates
 from pykueue.manager.jobs.workload_slices import REPLACED_MESSAGE, is_replacement_slice, plan_slices
 from pykueue.manager.runtime.job_resources import related_resource, resource_for, resource_of
 
+from .retention import deactivated_job_deletion_due
+
 log = logging.getLogger(__name__)
 
 FAILED_TO_START = "FailedToStart"
@@ -102,14 +106,17 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
     kind, an informer of its objects (a one-item list first tells whether the API is served),
     the writes of its lifecycle's actions (``JobKind.rbac``: :meth:`JobReconciler._apply`
     PUTs a ``Replace`` and DELETEs a ``Delete``), ``update`` on its finalizers for the Workloads
-    it owns (``_create_workload`` sets blockOwnerDeletion), and a list of an elastic kind's pods
-    (the ungater). For all kinds: Workloads created, their queue name or slice updated, surplus
-    ones deleted. An informer of each kind of object a kind's rules read (``ReadsRelated``)."""
+    it owns (``_create_workload`` sets blockOwnerDeletion), a delete of a kind that runs a
+    Workload (``_retire_deactivated``) and a list of an elastic kind's pods (the ungater).
+    For all kinds: Workloads created, their queue name or slice updated, surplus ones deleted.
+    An informer of each kind of object a kind's rules read (``ReadsRelated``)."""
     rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
     for kind in job_kinds:
         ref = resource_of(kind.integration)
         rows += [ref.access("list", "watch"), *kind.rbac,
                  ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
+        if isinstance(kind.lifecycle, JobLifecycle):  # afterDeactivatedByKueue: _retire_deactivated
+            rows.append(ref.access("delete"))
         if isinstance(kind.lifecycle, ScalesBySlices):
             rows.append(res.PODS.access("list"))
         if isinstance(kind.lifecycle, ReadsRelated):
@@ -125,11 +132,14 @@ class JobReconciler:
                  finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None,
                  events: EventSink | None = None,
                  creation_latency: Callable[[str, float], None] | None = None,
-                 gate_removal: Callable[[str, str, bool, float], None] | None = None) -> None:
+                 gate_removal: Callable[[str, str, bool, float], None] | None = None,
+                 deactivated_retention_s: float | None = None) -> None:
         """``creation_latency(job kind, seconds)`` receives each Workload's creation latency;
         ``gate_removal(gate, ClusterQueue, in a pod group, seconds)`` each scheduling gate a
-        write lifted from a pod, timed from the Workload's admission."""
+        write lifted from a pod, timed from the Workload's admission.
+        ``deactivated_retention_s``: the Configuration's afterDeactivatedByKueue (None: unset)."""
         self.client = client
+        self.deactivated_retention_s = deactivated_retention_s
         self._creation_latency = creation_latency
         self._gate_removal = gate_removal
         self.events: EventSink = events if events is not None else DiscardEvents()
@@ -397,13 +407,21 @@ class JobReconciler:
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
+            wl_key = f"{ns}/{running_under or lc.workload_name(job)}"
             await self._run(lc, job, ns, finished, running_under)
+            wait: float | None = None
+            if finished is None and not deleting:
+                deleted, wait = await self._retire_deactivated(lc, job, wl_key)
+                if deleted:
+                    return None
             if isinstance(lc, RemovesFinalizers):
-                workload = self.informers["Workload"].get(f"{ns}/{running_under or lc.workload_name(job)}")
+                workload = self.informers["Workload"].get(wl_key)
                 done = workload is not None and condition_true(workload, keys.WorkloadCondition.FINISHED)
                 await self._apply(lc.finalize(job, done))
             if scaler is not None and running_under is not None:
-                return await self._ungate(scaler, job, ns, running_under)
+                again = await self._ungate(scaler, job, ns, running_under)
+                return again if wait is None else wait if again is None else min(again, wait)
+            return wait
         return None
 
     def _load(self, lc: WorkloadOwner, key: str, ns: str, name: str) -> JSON | None:
@@ -478,6 +496,43 @@ class JobReconciler:
                 update = job_events.admission_check_update(lc.integration, job, workload)
                 if update is not None:
                     self.events.record(update)
+
+    async def _retire_deactivated(self, lc: JobLifecycle, job: JSON,
+                                  wl_key: str) -> tuple[bool, float | None]:
+        """Kueue's afterDeactivatedByKueue (``retention``): once the retention of a Workload
+        Kueue deactivated has run out, delete its job with background propagation (its pods
+        and the Workload follow) and record ``Deleted`` on it. Returns whether it was deleted,
+        else the seconds until it is due (None: it is not). A group of pods loses Kueue's
+        finalizers and, as in Kueue, the pod that stands for it is deleted."""
+        workload = self.informers["Workload"].get(wl_key)
+        after = self.deactivated_retention_s
+        due = None if after is None or workload is None else deactivated_job_deletion_due(workload, after)
+        if due is None:
+            return False, None
+        wait = due - time.time()
+        if wait > 0:
+            return False, wait
+        subject = self._subject(lc, job)
+        if subject is None:
+            return False, None
+        if isinstance(lc, RemovesFinalizers):
+            # Kueue finalizes after its delete; first here, so the update does not race it.
+            await self._apply(lc.finalize(job, True))
+        m = meta(subject)
+        path = resource_for(subject).object_path(str(m.get("name")), str(m.get("namespace") or "") or None)
+        options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        if m.get("uid"):
+            options["preconditions"] = {"uid": m.get("uid")}
+        try:
+            await self.client.delete(path, options)
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return True, None  # gone already, or a namesake we must not touch
+            raise
+        log.info("deleted %s %s: deactivated by Kueue, retention %.0fs ran out", subject.get("kind"),
+                 object_key(subject), after)
+        self.events.record(job_events.deleted_after_deactivation(lc.integration, subject))
+        return True, None
 
     async def _stop(self, lc: JobLifecycle, job: JSON, why: str) -> None:
         actions = lc.stop(job)

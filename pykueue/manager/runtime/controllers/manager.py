@@ -82,7 +82,7 @@ from .provisioning import ProvisioningController
 from .queue_status import QueueIndex, cluster_queue_status, local_queue_status, same_status
 from .release_order import ReleaseOrder
 from .reservation_moves import released, reservation_moved, reserved
-from .retention import FinishedRetention, after_finished
+from .retention import FinishedRetention, after_deactivated_by_kueue, after_finished
 from .topology import TopologyFeed
 from .write_echoes import WriteEchoes
 
@@ -189,7 +189,8 @@ class QueueManager:
         self.jobs = JobReconciler(client, self.core, self.informers, enabled_registry(policy), policy,
                                   self._kick.set, self._finished, timing=self.metrics, events=self.events,
                                   creation_latency=self.metrics.workload_creation_latency,
-                                  gate_removal=self.metrics.pod_scheduling_gate_removal)
+                                  gate_removal=self.metrics.pod_scheduling_gate_removal,
+                                  deactivated_retention_s=after_deactivated_by_kueue(job_config or {}))
         # Workloads this process reserved quota for: a stale echo of their admission after
         # an eviction must not be adopted back as if someone else had admitted them.
         self._reserved_by_us: set[str] = set()
