@@ -7,7 +7,8 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
 
 1. Workloads: create the missing ones the lifecycle wants, update a pending one's queue
    name (a queue-name label added to a job held under manageJobsWithoutQueueName), delete
-   surplus ones the job owns (an LWS scaled down).
+   surplus ones the job owns (an LWS scaled down); put them on hold or lift the hold (capability
+   ``HoldsWorkloads``: a StatefulSet scaled to zero), creating none while on hold.
 2. Adoption (capability ``AdoptsPods``): stamp the owner's pods with their group.
 3. Running (``JobLifecycle``): finished -> Workload Finished; admitted and suspended ->
    start with the admission's podset infos; admitted -> pods ready; not admitted and active
@@ -62,6 +63,7 @@ from pykueue.manager.jobs.lifecycle import (
     DispatchedByMultiKueue,
     Finished,
     GroupedObjects,
+    HoldsWorkloads,
     JobLifecycle,
     RemovesFinalizers,
     Replace,
@@ -106,6 +108,8 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
     ones deleted. An informer of each kind of object a kind's rules read (``ReadsRelated``)."""
     rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
     for kind in job_kinds:
+        if not kind.reconciled:
+            continue
         ref = resource_of(kind.integration)
         rows += [ref.access("list", "watch"), *kind.rbac,
                  ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
@@ -375,7 +379,8 @@ class JobReconciler:
             return None
         finished = lc.finished(job) if isinstance(lc, JobLifecycle) else None
         deleting = bool(meta(job).get("deletionTimestamp"))
-        create = finished is None and not deleting
+        hold = lc.on_hold(job) if isinstance(lc, HoldsWorkloads) else None
+        create = finished is None and not deleting and hold is None
         # An elastic job runs under one of its slices, which the slices' plan names.
         elastic = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1 \
             and self.policy.gates.enabled("ElasticJobsViaWorkloadSlices")
@@ -385,6 +390,8 @@ class JobReconciler:
             running_under = await self._sync_slices(lc, job, desired[0], create)
         else:
             await self._sync_workloads(lc, job, desired, create=create)
+        if isinstance(lc, HoldsWorkloads):
+            self._hold(desired, hold)
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
@@ -534,6 +541,16 @@ class JobReconciler:
                 subject = self._subject(lc, job)
                 if isinstance(lc, JobLifecycle) and subject is not None:  # as Kueue's jobframework
                     self.events.record(job_events.deleted_workload(lc.integration, subject, surplus))
+
+    def _hold(self, desired: list[JSON], why: str | None) -> None:
+        """Put the job's Workloads on hold (``why``: the condition's message) or lift the
+        hold; the core releases the quota of a held one at once (Kueue's OnHold)."""
+        for wl in desired:
+            key = object_key(wl)
+            if self.informers["Workload"].get(key) is None:
+                continue  # not created (or not seen) yet: its event brings the job back
+            if self.core.hold(key, why) if why is not None else self.core.unhold(key):
+                self._kick()
 
     async def _sync_slices(self, lc: WorkloadOwner, job: JSON, desired: JSON, create: bool) -> str:
         """An elastic job's slices (``manager.jobs.workload_slices``): create, resize or
