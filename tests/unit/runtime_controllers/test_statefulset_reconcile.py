@@ -122,3 +122,47 @@ def test_scaled_to_zero_the_workload_is_held_and_its_quota_released_then_queued_
     assert view.on_hold is None
     core.run_until_idle()
     assert view.holds_quota, "scaled up: queued again and admitted"
+
+
+def test_with_lws_and_statefulsets_both_adopting_each_pod_goes_to_its_own_owner() -> None:
+    policy = AdmissionPolicy(
+        frameworks=frozenset({"statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"})
+    )
+    rec = JobReconciler(
+        cast(KubeClient, _Api()),
+        QueueingCore(),
+        {},
+        enabled_registry(policy),
+        policy,
+        kick=lambda: None,
+        finished={},
+    )
+    rec.active = list(rec.registry)
+    queued: list[str] = []
+    rec.queue.add = lambda key, urgent=False: queued.append(key)  # type: ignore[method-assign]
+    handle = rec._object_handler(rec.registry.get("Pod"))  # type: ignore[arg-type]
+    lws_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "srv-0",
+            "namespace": "ns",
+            "labels": {keys.LWS_NAME: "srv"},
+            "annotations": {keys.POD_SUSPENDING_PARENT: "leaderworkerset.x-k8s.io/leaderworkerset"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": "srv",
+                    "uid": "u",
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    handle(EventType.ADDED, lws_pod, None)
+    handle(EventType.ADDED, sts_pod(_sts(2), 0), None)
+    assert rec._adoptees == {"LeaderWorkerSet:ns/srv": {"ns/srv-0"}, KEY: {"ns/web-0"}}
+    assert "LeaderWorkerSet:ns/srv" in queued and KEY in queued
+    handle(EventType.DELETED, lws_pod, None)
+    assert rec._adoptees.get("LeaderWorkerSet:ns/srv") == set()

@@ -236,10 +236,15 @@ class JobReconciler:
             if isinstance(lc, DispatchedByMultiKueue):
                 self._note_prebuilt(f"{kind}:{key}", ns, None if event == EventType.DELETED
                                     else prebuilt_workload_name(obj))
-            for owner in self.active:
-                if isinstance(owner, AdoptsPods) and kind == "Pod":
-                    name = None if event == EventType.DELETED else owner.pod_owner(obj)
-                    self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
+            adopters = [o for o in self.active if isinstance(o, AdoptsPods)] if kind == "Pod" else []
+            if adopters:
+                # At most one owner adopts a pod (an LWS's, a StatefulSet's): the first that names it.
+                owner_key = None
+                for owner in adopters if event != EventType.DELETED else ():
+                    if name := owner.pod_owner(obj):
+                        owner_key = f"{owner.integration.kind}:{ns}/{name}"
+                        break
+                self._readopt(owner_key, key)
         return handle
 
     def _related_handler(self, rk: RelatedKind) -> Callable[[EventType, JSON, JSON | None], None]:
