@@ -47,7 +47,8 @@ def _reconciler(core: QueueingCore, sts: JSON) -> tuple[JobReconciler, _Api, lis
         "Namespace": _Store({"metadata": {"name": "ns"}}),
         "Workload": _Store(),
         "ResourceFlavor": _Store(),
-        "Pod": _Store(),
+        "Pod": _Store(),  # the LWS pods' informer (the pod kind's first selector)
+        "Pod#2": _Store(),  # the StatefulSets' pods'
     }
     rec = JobReconciler(
         cast(KubeClient, api),
@@ -59,7 +60,7 @@ def _reconciler(core: QueueingCore, sts: JSON) -> tuple[JobReconciler, _Api, lis
         finished={},
     )
     rec._sources["StatefulSet"] = [_Store(sts)]  # type: ignore[list-item]
-    rec._sources["Pod"] = [informers["Pod"]]
+    rec._sources["Pod"] = [informers["Pod"], informers["Pod#2"]]
     rec.active = list(rec.registry)
     created: list[JSON] = []
 
@@ -91,7 +92,7 @@ def test_the_workload_is_created_and_pods_are_adopted_as_they_appear() -> None:
     asyncio.run(rec.reconcile(KEY))
     assert [w["metadata"]["name"] for w in created] == [sts_workloads(sts)[0]["metadata"]["name"]]
     pod = sts_pod(sts, 0)
-    rec.informers["Pod"].put(pod)  # type: ignore[attr-defined]
+    rec.informers["Pod#2"].put(pod)  # type: ignore[attr-defined]
     queued: list[str] = []
     rec.queue.add = lambda key, urgent=False: queued.append(key)  # type: ignore[method-assign]
     rec._object_handler(rec.registry.get("Pod"))(EventType.ADDED, pod, None)  # type: ignore[arg-type]

@@ -632,12 +632,10 @@ class JobReconciler:
             self._creation_latency(lc.integration.kind, workload_at - job_at)
 
     async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
-        pods = self.informers.get("Pod")
-        if pods is None:
-            return
+        sources = self._sources.get("Pod") or []  # a pod is in one of them (disjoint selectors)
         actions: list[Action] = []
         for pod_key in sorted(self._adoptees.get(owner_key, ())):
-            pod = pods.get(pod_key)
+            pod = next((p for i in sources if (p := i.get(pod_key)) is not None), None)
             adopted = None if pod is None else lc.adopt(owner, pod)
             if adopted is not None:
                 actions.append(Replace(adopted))
