@@ -27,8 +27,10 @@ Not ported, and why:
   references if replicas > 0", "shouldn't add StatefulSet to Workload owner references if
   replicas = 0"): releases before OnHold dropped the reference on a scale to zero; pykueue's
   Workloads keep it from their creation;
-* the AdmissionGatedBy annotation copied to the Workload (the six "...AdmissionGatedBy..."
+* the AdmissionGatedBy annotation copied to the Workload (the seven "...AdmissionGatedBy..."
   cases of TestReconciler): pykueue copies it from no job kind to its Workload;
+* "statefulset not found" (TestReconciler): nothing to check, a missing object is not
+  reconciled;
 * "scale up from zero blocked by existing workload" (TestValidateUpdate): pykueue's webhook
   reads no Workloads; it refuses the scale-up while pods of the scale-down remain
   (``status.replicas``), and a Workload on hold, as pykueue keeps it, is let through in
