@@ -99,6 +99,8 @@ KUBEFLOW_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
 KUBEFLOW_JOB_NAME: Final = "training.kubeflow.org/job-name"
 KUBEFLOW_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 CONTROLLER_REVISION_HASH: Final = "controller-revision-hash"
+STATEFULSET_POD_NAME: Final = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 
 
 class WorkloadCondition:

@@ -4,7 +4,8 @@
 
 * object events: :meth:`apply` (create or update from a plain object dict), :meth:`delete`;
 * workload life events: :meth:`finish`, :meth:`set_check_state`, :meth:`set_pods_ready`,
-  :meth:`job_stopped` (an evicted workload's job has no active pods left);
+  :meth:`job_stopped` (an evicted workload's job has no active pods left), :meth:`hold` and
+  :meth:`unhold` (its job puts it on hold and lifts the hold);
 * time: :meth:`next_deadline` and :meth:`fire_timers` (backoff expiries, PodsReady timeouts);
 * scheduling: :meth:`next_cycle` pops the heads and returns a :class:`CycleResult` of
   decision values computed on a snapshot; :meth:`apply_cycle` applies them (reserving
@@ -143,6 +144,15 @@ class QueueingCore:
         """The job of an evicted workload has no active pods left: release its quota and
         requeue (or deactivate) it. False if it was not waiting for that."""
         return self._lifecycle.job_stopped(key)
+
+    def hold(self, key: str, message: str) -> bool:
+        """The workload's job puts it on hold (Kueue's OnHold): its quota is released and it
+        is not queued until :meth:`unhold`. False if nothing changed."""
+        return self._lifecycle.hold(key, message)
+
+    def unhold(self, key: str) -> bool:
+        """The job lifts the hold: the workload is queued again. False if it was not held."""
+        return self._lifecycle.unhold(key)
 
     def set_check_state(self, key: str, check: str, state: str, retry_after_s: float | None = None) -> bool:
         """An admission check controller's verdict. False if the check is unknown to the workload's CQ.

@@ -41,6 +41,8 @@ from .reasons import (
 from .timers import AFS_SAMPLE, BACKOFF, MAX_EXECUTION, PODS_READY, REQUEUE, Clock, Timers
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
+ON_HOLD = "OnHold"  # the QuotaReserved=False reason of a workload its job put on hold
+
 
 class ChangeLog:
     """The core's own notes of what changed, until they are taken (mutable, internal)."""
@@ -198,6 +200,9 @@ class WorkloadLifecycle:
             return rec
         # Read back after a restart: a verdict that wrote them was given already.
         rec.requests_reported = bool(status.get("resourceRequests"))
+        reserved = conds.get("QuotaReserved") or {}
+        if reserved.get("status") == "False" and reserved.get("reason") == ON_HOLD:
+            rec.on_hold = str(reserved.get("message") or "")  # its job keeps it so
         self._route(rec)
         return rec
 
@@ -337,6 +342,10 @@ class WorkloadLifecycle:
         """Put a pending workload in the queue of its LocalQueue's ClusterQueue, or say why not
         (``unpark``: even if it waits among the inadmissible)."""
         self._changes.written.add(rec.key)
+        if rec.on_hold is not None:  # not queued until its job lifts the hold
+            rec.pending = PendingReason(Pending.ON_HOLD, detail=rec.on_hold)
+            self._pending.place(rec, None, unpark)
+            return
         wl = rec.wl
         lq = self._cache.local_queue_of(wl)
         inactive = self._cache.inactive
@@ -505,6 +514,43 @@ class WorkloadLifecycle:
             self._changes.stopping.add(rec.key)
             return
         self._complete_eviction(rec, stop)
+
+    def hold(self, key: str, message: str) -> bool:
+        """Kueue's OnHold, asked by the workload's job (a StatefulSet scaled to zero): its quota
+        reservation is released at once, without an eviction (the job stops its pods itself),
+        and it is not queued until :meth:`unhold`. ``message``: the QuotaReserved condition's.
+        False if unknown, finished, or held already with that message."""
+        rec = self.workloads.get(key)
+        if rec is None or rec.status == FINISHED or rec.on_hold == message:
+            return False
+        if rec.stopping is not None:
+            self._complete_eviction(rec, rec.stopping)  # releases it (or deactivates it)
+        elif rec.holds_quota:
+            self._release(rec)
+            rec.checks = {name: "Pending" for name in rec.checks}
+        rec.on_hold = message
+        rec.generation += 1
+        rec.unpublished = rec.preempting = False
+        rec.requeue_at = None
+        if rec.deactivated:
+            self._changes.written.add(key)  # a deactivation says more; it stays the reason
+        else:
+            self._route(rec)
+        return True
+
+    def unhold(self, key: str) -> bool:
+        """The job lifts the hold (scaled up again): the workload is queued. False if it was
+        not on hold."""
+        rec = self.workloads.get(key)
+        if rec is None or rec.on_hold is None:
+            return False
+        rec.on_hold = None
+        rec.generation += 1
+        self._changes.written.add(key)
+        if rec.status == PENDING and not rec.deactivated:
+            rec.pending = None
+            self._route(rec)
+        return True
 
     def evict_holder(self, key: str, reason: str, note: EvictionNote | None = None) -> bool:
         """Evict a workload holding quota and requeue it now (e.g. NodeFailures); False if it

@@ -134,6 +134,9 @@ class Pending(Enum):
     # Requeued behind an equivalent workload's NoFit without an evaluation of its own;
     # ``detail`` is that verdict's tier.
     EQUIVALENT_NO_FIT = "EquivalentNoFit"
+    # Its job put it on hold (Kueue's OnHold: a StatefulSet scaled to zero): not queued until
+    # the job lifts the hold; ``detail`` is the job's message.
+    ON_HOLD = "OnHold"
 
 
 # The reasons routing writes: a queue that is missing, stopped or inactive. They go stale
@@ -200,6 +203,8 @@ class PendingReason:
                 return f"Admission is gated by: {d}"
             case Pending.EQUIVALENT_NO_FIT:
                 return "Bypassed scheduling evaluation because an equivalent workload recently failed"
+            case Pending.ON_HOLD:
+                return d or "The workload is on hold"
 
     def _podset_messages(self) -> str:
         return "; ".join(p.message() for p in self.podsets)

@@ -96,7 +96,8 @@ def _eviction_conditions(rec: WorkloadView, now: float) -> list[dict[str, Any]]:
 
 # QuotaReserved=False reasons Kueue writes without the tiers, besides Pending and Inadmissible.
 _LEGACY: dict[Pending | None, str] = {Pending.ADMISSION_GATED: "AdmissionGated",
-                                      Pending.WAITING_FOR_PODS_READY: Reason.WAITING}
+                                      Pending.WAITING_FOR_PODS_READY: Reason.WAITING,
+                                      Pending.ON_HOLD: "OnHold"}
 
 # Admitted=False messages, as Kueue writes them.
 _ADMITTED_FALSE = {

@@ -81,6 +81,7 @@ _BY_KIND: dict[Pending, Tier] = {
     Pending.TOPOLOGY_RESERVATION: Tier.TOPOLOGY_PLACEMENT_FAILED,
     Pending.WAITING_FOR_PODS_READY: Tier.WAITING_FOR_PODS_READY,
     Pending.ADMISSION_GATED: Tier.ADMISSION_GATED,
+    Pending.ON_HOLD: Tier.ON_HOLD,
 }
 
 _BY_MISS: dict[Miss, Tier] = {

@@ -79,6 +79,9 @@ class WorkloadRecord:
     took_over: str | None = None
     # (reason, message) of a Finished condition the core decided itself (a replaced slice).
     finished_as: tuple[str, str] | None = None
+    # Put on hold by its job (Kueue's OnHold: a StatefulSet scaled to zero), with the job's
+    # message: no quota, not queued, until the job lifts it. None otherwise.
+    on_hold: str | None = None
 
     @property
     def reason(self) -> str:
@@ -193,3 +196,6 @@ class WorkloadView(Protocol):
 
     @property
     def finished_as(self) -> tuple[str, str] | None: ...
+
+    @property
+    def on_hold(self) -> str | None: ...

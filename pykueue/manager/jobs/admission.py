@@ -19,6 +19,9 @@ from pykueue.manager.jobs.gates import FeatureGates
 from pykueue.manager.jobs.integrations import OwnerKey
 from pykueue.manager.jobs.related import Related
 
+# The integrations whose pods run through the pod integration, which each of them enables.
+POD_IMPLIED_BY = frozenset({"leaderworkerset.x-k8s.io/leaderworkerset", "deployment", "statefulset"})
+
 
 class AdmissionDenied(Exception):
     """A defaulter cannot decide (owner missing, chain too long): the request is denied."""
@@ -39,8 +42,9 @@ class AdmissionPolicy:
     def integration_enabled(self, name: str) -> bool:
         if name in self.frameworks:
             return True
-        # LeaderWorkerSet gates its pods through the pod integration, which it enables implicitly.
-        return name == "pod" and "leaderworkerset.x-k8s.io/leaderworkerset" in self.frameworks
+        # LeaderWorkerSet, Deployment and StatefulSet gate their pods through the pod
+        # integration, which they enable implicitly (Kueue's ImplicitlyEnabledFrameworkNames).
+        return name == "pod" and not self.frameworks.isdisjoint(POD_IMPLIED_BY)
 
     def explicitly_enabled(self, name: str) -> bool:
         """Named in the frameworks, not only implied by another (plain pods need ``pod``)."""

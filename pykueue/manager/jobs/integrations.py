@@ -44,8 +44,6 @@ KNOWN_ELSEWHERE: tuple[Integration, ...] = (
                 "SparkApplication", "sparkapplications"),
     Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
                 "appwrappers", prebuilt=True),
-    Integration("deployment", "apps", "v1", "Deployment", "deployments"),
-    Integration("statefulset", "apps", "v1", "StatefulSet", "statefulsets"),
 )
 
 

@@ -171,6 +171,18 @@ class AdoptsPods(Protocol):
 
 
 @runtime_checkable
+class HoldsWorkloads(Protocol):
+    """An owner that may put its Workloads on hold (Kueue's OnHold: a StatefulSet scaled to
+    zero): kept, their quota released and not queued until it asks for pods again; while on
+    hold a missing one is not created."""
+
+    def on_hold(self, job: Mapping[str, Any]) -> str | None:
+        """Why its Workloads are on hold (the QuotaReserved condition's message); None when
+        they are not."""
+        ...
+
+
+@runtime_checkable
 class ScalesBySlices(Protocol):
     """A kind that may run elastic (``manager.jobs.workload_slices``): resized while it runs,
     its pods gated until a slice admits them."""

@@ -73,6 +73,10 @@ class JobKind:
     # Listed in the shipped Configuration's ``integrations.frameworks`` (manifests, chart,
     # dev cluster); a kind only implied by another (the pods of an LWS group) is not.
     shipped: bool = True
+    # Reconciled by the job reconciler (an informer of its objects, its lifecycle run); a kind
+    # with nothing to reconcile (Kueue's no-op reconciler: a Deployment, whose pods run as
+    # plain pods) only has its webhook.
+    reconciled: bool = True
 
     @property
     def cli_names(self) -> tuple[str, ...]:
@@ -228,5 +232,5 @@ class Registry:
 
 
 def enabled_registry(policy: AdmissionPolicy) -> Registry:
-    """The lifecycles of the kinds the Configuration enables."""
-    return Registry([k.lifecycle for k in kinds() if k.enabled(policy)])
+    """The lifecycles of the kinds the Configuration enables that the reconciler runs."""
+    return Registry([k.lifecycle for k in kinds() if k.enabled(policy) and k.reconciled])

@@ -46,6 +46,7 @@ def test_every_pending_kind_has_exactly_the_tier_kueue_writes_for_it() -> None:
         Pending.WAITING_FOR_PODS_READY: Tier.WAITING_FOR_PODS_READY,
         Pending.ADMISSION_GATED: Tier.ADMISSION_GATED,
         Pending.EQUIVALENT_NO_FIT: Tier.WAITING_FOR_QUOTA,  # the equivalent's tier, in ``detail``
+        Pending.ON_HOLD: Tier.ON_HOLD,
     }
     assert set(expected) == set(Pending)
     assert {kind: tier_of(PendingReason(kind, "q")) for kind in Pending} == expected

@@ -279,6 +279,8 @@ def _tables() -> list[tuple[str, tuple[ApiAccess, ...], tuple[str, ...]]]:
     out = [(f"pykueue.{module}", rows, tuple(f"pykueue/{path}" for path in sources))
            for module, rows, sources in own]
     for kind in registry.kinds():  # the writes of each kind's lifecycle (JobKind.rbac)
+        if not kind.reconciled:
+            continue  # a webhook only (a Deployment): its lifecycle writes nothing
         module = type(kind.lifecycle).__module__
         out.append((module, kind.rbac, (module.replace(".", "/") + ".py",)))
     return out

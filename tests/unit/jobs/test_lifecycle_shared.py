@@ -12,6 +12,7 @@ from pykueue.manager.jobs.builtin import BUILTIN
 from pykueue.manager.jobs.lifecycle import (
     AdoptsPods,
     GroupedObjects,
+    HoldsWorkloads,
     JobLifecycle,
     PodSetInfo,
     StartConflict,
@@ -113,10 +114,13 @@ def test_every_builtin_satisfies_its_protocols() -> None:
     kinds = {k.lifecycle.integration.kind: k.lifecycle for k in BUILTIN}
     assert set(kinds) >= {"Job", "JobSet", "PyTorchJob", "MPIJob", "LeaderWorkerSet", "Pod"}
     assert all(isinstance(lc, WorkloadOwner) for lc in kinds.values())
-    # Every kind but the LWS (which runs through its pods) is a job of its own.
-    assert all(isinstance(lc, JobLifecycle) for kind, lc in kinds.items() if kind != "LeaderWorkerSet")
-    assert not isinstance(kinds["LeaderWorkerSet"], JobLifecycle), "an LWS runs through its pod groups"
+    # Every kind but the owners that run through their pods is a job of its own.
+    through_pods = ("LeaderWorkerSet", "StatefulSet", "Deployment")
+    assert all(isinstance(lc, JobLifecycle) for kind, lc in kinds.items() if kind not in through_pods)
+    for kind in through_pods:
+        assert not isinstance(kinds[kind], JobLifecycle), f"a {kind} runs through its pods"
     assert isinstance(kinds["LeaderWorkerSet"], AdoptsPods)
+    assert isinstance(kinds["StatefulSet"], AdoptsPods) and isinstance(kinds["StatefulSet"], HoldsWorkloads)
     assert isinstance(kinds["Pod"], GroupedObjects) and isinstance(kinds["Pod"], JobLifecycle)
 
 

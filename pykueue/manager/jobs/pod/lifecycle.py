@@ -1,4 +1,5 @@
-"""Pods run by Kueue's pod integration: plain pods, plain pod groups and LWS groups.
+"""Pods run by Kueue's pod integration: plain pods, plain pod groups, the groups of LWSs
+and StatefulSets, and the pods of Deployments.
 
 The unit is a group, not a pod: the runtime collects the pods carrying the same
 ``kueue.x-k8s.io/pod-group-name`` and hands them over as one value (:func:`assemble`); a
@@ -6,17 +7,20 @@ plain pod without a group name is a group of one, keyed by its Workload's name (
 ``pod-<name>-<hash>``), so a Workload's name leads back to its pods for every shape.
 Pods are created gated (scheduling gate ``kueue.x-k8s.io/admission``); start merges each
 pod's podset info (picked by its ``role-hash``; ``main`` for a single pod) into the pod
-itself and removes the gate; stop deletes the pods that run (an LWS's StatefulSet
-recreates them, gated again), which is also why there is nothing to restore.
+itself and removes the gate; stop deletes the pods that run (their StatefulSet or
+ReplicaSet recreates them, gated again), which is also why there is nothing to restore.
 
 Three shapes, as in Kueue:
 
-* an LWS group (pods adopted by the LWS lifecycle, ``pod-suspending-parent``): runs under
-  the owner's prebuilt Workload, never one made here, and never finishes (serving);
+* a group adopted by its owner (an LWS group, a StatefulSet: pods stamped
+  ``pod-suspending-parent`` by the owner's webhook, then given their group by the owner's
+  lifecycle): runs under the owner's prebuilt Workload, never one made here, and never
+  finishes (serving);
 * a plain pod group (``pod-group-name`` + ``pod-group-total-count``): one Workload named
   after the group, a pod set per role hash, made once all its pods exist; it finishes
   when as many pods succeeded as the total count (or all ended in an unretriable group);
-* a single plain pod: one Workload of one pod set ``main``; it finishes with the pod.
+* a single plain pod (a Deployment's pods too, held by their parent): one Workload of one
+  pod set ``main``; it finishes with the pod.
 
 Plain pods carry the ``kueue.x-k8s.io/managed`` finalizer (set by the webhook) so their
 end is seen; :meth:`PodGroupLifecycle.finalize` says whose finalizer may go.
@@ -77,8 +81,21 @@ def single_pod_workload_name(pod: Mapping[str, Any]) -> str:
     return workload_name("Pod", "", str(m.get("name") or ""), str(m.get("uid") or ""))
 
 
-def _lws_held(pod: Mapping[str, Any]) -> bool:
+# The parents (``pod-suspending-parent`` values) whose lifecycles adopt their pods into
+# groups; a Deployment's pods, held by theirs too, run as single pods.
+LWS_PARENT = "leaderworkerset.x-k8s.io/leaderworkerset"
+STATEFULSET_PARENT = "statefulset"
+ADOPTING_PARENTS = frozenset({LWS_PARENT, STATEFULSET_PARENT})
+
+
+def parent_held(pod: Mapping[str, Any]) -> bool:
+    """Stamped by a managed owner's webhook: the pod waits for admission through it."""
     return keys.POD_SUSPENDING_PARENT in (meta(pod).get("annotations") or {})
+
+
+def _adopted_by_owner(pod: Mapping[str, Any]) -> bool:
+    """Held by an owner that gives the pod its group (an LWS, a StatefulSet)."""
+    return (meta(pod).get("annotations") or {}).get(keys.POD_SUSPENDING_PARENT) in ADOPTING_PARENTS
 
 
 def _runnable(pod: Mapping[str, Any]) -> bool:
@@ -96,7 +113,7 @@ def _total_count(pod: Mapping[str, Any]) -> int | None:
     return total if total >= 1 else None
 
 
-def _podset(pod: Mapping[str, Any], name: str, count: int) -> JSON:
+def podset_of(pod: Mapping[str, Any], name: str, count: int) -> JSON:
     """A pod set of the pod's spec (Kueue keeps only the spec; the TAS annotations ride
     along in the template's metadata, where the topology request is read from)."""
     template: JSON = {"spec": copy.deepcopy(pod.get("spec") or {})}
@@ -111,9 +128,15 @@ def _podset(pod: Mapping[str, Any], name: str, count: int) -> JSON:
 
 class PodGroupLifecycle:
     integration: Integration = Integration("pod", "", "v1", "Pod", "pods", prebuilt=True)
-    # LWS pods (adopted or not yet) and plain managed pods; selecting them keeps every
-    # other pod of the cluster (a Job's, a Deployment's) out of memory.
-    label_selectors: tuple[str, ...] = (keys.LWS_NAME, f"{keys.MANAGED}=true,!{keys.LWS_NAME}")
+    # LWS pods (adopted or not yet), StatefulSets' pods (adopted or not yet: which of them
+    # are Kueue's only their annotation says) and plain managed pods (a Deployment's among
+    # them); disjoint. Selecting them keeps every other pod of the cluster (a Job's, a
+    # Deployment's not managed) out of memory.
+    label_selectors: tuple[str, ...] = (
+        keys.LWS_NAME,
+        f"{keys.MANAGED}=true,!{keys.LWS_NAME},!{keys.STATEFULSET_POD_NAME}",
+        f"{keys.STATEFULSET_POD_NAME},!{keys.LWS_NAME}",
+    )
 
     # -- GroupedObjects ----------------------------------------------------------------------
 
@@ -122,8 +145,8 @@ class PodGroupLifecycle:
             return None
         if group := _value(obj, keys.POD_GROUP_NAME):
             return group
-        if _lws_held(obj):
-            return None  # not adopted yet: its group comes from its LWS
+        if _adopted_by_owner(obj):
+            return None  # not adopted yet: its group comes from its owner
         return single_pod_workload_name(obj)
 
     def assemble(self, namespace: str, name: str, members: list[JSON]) -> JSON:
@@ -138,23 +161,24 @@ class PodGroupLifecycle:
 
     def is_managed(self, job: Mapping[str, Any], policy: AdmissionPolicy,
                    namespace_labels: Mapping[str, str]) -> bool:
-        # The webhook (plain pods) or the owner (LWS groups) decided when it marked the pods
-        # managed (namespace, queue name, mJWQN). Plain pods only while the pod integration
-        # itself is enabled, not merely implied by LWS (Kueue's Skip).
+        # The webhook (plain pods), the owner's webhook (a Deployment's pods) or the owner
+        # (LWS groups, StatefulSets) decided when it marked the pods managed (namespace,
+        # queue name, mJWQN). Pods without a parent only while the pod integration itself
+        # is enabled, not merely implied by an owner kind (Kueue's Skip).
         members = pods(job)
         if not any(self.group_name(p) for p in members):
             return False
-        return self._lws(job) or policy.explicitly_enabled(self.integration.name)
+        return any(parent_held(p) for p in members) or policy.explicitly_enabled(self.integration.name)
 
     @staticmethod
-    def _lws(job: Mapping[str, Any]) -> bool:
-        return any(_lws_held(p) for p in pods(job))
+    def _adopted(job: Mapping[str, Any]) -> bool:
+        return any(_adopted_by_owner(p) for p in pods(job))
 
     @staticmethod
     def _single(job: Mapping[str, Any]) -> JSON | None:
         """The pod of a single-pod group (a plain pod without a group name)."""
         members = pods(job)
-        if len(members) == 1 and not _plain_group(members[0]) and not _lws_held(members[0]):
+        if len(members) == 1 and not _plain_group(members[0]) and not _adopted_by_owner(members[0]):
             return members[0]
         return None
 
@@ -165,11 +189,11 @@ class PodGroupLifecycle:
         return ""
 
     def workloads(self, job: Mapping[str, Any]) -> list[JSON]:
-        if self._lws(job) or any(_value(p, keys.PREBUILT_WORKLOAD_NAME) for p in pods(job)):
-            return []  # prebuilt by the owner (one per LWS group) or by MultiKueue
+        if self._adopted(job) or any(_value(p, keys.PREBUILT_WORKLOAD_NAME) for p in pods(job)):
+            return []  # prebuilt by the owner (one per LWS group, per StatefulSet) or by MultiKueue
         single = self._single(job)
         if single is not None:
-            return [owned_workload(dict(single), self.workload_name(job), [_podset(single, "main", 1)],
+            return [owned_workload(dict(single), self.workload_name(job), [podset_of(single, "main", 1)],
                                    controller=True)]
         return self._group_workloads(job)
 
@@ -189,7 +213,7 @@ class PodGroupLifecycle:
             role = _value(pod, keys.ROLE_HASH)
             counts[role] = counts.get(role, 0) + 1
             first.setdefault(role, pod)
-        podsets = [_podset(first[role], role, counts[role]) for role in sorted(counts)]
+        podsets = [podset_of(first[role], role, counts[role]) for role in sorted(counts)]
         wl = owned_workload(dict(runnable[0]), str(meta(job).get("name")), podsets, controller=False,
                             extra_annotations={keys.IS_GROUP_WORKLOAD: "true"})
         wl["metadata"]["labels"].pop(keys.JOB_UID, None)  # a group has no single owner

@@ -7,7 +7,8 @@ only informer caches, asks the lifecycle what should be true, and writes the dif
 
 1. Workloads: create the missing ones the lifecycle wants, update a pending one's queue
    name (a queue-name label added to a job held under manageJobsWithoutQueueName), delete
-   surplus ones the job owns (an LWS scaled down).
+   surplus ones the job owns (an LWS scaled down); put them on hold or lift the hold (capability
+   ``HoldsWorkloads``: a StatefulSet scaled to zero), creating none while on hold.
 2. Adoption (capability ``AdoptsPods``): stamp the owner's pods with their group.
 3. Running (``JobLifecycle``): finished -> Workload Finished; admitted and suspended ->
    start with the admission's podset infos; admitted -> pods ready; not admitted and active
@@ -64,6 +65,7 @@ from pykueue.manager.jobs.lifecycle import (
     DispatchedByMultiKueue,
     Finished,
     GroupedObjects,
+    HoldsWorkloads,
     JobLifecycle,
     RemovesFinalizers,
     Replace,
@@ -112,6 +114,8 @@ def api_access(job_kinds: Iterable[JobKind]) -> tuple[ApiAccess, ...]:
     An informer of each kind of object a kind's rules read (``ReadsRelated``)."""
     rows: list[ApiAccess] = [res.WORKLOADS.access("create", "update", "delete")]
     for kind in job_kinds:
+        if not kind.reconciled:
+            continue
         ref = resource_of(kind.integration)
         rows += [ref.access("list", "watch"), *kind.rbac,
                  ref.access("update", subresource="finalizers", why=BLOCKS_OWNER_DELETION)]
@@ -243,10 +247,15 @@ class JobReconciler:
             if isinstance(lc, DispatchedByMultiKueue):
                 self._note_prebuilt(f"{kind}:{key}", ns, None if event == EventType.DELETED
                                     else self._prebuilt_name(obj))
-            for owner in self.active:
-                if isinstance(owner, AdoptsPods) and kind == "Pod":
-                    name = None if event == EventType.DELETED else owner.pod_owner(obj)
-                    self._readopt(f"{owner.integration.kind}:{ns}/{name}" if name else None, key)
+            adopters = [o for o in self.active if isinstance(o, AdoptsPods)] if kind == "Pod" else []
+            if adopters:
+                # At most one owner adopts a pod (an LWS's, a StatefulSet's): the first that names it.
+                owner_key = None
+                for owner in adopters if event != EventType.DELETED else ():
+                    if name := owner.pod_owner(obj):
+                        owner_key = f"{owner.integration.kind}:{ns}/{name}"
+                        break
+                self._readopt(owner_key, key)
         return handle
 
     def _related_handler(self, rk: RelatedKind) -> Callable[[EventType, JSON, JSON | None], None]:
@@ -394,7 +403,8 @@ class JobReconciler:
             return None
         finished = lc.finished(job) if isinstance(lc, JobLifecycle) else None
         deleting = bool(meta(job).get("deletionTimestamp"))
-        create = finished is None and not deleting
+        hold = lc.on_hold(job) if isinstance(lc, HoldsWorkloads) else None
+        create = finished is None and not deleting and hold is None
         # An elastic job runs under one of its slices, which the slices' plan names.
         elastic = isinstance(lc, ScalesBySlices) and lc.elastic(job) and not prebuilt and len(desired) == 1 \
             and self.policy.gates.enabled("ElasticJobsViaWorkloadSlices")
@@ -404,6 +414,8 @@ class JobReconciler:
             running_under = await self._sync_slices(lc, job, desired[0], create)
         else:
             await self._sync_workloads(lc, job, desired, create=create)
+        if isinstance(lc, HoldsWorkloads):
+            self._hold(desired, hold)
         if isinstance(lc, AdoptsPods):
             await self._adopt(lc, key, job)
         if isinstance(lc, JobLifecycle):
@@ -599,6 +611,16 @@ class JobReconciler:
                 if isinstance(lc, JobLifecycle) and subject is not None:  # as Kueue's jobframework
                     self.events.record(job_events.deleted_workload(lc.integration, subject, surplus))
 
+    def _hold(self, desired: list[JSON], why: str | None) -> None:
+        """Put the job's Workloads on hold (``why``: the condition's message) or lift the
+        hold; the core releases the quota of a held one at once (Kueue's OnHold)."""
+        for wl in desired:
+            key = object_key(wl)
+            if self.informers["Workload"].get(key) is None:
+                continue  # not created (or not seen) yet: its event brings the job back
+            if self.core.hold(key, why) if why is not None else self.core.unhold(key):
+                self._kick()
+
     async def _sync_slices(self, lc: WorkloadOwner, job: JSON, desired: JSON, create: bool) -> str:
         """An elastic job's slices (``manager.jobs.workload_slices``): create, resize or
         finish them as the plan says; returns the name of the slice the job runs under."""
@@ -674,12 +696,10 @@ class JobReconciler:
             self._creation_latency(lc.integration.kind, workload_at - job_at)
 
     async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
-        pods = self.informers.get("Pod")
-        if pods is None:
-            return
+        sources = self._sources.get("Pod") or []  # a pod is in one of them (disjoint selectors)
         actions: list[Action] = []
         for pod_key in sorted(self._adoptees.get(owner_key, ())):
-            pod = pods.get(pod_key)
+            pod = next((p for i in sources if (p := i.get(pod_key)) is not None), None)
             adopted = None if pod is None else lc.adopt(
                 owner, pod, identifier_annotations=self.policy.gates.enabled("WorkloadIdentifierAnnotations"))
             if adopted is not None:

@@ -1,0 +1,1 @@
+"""The Deployment integration: admission rules (webhook.py); its pods run as plain pods."""
