@@ -1,10 +1,11 @@
 """The third-party operators the dev cluster runs: Kubeflow's training operator, LWS,
 JobSet, Kubeflow Trainer (v2) and the MPI operator, at the versions Kueue v0.19.2 pins.
 
-pykueue integrates with PyTorchJob, LeaderWorkerSet, JobSet, TrainJob and MPIJob, but it only
-suspends and resumes those objects; their pods come from the operators. ``dev up`` therefore
-runs the real controllers (built from the Go modules pinned under ``go/``) as host processes,
-the way it runs pykueue itself:
+pykueue integrates with the training operator's kinds (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+JAXJob), LeaderWorkerSet, JobSet, TrainJob and MPIJob, but it only suspends and resumes those
+objects; their pods come from the operators. ``dev up`` therefore runs the real controllers
+(built from the Go modules pinned under ``go/``) as host processes, the way it runs pykueue
+itself:
 
 * each connects with a client certificate of the cluster CA; its user name is bound to
   the ClusterRole of ``manifests/dev/operators-rbac.yaml``, so a right an operator lacks
@@ -185,11 +186,15 @@ class Operator:
         return {**os.environ, "TMPDIR": str(files.tmp)}
 
 
+# The training operator's kinds pykueue integrates with, whose CRDs the dev cluster installs;
+# not its MPIJob (kubeflow.org/v1): the MPI operator runs MPIJobs, of v2beta1.
+TRAINING_OPERATOR_KINDS = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+
+
 def _training_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
     return [str(binary),
             f"--kubeconfig={files.kubeconfig}",
-            # The only kind pykueue integrates with; its CRD is the only one installed.
-            "--enable-scheme=pytorchjob",
+            *(f"--enable-scheme={kind}" for kind in TRAINING_OPERATOR_KINDS),
             f"--metrics-bind-address={LOOPBACK}:{ports.metrics}",
             f"--health-probe-bind-address={LOOPBACK}:{ports.health}",
             f"--webhook-bind-address={LOOPBACK}:{ports.webhook}",
@@ -275,9 +280,9 @@ OPERATORS: tuple[Operator, ...] = (
     Operator(
         "training-operator",
         mutating=(),
-        validating=(Webhook("validator.pytorchjob.training-operator.kubeflow.org",
-                            "/validate-kubeflow-org-v1-pytorchjob", "kubeflow.org", "pytorchjobs",
-                            ("CREATE", "UPDATE")),),
+        validating=tuple(Webhook(f"validator.{kind}.training-operator.kubeflow.org",
+                                 f"/validate-kubeflow-org-v1-{kind}", "kubeflow.org", f"{kind}s",
+                                 ("CREATE", "UPDATE")) for kind in TRAINING_OPERATOR_KINDS),
         metrics_scheme="http",
         argv=_training_operator_argv,
     ),

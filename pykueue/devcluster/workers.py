@@ -4,8 +4,8 @@ A worker is a dev cluster of its own (etcd, API server, controller manager, sche
 with its eight fake nodes, pykueue's CRDs and pykueue as its Kueue, real quota), brought up
 by the same code as the manager cluster with its state in ``workers/worker-<i>/`` of the
 manager's state directory. It is lighter in two ways: no TAS scheduler, and of the operators
-only the training operator and JobSet (PyTorchJobs and JobSets are dispatched; LWS, Trainer
-and the MPI operator run in the manager cluster only).
+only the training operator and JobSet (the training operator's jobs and JobSets are
+dispatched; LWS, Trainer and the MPI operator run in the manager cluster only).
 
 Each worker's admin kubeconfig is stored in the manager cluster as Secret
 ``pykueue-system/pykueue-dev-worker-<i>`` (key ``kubeconfig``), the shape a

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pykueue.devcluster.operators import BINARY_NAMES, OPERATORS, webhook_configurations
+from pykueue.devcluster.operators import (
+    BINARY_NAMES,
+    OPERATORS,
+    OperatorFiles,
+    OperatorPorts,
+    webhook_configurations,
+)
 from pykueue.devcluster.paths import DEV_MANIFESTS_DIR, GO_DIR
 from pykueue.devcluster.versions import BINARIES, GoBinary, link_flags, module_key, pinned_versions
 
@@ -36,7 +42,7 @@ def test_operators_are_pinned_and_built_with_the_others() -> None:
     """The dev cluster runs the training operator and LWS at the versions pykueue targets;
     ``dev build`` builds them with the control plane, each from its own module."""
     pins = pinned_versions()
-    assert pins["training-operator"] == "v1.8.1"
+    assert pins["training-operator"] == "v1.9.3"
     assert pins["lws"] == "v0.7.0"
     by_name = {b.name: b for b in BINARIES}
     assert by_name["training-operator"].module == "training-operator"
@@ -44,7 +50,7 @@ def test_operators_are_pinned_and_built_with_the_others() -> None:
     # LWS's own command is built by import path: go.mod must declare it as a tool.
     lws_mod = (GO_DIR / "lws" / "go.mod").read_text()
     assert "\ntool sigs.k8s.io/lws/cmd\n" in lws_mod
-    assert module_key("training-operator").startswith("training-operator-v1.8.1_")
+    assert module_key("training-operator").startswith("training-operator-v1.9.3_")
     assert module_key("lws").startswith("lws-v0.7.0_")
 
 
@@ -56,8 +62,11 @@ def test_operator_crds_are_the_pinned_releases() -> None:
     """The vendored CRDs name the module version they were taken from, and it is the pin."""
     pins = pinned_versions()
     headers = {path.name: path.read_text()[:400] for path in (DEV_MANIFESTS_DIR / "crds").glob("*.yaml")}
-    assert f"github.com/kubeflow/training-operator {pins['training-operator']}" in \
-        headers["pytorchjobs.kubeflow.org.yaml"]
+    for plural in ("pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "jaxjobs"):
+        assert f"github.com/kubeflow/training-operator {pins['training-operator']}" in \
+            headers[f"{plural}.kubeflow.org.yaml"], plural
+    # Not the training operator's MPIJob (v1): the MPI operator's v2beta1 one is installed.
+    assert f"github.com/kubeflow/mpi-operator {pins['mpi-operator']}" in headers["mpijobs.kubeflow.org.yaml"]
     assert f"sigs.k8s.io/lws {pins['lws']}" in headers["leaderworkersets.leaderworkerset.x-k8s.io.yaml"]
 
 
@@ -74,7 +83,13 @@ def test_operator_webhooks_point_at_loopback_with_the_cluster_ca() -> None:
     training = next(op for op in OPERATORS if op.name == "training-operator")
     (validating,) = webhook_configurations(training, "https://127.0.0.1:1", b"CA")
     assert validating["kind"] == "ValidatingWebhookConfiguration"
-    assert validating["webhooks"][0]["rules"][0]["resources"] == ["pytorchjobs"]
+    kinds = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+    assert [h["rules"][0]["resources"] for h in validating["webhooks"]] == [[f"{k}s"] for k in kinds]
+    assert [h["clientConfig"]["url"] for h in validating["webhooks"]] == [
+        f"https://127.0.0.1:1/validate-kubeflow-org-v1-{k}" for k in kinds]
+    # Each kind's controller and webhook run, the training operator's MPIJob (v1) not.
+    argv = training.argv(Path("/bin/op"), OperatorFiles(Path("/state")), OperatorPorts(1, 2, 3))
+    assert [a for a in argv if a.startswith("--enable-scheme=")] == [f"--enable-scheme={k}" for k in kinds]
 
 
 def test_kubernetes_binaries_carry_their_release_version_and_it_is_part_of_their_key() -> None:

@@ -31,15 +31,11 @@ class Integration:
 
 # Kinds Kueue integrates that pykueue does not run: an object they own is theirs to queue.
 KNOWN_ELSEWHERE: tuple[Integration, ...] = (
-    Integration("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs", prebuilt=True),
-    Integration("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs", prebuilt=True),
-    Integration("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", prebuilt=True),
     Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs", prebuilt=True, elastic=True),
     Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters",
                 prebuilt=True, elastic=True),
     Integration("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices",
                 prebuilt=True, elastic=True),
-    Integration("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"),
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
     Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
