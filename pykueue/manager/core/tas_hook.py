@@ -614,28 +614,55 @@ class TasPlacer:
 
     # -- node failure and second pass -------------------------------------------------------
 
-    def fail_node(self, name: str) -> list[str]:
+    def fail_node(self, name: str, *, mark: bool = True) -> list[str]:
         """A node is gone (as if deleted, with its pods). Returns the workloads to evict now.
 
         Workloads with pods assigned there get the node recorded as unhealthy; the second
         pass replaces it. A workload that already lists a different unhealthy node is
-        evicted (multiple TAS node failures).
+        evicted (multiple TAS node failures). ``mark=False`` (``TASFailedNodeReplacement``
+        off) only drops the node and its pods.
         """
         self.nodes.pop(name, None)
         for pkey in [k for k, p in self.pods.items() if (p.get("spec") or {}).get("nodeName") == name]:
             del self.pods[pkey]
         self._version += 1
-        evict: list[str] = []
+        if not mark:
+            return []
+        return [key for key in self.workloads_on_node(name) if self.mark_unhealthy(key, name)]
+
+    def workloads_on_node(self, name: str) -> dict[str, list[tuple[str, str]]]:
+        """The workloads whose topology assignment names the node: key -> (PodSet, flavor)
+        of each of their PodSets placed there."""
+        out: dict[str, list[tuple[str, str]]] = {}
         for key in sorted(self._charges):
-            if not any(values[-1] == name for ch in self._charges[key] for values, _ in
-                       ((d.values, d.count) for d in ch.assignment.domains)):
-                continue
-            marked = self._unhealthy.setdefault(key, [])
-            if marked and name not in marked:
-                evict.append(key)
-            elif name not in marked:
-                marked.append(name)
-        return evict
+            for ch in self._charges[key]:
+                if any(d.values and d.values[-1] == name for d in ch.assignment.domains):
+                    out.setdefault(key, []).append((ch.podset, ch.flavor))
+        return out
+
+    def mark_unhealthy(self, key: str, name: str) -> bool:
+        """Record the node as unhealthy for the workload; True when it must be evicted
+        instead, because it already lists a different unhealthy node (Kueue's multiple
+        node failures)."""
+        marked = self._unhealthy.setdefault(key, [])
+        if marked and name not in marked:
+            return True
+        if name not in marked:
+            marked.append(name)
+        return False
+
+    def clear_unhealthy(self, key: str, name: str) -> bool:
+        """The node is healthy again for the workload: drop it from its unhealthy nodes."""
+        marked = self._unhealthy.get(key)
+        if not marked or name not in marked:
+            return False
+        marked.remove(name)
+        if not marked:
+            del self._unhealthy[key]
+        return True
+
+    def unhealthy_nodes(self, key: str) -> list[str]:
+        return list(self._unhealthy.get(key, ()))
 
     def failure_note(self, key: str, lost: str) -> EvictionNote:
         """How Kueue's node controller words the eviction :meth:`fail_node` asked for: the

@@ -64,6 +64,7 @@ from pykueue.manager.core.status import (
     legacy_admitted,
     workload_status,
 )
+from pykueue.manager.core.tas.node_health import NodeFailureRules
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED, FINISHED
 from pykueue.manager.jobs.admission import AdmissionPolicy
@@ -212,10 +213,11 @@ class QueueManager:
         self._agreed: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
-        self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
+        gates = (job_config or {}).get("featureGates") or {}
+        self.topology = TopologyFeed(client, self.tas, self.core, self._poke,
+                                     rules=NodeFailureRules.from_gates(gates))
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holders(cq)))
-        gates = (job_config or {}).get("featureGates") or {}
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
             str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict,
@@ -369,6 +371,7 @@ class QueueManager:
                  len(self.core.cluster_queues()))
         # Every admitted workload's topology usage is known now: placement may start.
         self.tas.mark_synced()
+        self.topology.judge_nodes()  # nodes that failed before the workloads were read
         self.core.requeue_inadmissible()
         if self.metrics.role is ReplicaRole.FOLLOWER:
             self.metrics.set_role(ReplicaRole.LEADER)
