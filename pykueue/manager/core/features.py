@@ -30,6 +30,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "TASReplaceNodeOnPodTermination": True,  # beta since v0.14
     "TASReplaceNodeOnNodeTaints": True,  # beta since v0.17
     "TASReplaceNodeDueToNotReadyOverFixedTime": False,  # deprecated, off since v0.19
+    "TASHandleOverlappingFlavors": True,  # beta since v0.18: TAS usage summed over flavors
     "WorkloadIdentifierAnnotations": True,
     "SkipAncestorCheckForDeletedWorkloads": True,
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18

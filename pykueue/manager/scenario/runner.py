@@ -25,7 +25,6 @@ from typing import Any
 from pykueue.manager.core.config import ConfigError, config_from, parse_duration
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.objects import ObjectError
-from pykueue.manager.core.tas.node_health import NodeFailureRules
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED
 from pykueue.manager.jobs.registry import is_job, is_job_kind, kind_of, related_kinds, workloads_for
@@ -61,7 +60,7 @@ class Simulation:
         if live:
             config = replace(config, unreported_checks_active=False)
         self.scenario = scenario
-        self.tas = TasPlacer()
+        self.tas = TasPlacer(overlapping_flavors=config.tas_overlapping_flavors)
         self.core = QueueingCore(config, now=start, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
@@ -214,8 +213,7 @@ class Simulation:
         self.recorded = [o for o in self.recorded if not (
             (o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == name)
             or (o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == name))]
-        gates = (self.scenario.config or {}).get("featureGates")
-        mark = NodeFailureRules.from_gates(gates if isinstance(gates, dict) else None).replacement
+        mark = self.core.config.tas_node_failure.replacement
         for key in self.tas.fail_node(name, mark=mark):
             self.core.evict(key, "NodeFailures", self.tas.failure_note(key, name))
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pykueue.manager.core.config import config_from
 from pykueue.manager.core.features import DEFAULTS
 from pykueue.manager.core.tas.node_health import (
     Health,
@@ -272,3 +273,12 @@ def test_recheck_only_when_time_matters() -> None:
     assert recheck_after(half, NOW, DEFAULT) is None
     assert recheck_after(node("True"), NOW, FIXED_TIME_ONLY) is None
     assert recheck_after(None, NOW, FIXED_TIME_ONLY) is None
+
+
+def test_configuration_feature_gates_reach_the_core() -> None:
+    config = config_from({"featureGates": {"TASReplaceNodeOnNodeTaints": False,
+                                           "TASHandleOverlappingFlavors": False}})
+    assert config.tas_node_failure == NodeFailureRules(node_taints=False)
+    assert config.tas_overlapping_flavors is False
+    assert config_from({}).tas_node_failure == DEFAULT
+    assert config_from({}).tas_overlapping_flavors is True

@@ -64,7 +64,6 @@ from pykueue.manager.core.status import (
     legacy_admitted,
     workload_status,
 )
-from pykueue.manager.core.tas.node_health import NodeFailureRules
 from pykueue.manager.core.tas_hook import TasPlacer
 from pykueue.manager.core.workload_state import ADMITTED, FINISHED
 from pykueue.manager.jobs.admission import AdmissionPolicy
@@ -171,7 +170,8 @@ class QueueManager:
         self.events = events if events is not None else EventRecorder(client_transport(client))
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
-        self.tas = TasPlacer(synced=False)
+        self.tas = TasPlacer(synced=False,
+                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors)
         # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
         self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
@@ -215,7 +215,7 @@ class QueueManager:
             informer.add_handler(self._core_handler)
         gates = (job_config or {}).get("featureGates") or {}
         self.topology = TopologyFeed(client, self.tas, self.core, self._poke,
-                                     rules=NodeFailureRules.from_gates(gates))
+                                     rules=self.core.config.tas_node_failure)
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holders(cq)))
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
