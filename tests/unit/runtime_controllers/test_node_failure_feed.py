@@ -10,6 +10,7 @@ handler, without any API, over the objects of the TAS scenario
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,5 +156,22 @@ def test_nodes_lost_before_the_workloads_were_read_are_judged_at_sync() -> None:
     world.manager.topology._nodes[FAILED] = down  # seen, but judged with no workload placed
     assert FAILED in world.hosts()
     world.manager.topology.judge_nodes()
+    world.settle()
+    assert FAILED not in world.hosts()
+
+
+def test_fixed_time_rule_waits_for_the_delay_then_replaces() -> None:
+    # TASReplaceNodeOnPodTermination off: a NotReady node is lost after the delay, its pods
+    # running or not (the recheck timer judges it again; called here directly).
+    world = World(NodeFailureRules(pod_termination=False))
+    before = world.hosts()
+    down = copy.deepcopy(world.nodes[FAILED])
+    down["status"]["conditions"] = [{"type": "Ready", "status": "False",
+                                     "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    world.manager.topology._on_event(EventType.MODIFIED, down, world.nodes[FAILED])
+    world.settle()
+    assert world.hosts() == before  # within the delay
+    down["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:00Z"
+    world.manager.topology._recheck(FAILED)
     world.settle()
     assert FAILED not in world.hosts()

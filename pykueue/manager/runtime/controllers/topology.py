@@ -213,7 +213,7 @@ class TopologyFeed:
                 changed = changed or before != self.tas.unhealthy_nodes(key)
         wait = recheck_after(node, now, self.rules)
         if wait is not None and name not in self._rechecks:
-            self._rechecks[name] = asyncio.get_running_loop().call_later(wait, self._recheck, name)
+            self._schedule_recheck(name, wait)
         for key, placed in affected.items():
             if key in evict:
                 continue
@@ -242,6 +242,13 @@ class TopologyFeed:
                 changed = self._evaluate(name) or changed
         if changed:
             self._changed()
+
+    def _schedule_recheck(self, name: str, wait_s: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # driven without a loop (tests): no timers
+            return
+        self._rechecks[name] = loop.call_later(wait_s, self._recheck, name)
 
     def _cancel_recheck(self, name: str) -> None:
         handle = self._rechecks.pop(name, None)
