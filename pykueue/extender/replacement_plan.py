@@ -84,7 +84,11 @@ def _podset_spec(workload: Mapping[str, Any], name: str) -> Mapping[str, Any] | 
 
 
 def build_snapshot(inputs: PlanInputs) -> TopologySnapshot:
-    """Capacity of the flavor minus non-TAS pods and every admitted TAS assignment on it."""
+    """Capacity of the flavor minus non-TAS pods and every admitted TAS assignment on it.
+
+    As Kueue's ``TASHandleOverlappingFlavors`` (on by default; the extender reads no
+    Configuration): when the topology ends at nodes, assignments of other flavors that end
+    at nodes count too, since flavors may share nodes."""
     snap = TopologySnapshot.build(inputs.topology, inputs.flavor, inputs.nodes, inputs.bound_pods)
     flavor_name = str((inputs.flavor.get("metadata") or {}).get("name", ""))
     for wl in inputs.workloads:
@@ -93,10 +97,14 @@ def build_snapshot(inputs: PlanInputs) -> TopologySnapshot:
         for psa in wl["status"]["admission"].get("podSetAssignments") or []:
             raw = psa.get("topologyAssignment")
             spec = _podset_spec(wl, str(psa.get("name")))
-            if not raw or spec is None or _flavor_name(psa) != flavor_name:
+            if not raw or spec is None:
                 continue
             try:
-                snap.add_usage(decode_v1beta2(raw), PodSetRequest.from_podset(spec).per_pod)
+                assignment = decode_v1beta2(raw)
+                if _flavor_name(psa) != flavor_name and not (
+                        snap.tree.hostname_leaves and assignment.levels[-1:] == (keys.HOSTNAME_LABEL,)):
+                    continue
+                snap.add_usage(assignment, PodSetRequest.from_podset(spec).per_pod)
             except (AssignmentError, ValueError, TypeError, KeyError):
                 continue  # one broken Workload must not block replacing another's node
     return snap

@@ -25,6 +25,9 @@ from .admission_fair_sharing import AfsConfig, config_from_dict
 from .features import gate_enabled
 from .resources import Transformation
 from .settings import IMMEDIATE, SchedulingSettings
+from .tas.node_health import NodeFailureRules
+
+OVERLAPPING_FLAVORS_GATE = "TASHandleOverlappingFlavors"
 
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
@@ -120,6 +123,11 @@ class CoreConfig:
     # Kueue's ElasticJobsViaWorkloadSlices gate (beta, on by default since v0.18): a slice
     # annotated as the replacement of an admitted one counts that one's quota as its own.
     workload_slices: bool = True
+    # Kueue's TASHandleOverlappingFlavors gate (beta, on by default since v0.18): TAS usage
+    # on a node counts in every flavor whose topology ends at nodes, whichever flavor took it.
+    tas_overlapping_flavors: bool = True
+    # Kueue's TAS node failure gates (``tas.node_health``): when a node is lost to a workload.
+    tas_node_failure: NodeFailureRules = field(default_factory=NodeFailureRules)
     # An AdmissionCheck with no Active condition is taken as Active: scenario files leave
     # the condition out for a controller assumed to run. The manager runtime and the live
     # what-if read checks as Kueue does (inactive until their controller says Active), so
@@ -205,7 +213,9 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         admission_gated_by=gate_enabled(gates, "AdmissionGatedBy"),
         workload_slices=gate_enabled(gates, WORKLOAD_SLICES_GATE),
         prioritize_preemptors=gate_enabled(gates, PRIORITIZE_PREEMPTORS_GATE),
-        partial_admission=gate_enabled(gates, "PartialAdmission"))
+        partial_admission=gate_enabled(gates, "PartialAdmission"),
+        tas_overlapping_flavors=gate_enabled(gates, OVERLAPPING_FLAVORS_GATE),
+        tas_node_failure=NodeFailureRules.from_gates(gates))
     wfpr = wait_for_pods_ready_section(obj)
     if wfpr is None:
         return CoreConfig(**common)

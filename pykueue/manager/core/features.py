@@ -26,6 +26,12 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,
+    # TAS node failure (core.tas.node_health)
+    "TASFailedNodeReplacement": True,
+    "TASReplaceNodeOnPodTermination": True,  # beta since v0.14
+    "TASReplaceNodeOnNodeTaints": True,  # beta since v0.17
+    "TASReplaceNodeDueToNotReadyOverFixedTime": False,  # deprecated, off since v0.19
+    "TASHandleOverlappingFlavors": True,  # beta since v0.18: TAS usage summed over flavors
     "WorkloadIdentifierAnnotations": True,
     "SkipAncestorCheckForDeletedWorkloads": True,
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18

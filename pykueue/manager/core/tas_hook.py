@@ -162,7 +162,9 @@ def _unchanged(was: tuple[Any, ...], now: tuple[Any, ...], identical: int) -> bo
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
-    def __init__(self, *, synced: bool = True) -> None:
+    def __init__(self, *, synced: bool = True, overlapping_flavors: bool = True) -> None:
+        # TASHandleOverlappingFlavors: TAS usage meets across flavors that share nodes.
+        self.overlapping_flavors = overlapping_flavors
         self.topologies: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}  # only those that take node capacity
@@ -282,20 +284,31 @@ class TasPlacer:
                                       synced=self._synced)
         for key in sorted(self._charges):
             for ch in self._charges[key]:
-                if ch.flavor == flavor.name:
+                if self._counts_on(flavor.name, snap, ch):
                     snap.add_usage(ch.assignment, ch.per_pod)
         self._snaps[flavor.name] = (flavor, self._version, snap)
         return snap
 
+    def _counts_on(self, flavor: str, snap: TopologySnapshot, ch: Charge) -> bool:
+        """Whether a charge takes capacity in the flavor's snapshot: its own flavor's, and
+        with ``TASHandleOverlappingFlavors`` any flavor's placed on nodes, when this
+        flavor's topology ends at nodes too (their usage then meets on the same hosts)."""
+        if ch.flavor == flavor:
+            return True
+        return self.overlapping_flavors and snap.tree.hostname_leaves \
+            and bool(ch.assignment.levels) and ch.assignment.levels[-1] == keys.HOSTNAME_LABEL
+
     def _charge(self, key: str, charges: Sequence[Charge], sign: int) -> None:
         self._epoch += 1
-        for ch in charges:
-            cached = self._snaps.get(ch.flavor)
-            if cached is not None and cached[1] == self._version:
-                if sign > 0:
-                    cached[2].add_usage(ch.assignment, ch.per_pod)
-                else:
-                    cached[2].remove_usage(ch.assignment, ch.per_pod)
+        for fl, version, snap in self._snaps.values():
+            if version != self._version:
+                continue
+            for ch in charges:
+                if self._counts_on(fl.name, snap, ch):
+                    if sign > 0:
+                        snap.add_usage(ch.assignment, ch.per_pod)
+                    else:
+                        snap.remove_usage(ch.assignment, ch.per_pod)
 
     # -- placement -------------------------------------------------------------------------
 
@@ -352,7 +365,7 @@ class TasPlacer:
         got = memo[2].get(key)
         if got is None:
             gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ())
-                    for ch in self._charges.get(k, ()) if ch.flavor == flavor.name]
+                    for ch in self._charges.get(k, ()) if self._counts_on(flavor.name, snap, ch)]
             result = snap.place(reqs, simulate_empty=freed is None, freed=gone)
             got = memo[2][key] = result.reason if isinstance(result, NoFit) else result.assignments
         return got
@@ -614,28 +627,55 @@ class TasPlacer:
 
     # -- node failure and second pass -------------------------------------------------------
 
-    def fail_node(self, name: str) -> list[str]:
+    def fail_node(self, name: str, *, mark: bool = True) -> list[str]:
         """A node is gone (as if deleted, with its pods). Returns the workloads to evict now.
 
         Workloads with pods assigned there get the node recorded as unhealthy; the second
         pass replaces it. A workload that already lists a different unhealthy node is
-        evicted (multiple TAS node failures).
+        evicted (multiple TAS node failures). ``mark=False`` (``TASFailedNodeReplacement``
+        off) only drops the node and its pods.
         """
         self.nodes.pop(name, None)
         for pkey in [k for k, p in self.pods.items() if (p.get("spec") or {}).get("nodeName") == name]:
             del self.pods[pkey]
         self._version += 1
-        evict: list[str] = []
+        if not mark:
+            return []
+        return [key for key in self.workloads_on_node(name) if self.mark_unhealthy(key, name)]
+
+    def workloads_on_node(self, name: str) -> dict[str, list[tuple[str, str]]]:
+        """The workloads whose topology assignment names the node: key -> (PodSet, flavor)
+        of each of their PodSets placed there."""
+        out: dict[str, list[tuple[str, str]]] = {}
         for key in sorted(self._charges):
-            if not any(values[-1] == name for ch in self._charges[key] for values, _ in
-                       ((d.values, d.count) for d in ch.assignment.domains)):
-                continue
-            marked = self._unhealthy.setdefault(key, [])
-            if marked and name not in marked:
-                evict.append(key)
-            elif name not in marked:
-                marked.append(name)
-        return evict
+            for ch in self._charges[key]:
+                if any(d.values and d.values[-1] == name for d in ch.assignment.domains):
+                    out.setdefault(key, []).append((ch.podset, ch.flavor))
+        return out
+
+    def mark_unhealthy(self, key: str, name: str) -> bool:
+        """Record the node as unhealthy for the workload; True when it must be evicted
+        instead, because it already lists a different unhealthy node (Kueue's multiple
+        node failures)."""
+        marked = self._unhealthy.setdefault(key, [])
+        if marked and name not in marked:
+            return True
+        if name not in marked:
+            marked.append(name)
+        return False
+
+    def clear_unhealthy(self, key: str, name: str) -> bool:
+        """The node is healthy again for the workload: drop it from its unhealthy nodes."""
+        marked = self._unhealthy.get(key)
+        if not marked or name not in marked:
+            return False
+        marked.remove(name)
+        if not marked:
+            del self._unhealthy[key]
+        return True
+
+    def unhealthy_nodes(self, key: str) -> list[str]:
+        return list(self._unhealthy.get(key, ()))
 
     def failure_note(self, key: str, lost: str) -> EvictionNote:
         """How Kueue's node controller words the eviction :meth:`fail_node` asked for: the

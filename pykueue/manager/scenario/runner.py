@@ -60,7 +60,7 @@ class Simulation:
         if live:
             config = replace(config, unreported_checks_active=False)
         self.scenario = scenario
-        self.tas = TasPlacer()
+        self.tas = TasPlacer(overlapping_flavors=config.tas_overlapping_flavors)
         self.core = QueueingCore(config, now=start, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)
@@ -213,7 +213,8 @@ class Simulation:
         self.recorded = [o for o in self.recorded if not (
             (o.get("kind") == "Node" and (o.get("metadata") or {}).get("name") == name)
             or (o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName") == name))]
-        for key in self.tas.fail_node(name):
+        mark = self.core.config.tas_node_failure.replacement
+        for key in self.tas.fail_node(name, mark=mark):
             self.core.evict(key, "NodeFailures", self.tas.failure_note(key, name))
 
     def _delete(self, arg: Any) -> None:

@@ -30,6 +30,11 @@ V1BETA1 = {"apiVersion": CONFIG_API_VERSION_V1BETA1, "kind": "Configuration"}
     ("PartialAdmission", True),
     ("TopologyAwareScheduling", True),
     ("MultiKueue", True),
+    ("TASFailedNodeReplacement", True),
+    ("TASReplaceNodeOnPodTermination", True),
+    ("TASReplaceNodeOnNodeTaints", True),
+    ("TASReplaceNodeDueToNotReadyOverFixedTime", False),
+    ("TASHandleOverlappingFlavors", True),
 ])
 def test_gate_defaults_are_kueue_v0_19_2s(gate: str, on: bool) -> None:
     assert DEFAULTS[gate] is on

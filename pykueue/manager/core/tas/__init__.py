@@ -19,7 +19,9 @@ Node failure — ONE rule, shared by the queue manager's second pass and the kub
 extender at bind time::
 
     node = node_to_replace(workload)            # status.unhealthyNodes[0] / v0.12 annotation
-    is_node_failed(snap.node(node), now)        # deleted, no Ready, or NotReady >= 30 s
+    rules = NodeFailureRules.from_gates(config_feature_gates)
+    workload_health(node_obj, now, rules, progressing_pods=..., podset_tolerations=...)
+    # Health.FAILED (mark unhealthy) / HEALTHY (clear the mark) / WAIT, as Kueue v0.19.2
     out = replace_failed_node(assignment, node, snap, podset_request)
     # Replacement(assignment=<rewritten>, added=...)  or  NoReplacement(reason="NodeFailures")
 
@@ -35,6 +37,7 @@ A snapshot built with ``synced=False`` refuses to place until :meth:`TopologySna
 from __future__ import annotations
 
 from .assignment import AssignmentError, DomainAssignment, TopologyAssignment
+from .node_health import Health, NodeFailureRules, lost_outright, recheck_after, workload_health
 from .placement import SearchInput
 from .replacement import NODE_FAILURE_DELAY, NoReplacement, Replacement, is_node_failed, replace_failed_node
 from .request import PodSetRequest, SliceLayer, TopologyRequest
@@ -53,8 +56,10 @@ __all__ = [
     "NOT_SYNCED_REASON",
     "AssignmentError",
     "DomainAssignment",
+    "Health",
     "NoFit",
     "NoReplacement",
+    "NodeFailureRules",
     "Placed",
     "PlacementResult",
     "PodSetRequest",
@@ -67,9 +72,12 @@ __all__ = [
     "assigned_nodes",
     "cluster_queue_for_entry",
     "is_node_failed",
+    "lost_outright",
     "needs_second_pass",
     "node_to_replace",
     "podset_requests",
+    "recheck_after",
     "replace_failed_node",
+    "workload_health",
     "workload_tas_usage",
 ]

@@ -51,7 +51,7 @@ def belongs_to_flavor(
     return all(k in labels for k in level_keys)
 
 
-def _toleration_matches(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+def toleration_matches(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     effect = tol.get("effect") or ""
     if effect and effect != taint.get("effect"):
         return False
@@ -74,7 +74,7 @@ def untolerated_taint(
     for taint in taints:
         if taint.get("effect") not in SCHEDULING_EFFECTS:
             continue
-        if not any(_toleration_matches(t, taint) for t in tolerations):
+        if not any(toleration_matches(t, taint) for t in tolerations):
             return taint
     return None
 

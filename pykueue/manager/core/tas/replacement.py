@@ -57,7 +57,8 @@ class NoReplacement:
 def is_node_failed(
     node: Mapping[str, Any] | None, now: datetime, grace: timedelta = NODE_FAILURE_DELAY
 ) -> bool:
-    """Deleted, without a Ready condition, or NotReady for at least ``grace``."""
+    """Deleted, without a Ready condition, or NotReady for at least ``grace``: the
+    fixed-time rule alone (Kueue's before v0.19; see ``node_health`` for the gated rules)."""
     if node is None:
         return True
     cond = nodepred.ready_condition(node)

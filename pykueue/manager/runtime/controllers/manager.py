@@ -170,7 +170,8 @@ class QueueManager:
         self.events = events if events is not None else EventRecorder(client_transport(client))
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
-        self.tas = TasPlacer(synced=False)
+        self.tas = TasPlacer(synced=False,
+                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors)
         # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
         self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
@@ -213,10 +214,11 @@ class QueueManager:
         self._agreed: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
         for informer in self.informers.values():
             informer.add_handler(self._core_handler)
-        self.topology = TopologyFeed(client, self.tas, self.core, self._poke)
+        gates = (job_config or {}).get("featureGates") or {}
+        self.topology = TopologyFeed(client, self.tas, self.core, self._poke,
+                                     rules=self.core.config.tas_node_failure)
         self.finalizers = FinalizerRelease(client, self.informers,
                                            lambda cq: len(self.core.holders(cq)))
-        gates = (job_config or {}).get("featureGates") or {}
         self.multikueue = None if gates.get("MultiKueue") is False else MultiKueueController(
             client, self.informers, self.jobs.registry, job_config or {},
             str((job_config or {}).get("namespace") or DEFAULT_NAMESPACE), self._check_verdict,
@@ -370,6 +372,7 @@ class QueueManager:
                  len(self.core.cluster_queues()))
         # Every admitted workload's topology usage is known now: placement may start.
         self.tas.mark_synced()
+        self.topology.judge_nodes()  # nodes that failed before the workloads were read
         self.core.requeue_inadmissible()
         if self.metrics.role is ReplicaRole.FOLLOWER:
             self.metrics.set_role(ReplicaRole.LEADER)
