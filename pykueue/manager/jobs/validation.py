@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pykueue.api import keys
@@ -209,3 +209,16 @@ def validate_job_on_update(
     if ctx.gate("AdmissionGatedBy"):
         errors += admission_gated_by_update_errors(old, new)
     return errors
+
+
+def validate_job_rerunning_creation_rules(
+    obj: Mapping[str, Any], old: Mapping[str, Any] | None, ctx: AdmissionContext, *, group: str, kind: str,
+    suspended: Callable[[Mapping[str, Any]], bool],
+) -> list[FieldError]:
+    """The shared rules of a kind whose webhook runs the creation rules on every update too
+    (Kueue's JobSet and TrainJob webhooks): on update the update rules first, then those."""
+    errors: list[FieldError] = []
+    if old is not None:
+        errors += validate_job_on_update(old, obj, ctx, new_suspended=suspended(obj),
+                                         old_suspended=suspended(old), group=group, kind=kind)
+    return errors + validate_job_on_create(obj, ctx, group, kind)

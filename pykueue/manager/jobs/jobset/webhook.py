@@ -8,18 +8,21 @@ replicated job's pod template and the pairing rules of pod set groups.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pykueue.api.fields import FieldError
 from pykueue.api.wire import JSON
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.defaulting import apply_job_defaults
 from pykueue.manager.jobs.job_fields import get_path, str_map
 from pykueue.manager.jobs.tas_annotations import podset_group_errors, tas_podset_errors
-from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
+from pykueue.manager.jobs.validation import validate_job_rerunning_creation_rules
 
 from .lifecycle import GROUP, OWN_CONTROLLER, pods_count, replicated_jobs
 
 
-def is_suspended(jobset: JSON) -> bool:
+def is_suspended(jobset: Mapping[str, Any]) -> bool:
     return get_path(jobset, "spec", "suspend") is True
 
 
@@ -37,12 +40,8 @@ class JobSetWebhook:
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        errors: list[FieldError] = []
-        if old is not None:
-            errors += validate_job_on_update(old, obj, ctx, new_suspended=is_suspended(obj),
-                                             old_suspended=is_suspended(old), group=self.group,
-                                             kind=self.kind)
-        errors += validate_job_on_create(obj, ctx, self.group, self.kind)
+        errors = validate_job_rerunning_creation_rules(obj, old, ctx, group=self.group, kind=self.kind,
+                                                        suspended=is_suspended)
         return errors + self._topology_errors(obj, ctx)
 
     @staticmethod

@@ -17,13 +17,12 @@ from pykueue.api.wire import JSON
 from pykueue.manager.jobs.admission import AdmissionContext
 from pykueue.manager.jobs.defaulting import apply_job_defaults
 from pykueue.manager.jobs.job_fields import get_path, set_annotation, str_map
-from pykueue.manager.jobs.mpijob.lifecycle import MPIJOB, pods_count, replica_specs, roles
+from pykueue.manager.jobs.mpijob.lifecycle import MPI_OPERATOR, MPIJOB, pods_count, replica_specs, roles
 from pykueue.manager.jobs.run_policy import is_suspended, run_policy
 from pykueue.manager.jobs.tas_annotations import podset_group_errors, tas_podset_errors
 from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
 
-# spec.runPolicy.managedBy of an MPIJob its own operator runs (kubeflow's KubeflowJobController).
-OWN_CONTROLLER = "kubeflow.org/mpi-operator"
+OWN_CONTROLLER = MPI_OPERATOR
 
 
 def _metadata_path(role: str) -> str:

@@ -11,6 +11,9 @@ cannot be read is denied with the reason, as Kueue's is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pykueue.api.fields import FieldError
 from pykueue.api.wire import JSON
 from pykueue.manager.core.objects import ObjectError
@@ -18,7 +21,7 @@ from pykueue.manager.jobs.admission import AdmissionContext, AdmissionDenied
 from pykueue.manager.jobs.defaulting import apply_job_defaults
 from pykueue.manager.jobs.job_fields import get_path
 from pykueue.manager.jobs.tas_annotations import tas_podset_errors
-from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
+from pykueue.manager.jobs.validation import validate_job_rerunning_creation_rules
 
 from .lifecycle import KIND, OWN_CONTROLLER, empty_kueue_patch
 from .runtime import GROUP, podsets
@@ -27,7 +30,7 @@ TOPOLOGY_HINT = ('. Adjust either the "TrainJob.spec.runtimePatches" or the "Tra
                  "annotations for the corresponding Job")
 
 
-def is_suspended(trainjob: JSON) -> bool:
+def is_suspended(trainjob: Mapping[str, Any]) -> bool:
     return get_path(trainjob, "spec", "suspend") is True
 
 
@@ -49,12 +52,8 @@ class TrainJobWebhook:
         return obj
 
     def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        errors: list[FieldError] = []
-        if old is not None:
-            errors += validate_job_on_update(old, obj, ctx, new_suspended=is_suspended(obj),
-                                             old_suspended=is_suspended(old), group=self.group,
-                                             kind=self.kind)
-        errors += validate_job_on_create(obj, ctx, self.group, self.kind)
+        errors = validate_job_rerunning_creation_rules(obj, old, ctx, group=self.group, kind=self.kind,
+                                                        suspended=is_suspended)
         return errors + self._topology_errors(obj, ctx)
 
     @staticmethod
