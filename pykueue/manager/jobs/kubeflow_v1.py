@@ -3,7 +3,8 @@ XGBoostJob, PaddleJob, JAXJob), one implementation for all, as Kueue's kubeflowj
 
 Those kinds differ only in the field holding their replica specs and the replica types it
 may name; a :class:`KubeflowJobType` states both, and each kind's folder builds its lifecycle,
-webhook and ``JobKind`` from its type with the classes below.
+webhook and ``JobKind`` from its type with the classes below. The MPI operator's MPIJob
+(``kubeflow.org/v2beta1``) runs on the same lifecycle, with a webhook of its own.
 
 * ``spec.runPolicy.suspend`` is the switch (the operator creates no pods while it is true)
   and ``spec.runPolicy.managedBy`` the controller (``run_policy``).
