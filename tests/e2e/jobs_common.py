@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +100,24 @@ def cpu_usage(status: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class OperatorKind:
     """How the e2e tests of a job kind its operator runs read it: the kubectl resource, the
-    owner kind of its Workload, the condition of success and where it is suspended."""
+    owner kind of its Workload, the condition of success, where it is suspended, and the
+    label its operator puts on its pods (valued with its name) with how many it runs."""
 
     resource: str
     kind: str
     done: str
     suspended: Callable[[dict[str, Any]], bool]
+    pod_label: str = ""
+    pod_count: int = 0
+
+    def pods(self, dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+        """Its pods that are not being deleted."""
+        pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{self.pod_label}={name}")["items"]
+        return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    def running(self, dev_cluster: DevCluster, namespace: str, name: str) -> bool:
+        pods = self.pods(dev_cluster, namespace, name)
+        return len(pods) == self.pod_count and all(p["status"].get("phase") == "Running" for p in pods)
 
     def get(self, dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
         obj: dict[str, Any] = dev_cluster.get_json(self.resource, name, "-n", namespace)
@@ -118,6 +131,17 @@ class OperatorKind:
         dev_cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(obj))
 
 
+@contextmanager
+def kind_queues(dev_cluster: DevCluster, namespace: str, kind: OperatorKind, cpu: str,
+                memory: str | None = None) -> Iterator[str]:
+    """``queues`` for a test of ``kind``; its objects are deleted after the test."""
+    cq = queues(dev_cluster, namespace, cpu, memory=memory)
+    try:
+        yield cq
+    finally:
+        dev_cluster.kubectl("delete", kind.resource, "--all", "-n", namespace, "--wait=false", check=False)
+
+
 def waits_for_quota(workload: dict[str, Any]) -> bool:
     conditions = (workload.get("status") or {}).get("conditions") or ()
     return any(c["type"] == "QuotaReserved" and c["status"] == "False" for c in conditions)
@@ -125,11 +149,16 @@ def waits_for_quota(workload: dict[str, Any]) -> bool:
 
 def check_the_second_waits_until_the_first_is_done(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
-        make: Callable[[str, str], dict[str, Any]], pods: Callable[[str], list[dict[str, Any]]],
-        running: Callable[[str], bool], podsets: list[tuple[str, int]]) -> None:
+        make: Callable[[str, str], dict[str, Any]], podsets: list[tuple[str, int]]) -> None:
     """``make(name, run time)``: the first runs on the flavor's nodes with ``podsets``; the
     second waits suspended, without pods, for quota; both end, their Workloads finish and the
     quota is free again."""
+    def pods(name: str) -> list[dict[str, Any]]:
+        return kind.pods(dev_cluster, namespace, name)
+
+    def running(name: str) -> bool:
+        return kind.running(dev_cluster, namespace, name)
+
     kind.create(dev_cluster, namespace, make("first", "6s"))
     wait_until(f"the first {kind.kind}'s pods running", lambda: running("first"), 90.0)
     wl = kind.workload(dev_cluster, namespace, "first")
@@ -151,9 +180,12 @@ def check_the_second_waits_until_the_first_is_done(
 
 def check_a_higher_priority_one_preempts(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
-        make: Callable[[str, str, str | None], dict[str, Any]], running: Callable[[str], bool]) -> None:
+        make: Callable[[str, str, str | None], dict[str, Any]]) -> None:
     """``make(name, run time, priority class)``: a running low-priority object is preempted
     (Evicted, suspended again) by an urgent one of the same kind, then both end."""
+    def running(name: str) -> bool:
+        return kind.running(dev_cluster, namespace, name)
+
     high = f"high-{namespace}"
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
                        "metadata": {"name": high}, "value": 1000})
