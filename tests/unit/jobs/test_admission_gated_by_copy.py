@@ -22,6 +22,6 @@ def test_the_gates_go_with_the_workload() -> None:
 
 
 def test_no_gate_no_annotation() -> None:
-    for annotations in ({}, {keys.ADMISSION_GATED_BY: ""}):
-        (wl,) = workloads_for(_job(annotations))
+    for given in ({}, {keys.ADMISSION_GATED_BY: ""}):
+        (wl,) = workloads_for(_job(given))
         assert keys.ADMISSION_GATED_BY not in (wl["metadata"].get("annotations") or {})

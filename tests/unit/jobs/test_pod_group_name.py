@@ -45,6 +45,7 @@ def test_with_the_gate_off_an_annotated_group_without_the_label_is_no_group() ->
 
 
 def test_an_invalid_annotated_name_is_reported_on_the_annotation() -> None:
-    pod = _pod({keys.POD_GROUP_NAME: "fine"}, {keys.POD_GROUP_NAME: "Not_A_Name", keys.POD_GROUP_TOTAL_COUNT: "1"})
+    pod = _pod({keys.POD_GROUP_NAME: "fine"},
+               {keys.POD_GROUP_NAME: "Not_A_Name", keys.POD_GROUP_TOTAL_COUNT: "1"})
     fields = {e.path for e in WEBHOOK.validate(pod, None, _ctx(True))}
     assert fields == {f"metadata.annotations[{keys.POD_GROUP_NAME}]"}
