@@ -297,6 +297,14 @@ def test_paths_and_the_template_kueue_keeps() -> None:
     latest["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx"
     [container] = pod_template(latest, "template.spec.template")["spec"]["containers"]
     assert container["imagePullPolicy"] == "Always"
+    # Quantities as Kueue's Workload holds them: rounded up to milli-units, canonical.
+    latest["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1.5", "memory": 1073741824, "example.com/gpu": 2},
+        "limits": {"cpu": "0.0001"}}
+    [container] = pod_template(latest, "template.spec.template")["spec"]["containers"]
+    assert container["resources"] == {"requests": {"cpu": "1500m", "memory": "1073741824",
+                                                   "example.com/gpu": "2"},
+                                      "limits": {"cpu": "1m"}}
 
 
 # -- pykueue's own: start, stop, restore, finished ---------------------------------------------

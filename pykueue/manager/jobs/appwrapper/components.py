@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pykueue.api.quantity import Quantity, QuantityError
 from pykueue.api.wire import JSON
 from pykueue.manager.jobs.job_fields import get_path
 
@@ -231,6 +232,20 @@ def _image_tag(image: str) -> str | None:
     return tag or ("" if digest else "latest")
 
 
+def _resource_list(values: Any) -> JSON:
+    """A resource list as the library writes it: each quantity rounded up to milli-units, in
+    its canonical form (the component is stored as given, so the API server did neither)."""
+    out: JSON = {}
+    for name, value in (values.items() if isinstance(values, dict) else ()):
+        try:
+            q = Quantity.parse(value)
+        except QuantityError:
+            out[name] = value
+            continue
+        out[name] = str(Quantity.from_milli(q.milli_value(), q.format))
+    return out
+
+
 def _containers(items: Any) -> list[JSON]:
     out = []
     for c in items if isinstance(items, list) else ():
@@ -239,7 +254,7 @@ def _containers(items: Any) -> list[JSON]:
         for key in ("image", "command", "args"):
             if c.get(key):
                 dst[key] = c[key]
-        resources = {k: dict(v) for k, v in (c.get("resources") or {}).items()
+        resources = {k: _resource_list(v) for k, v in (c.get("resources") or {}).items()
                      if k in ("requests", "limits") and v}
         dst["resources"] = resources
         dst["terminationMessagePath"] = c.get("terminationMessagePath") or "/dev/termination-log"
@@ -295,9 +310,10 @@ def pod_template(component: Mapping[str, Any], path: str) -> JSON:
         if spec.get(key):
             out[key] = spec[key]
     out["preemptionPolicy"] = spec.get("preemptionPolicy") or "PreemptLowerPriority"
-    for key in ("overhead", "topologySpreadConstraints"):
-        if spec.get(key):
-            out[key] = spec[key]
+    if spec.get("overhead"):
+        out["overhead"] = _resource_list(spec["overhead"])
+    if spec.get("topologySpreadConstraints"):
+        out["topologySpreadConstraints"] = spec["topologySpreadConstraints"]
     result: JSON = {"spec": out}
     if out_meta:
         result["metadata"] = out_meta
