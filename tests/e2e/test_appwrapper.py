@@ -17,7 +17,6 @@ wraps, their queue and the run time kwok gives their pods; nothing else is chang
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from .jobs_common import (
     check_a_higher_priority_one_preempts,
     check_the_second_waits_until_the_first_is_done,
     cq_cpu_usage,
-    queues,
+    kind_queues,
 )
 
 pytestmark = pytest.mark.e2e
@@ -53,7 +52,15 @@ class AppWrapperKind(OperatorKind):
         return (obj.get("status") or {}).get("phase") == self.done
 
 
-APPWRAPPER = AppWrapperKind(RESOURCE, "AppWrapper", "Succeeded", lambda aw: aw["spec"].get("suspend") is True)
+def _appwrapper_kind(pod_count: int) -> AppWrapperKind:
+    """AppWrappers whose wrapped object runs ``pod_count`` pods (found by the AppWrapper's label)."""
+    return AppWrapperKind(RESOURCE, "AppWrapper", "Succeeded", lambda aw: aw["spec"].get("suspend") is True,
+                          APPWRAPPER_LABEL, pod_count=pod_count)
+
+
+WRAPPING_A_JOB = _appwrapper_kind(1)
+WRAPPING_A_PYTORCHJOB = _appwrapper_kind(2)  # master and worker
+WRAPPING_AN_LWS = _appwrapper_kind(6)  # two groups of a leader and two workers
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -89,64 +96,49 @@ def wrapped_pytorchjob(name: str, runtime: str, priority_class: str | None = Non
     return aw
 
 
-def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{APPWRAPPER_LABEL}={name}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _running(dev_cluster: DevCluster, namespace: str, name: str, count: int) -> bool:
-    pods = _pods(dev_cluster, namespace, name)
-    return len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
-
-
 def _workload_owners(dev_cluster: DevCluster, namespace: str) -> set[str]:
     return {r["kind"] for wl in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"]
             for r in wl["metadata"].get("ownerReferences") or ()}
 
 
-@pytest.fixture
-def cleanup(dev_cluster: DevCluster, namespace: str) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        dev_cluster.kubectl("delete", RESOURCE, "--all", "-n", namespace, "--wait=false", check=False)
-
-
 def test_a_wrapped_job_runs_on_the_flavors_nodes_and_the_next_waits_suspended(
-        dev_cluster: DevCluster, namespace: str, cleanup: None) -> None:
-    cq = queues(dev_cluster, namespace, "1")
-    check_the_second_waits_until_the_first_is_done(
-        dev_cluster, namespace, cq, APPWRAPPER, wrapped_job, lambda n: _pods(dev_cluster, namespace, n),
-        lambda n: _running(dev_cluster, namespace, n, 1), [("first-0", 1)])
-    # The Jobs the AppWrapper controller made ran under their AppWrappers' Workloads only.
-    assert _workload_owners(dev_cluster, namespace) == {"AppWrapper"}
-    jobs = dev_cluster.get_json("jobs", "-n", namespace)["items"]
-    assert sorted(j["metadata"]["ownerReferences"][0]["name"] for j in jobs) == ["first", "second"]
+        dev_cluster: DevCluster, namespace: str) -> None:
+    with kind_queues(dev_cluster, namespace, WRAPPING_A_JOB, "1") as cq:
+        check_the_second_waits_until_the_first_is_done(
+            dev_cluster, namespace, cq, WRAPPING_A_JOB, wrapped_job, [("first-0", 1)])
+        # The Jobs the AppWrapper controller made ran under their AppWrappers' Workloads only.
+        assert _workload_owners(dev_cluster, namespace) == {"AppWrapper"}
+        jobs = dev_cluster.get_json("jobs", "-n", namespace)["items"]
+        assert sorted(j["metadata"]["ownerReferences"][0]["name"] for j in jobs) == ["first", "second"]
 
 
 def test_a_higher_priority_wrapped_pytorchjob_preempts_a_running_one_and_both_succeed(
-        dev_cluster: DevCluster, namespace: str, cleanup: None) -> None:
-    cq = queues(dev_cluster, namespace, "3")
-    check_a_higher_priority_one_preempts(dev_cluster, namespace, cq, APPWRAPPER, wrapped_pytorchjob,
-                                         lambda n: _running(dev_cluster, namespace, n, 2))
-    assert _workload_owners(dev_cluster, namespace) == {"AppWrapper"}
+        dev_cluster: DevCluster, namespace: str) -> None:
+    with kind_queues(dev_cluster, namespace, WRAPPING_A_PYTORCHJOB, "3") as cq:
+        check_a_higher_priority_one_preempts(dev_cluster, namespace, cq, WRAPPING_A_PYTORCHJOB,
+                                             wrapped_pytorchjob)
+        assert _workload_owners(dev_cluster, namespace) == {"AppWrapper"}
 
 
 def test_a_wrapped_leaderworkerset_runs_its_groups_and_goes_away_with_its_appwrapper(
-        dev_cluster: DevCluster, namespace: str, cleanup: None) -> None:
-    cq = queues(dev_cluster, namespace, "2")
+        dev_cluster: DevCluster, namespace: str) -> None:
+    with kind_queues(dev_cluster, namespace, WRAPPING_AN_LWS, "2") as cq:
+        _check_the_lws_sample(dev_cluster, namespace, cq)
+
+
+def _check_the_lws_sample(dev_cluster: DevCluster, namespace: str, cq: str) -> None:
     # The sample's queue.
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "LocalQueue",
                        "metadata": {"name": "user-queue", "namespace": namespace},
                        "spec": {"clusterQueue": cq}})
     dev_cluster.kubectl("create", "-n", namespace, "-f", str(LWS))
     name = "sample-appwrapper-lws"
-    # Two groups of a leader and two workers: six pods, on the flavor's nodes.
-    wait_until("the LeaderWorkerSet's pods running", lambda: _running(dev_cluster, namespace, name, 6), 90.0)
+    wait_until("the LeaderWorkerSet's pods running",
+               lambda: WRAPPING_AN_LWS.running(dev_cluster, namespace, name), 90.0)
     [wl] = [w for w in dev_cluster.get_json("workloads.kueue.x-k8s.io", "-n", namespace)["items"]]
     assert wl["metadata"]["ownerReferences"][0]["kind"] == "AppWrapper"
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [(f"{name}-0", 2), (f"{name}-1", 3)]
-    for pod in _pods(dev_cluster, namespace, name):
+    for pod in WRAPPING_AN_LWS.pods(dev_cluster, namespace, name):
         assert NODE_LABELS.items() <= (pod["spec"].get("nodeSelector") or {}).items()
     assert cq_cpu_usage(dev_cluster, cq) == "800m"  # what the AppWrapper declares: 2 x 100m + 3 x 200m
     lws = dev_cluster.get_json("leaderworkersets.leaderworkerset.x-k8s.io", "-n", namespace)["items"]
@@ -156,7 +148,7 @@ def test_a_wrapped_leaderworkerset_runs_its_groups_and_goes_away_with_its_appwra
     def gone() -> bool:
         kinds = (RESOURCE, "leaderworkersets.leaderworkerset.x-k8s.io", "workloads.kueue.x-k8s.io")
         left = [dev_cluster.get_json(kind, "-n", namespace)["items"] for kind in kinds]
-        return not any(left) and not _pods(dev_cluster, namespace, name)
+        return not any(left) and not WRAPPING_AN_LWS.pods(dev_cluster, namespace, name)
 
     wait_until("the AppWrapper, its LeaderWorkerSet, their pods and the Workload gone", gone, 90.0)
     wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
