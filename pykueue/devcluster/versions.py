@@ -50,6 +50,8 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("trainer-controller", "trainer",
              "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
     GoBinary("mpi-operator", "mpi-operator", "."),
+    # The AppWrapper controller behind our own main (see its main.go for why).
+    GoBinary("appwrapper-controller", "appwrapper", "."),
     # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
     # and real Kueue, the oracle of ``dev conformance``; both declared as tools like LWS.
     GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
@@ -75,6 +77,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("jobset", "jobset", "sigs.k8s.io/jobset"),
     ("trainer", "trainer", "github.com/kubeflow/trainer/v2"),
     ("mpi-operator", "mpi-operator", "github.com/kubeflow/mpi-operator"),
+    ("appwrapper", "appwrapper", "github.com/project-codeflare/appwrapper"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
     ("helm", "helm", "helm.sh/helm/v4"),

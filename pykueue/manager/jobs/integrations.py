@@ -38,8 +38,6 @@ KNOWN_ELSEWHERE: tuple[Integration, ...] = (
                 prebuilt=True, elastic=True),
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
-    Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
-                "appwrappers", prebuilt=True),
 )
 
 
