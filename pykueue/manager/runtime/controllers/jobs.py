@@ -464,8 +464,8 @@ class JobReconciler:
                 self.events.record(job_events.finished_workload(lc.integration, subject, wl_key))
             return
         if condition_true(workload, keys.WorkloadCondition.FINISHED):
-            if lc.is_active(job):
-                await self._apply(lc.stop(job))
+            # Kueue only finalizes such a job, whatever it reports now (an AppWrapper that
+            # succeeded says Terminating while its objects go): stopping it would undo nothing.
             return
         rec = self.core.workload(wl_key)
         if rec is not None and rec.finished_as is not None and \
