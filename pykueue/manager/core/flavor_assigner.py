@@ -3,10 +3,18 @@
 For each podset, each resource group it requests from gets *one* flavor for all the
 group's resources. Flavors are scanned in the ClusterQueue's order; each is judged by
 the worst mode of its resources (fit, needs preemption, no fit) and flavorFungibility
-decides whether to stop at it or keep looking for a better one (Kueue v0.12 rules:
-``whenCanBorrow: Borrow`` stops at a flavor that fits by borrowing, ``whenCanPreempt:
-Preempt`` stops at one that fits by preempting; otherwise the best flavor seen wins,
-earlier flavors winning ties).
+decides whether to stop at it or keep looking for a better one, as in Kueue v0.19.2:
+``whenCanBorrow: MayStopSearch`` (v1beta1 ``Borrow``) stops at a flavor that fits by
+borrowing, ``whenCanPreempt: MayStopSearch`` (``Preempt``) at one that fits by preempting
+without borrowing; otherwise the best flavor seen wins, earlier flavors winning ties.
+
+"Best" is Kueue's ranking of (preemption mode, borrowing level) pairs: a flavor that needs
+preemption but has no candidates ranks below every other usable one; then, by default
+(``preference: BorrowingOverPreemption``), the better preemption mode (fit > reclaim >
+preempt) wins and the shallower borrowing breaks ties; with ``preference:
+PreemptionOverBorrowing`` the shallower borrowing wins and the mode breaks ties. A flavor's
+own pair is the worst of its resources' pairs under the same ranking (its output mode stays
+the worst mode of its resources, its borrowing the deepest level).
 
 Usage assigned to earlier podsets of the same workload counts against later ones.
 
@@ -36,8 +44,42 @@ from .tas_hook import tas_only
 
 PODS = "pods"
 Oracle = Callable[[Snapshot, ClusterQueueDef, FR, int, int], str]  # PreemptionHook.oracle
-_STOP_BORROW = ("Borrow", "MayStopSearch")
-_STOP_PREEMPT = ("Preempt", "MayStopSearch")
+TRY_NEXT = "TryNextFlavor"
+PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+Rank = tuple[Mode, int]  # (mode, borrowing level), Kueue's granularMode
+_WORST: Rank = (Mode.NO_FIT, 1 << 62)
+
+
+def is_preferred(a: Rank, b: Rank, preference: str = "") -> bool:
+    """Whether ``a`` ranks better than ``b`` under the ClusterQueue's fungibility
+    ``preference`` (Kueue's isPreferred): NoFit is worst, a pair without preemption
+    candidates comes below every usable one, then mode before level by default, level
+    before mode with PreemptionOverBorrowing (a shallower level is better)."""
+    (a_mode, a_level), (b_mode, b_level) = a, b
+    if a_mode == Mode.NO_FIT:
+        return False
+    if b_mode == Mode.NO_FIT:
+        return True
+    a_none, b_none = a_mode == Mode.NO_CANDIDATES, b_mode == Mode.NO_CANDIDATES
+    if a_none != b_none:
+        return b_none
+    if preference == PREEMPTION_OVER_BORROWING:
+        if a_level != b_level:
+            return a_level < b_level
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_level < b_level
+
+
+def should_try_next_flavor(rank: Rank, cq: ClusterQueueDef) -> bool:
+    """Whether flavorFungibility sends the search on past a flavor ranked ``rank``."""
+    mode, level = rank
+    if mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+        return True
+    if mode in (Mode.PREEMPT, Mode.RECLAIM) and cq.when_can_preempt == TRY_NEXT:
+        return True
+    return level > 0 and cq.when_can_borrow == TRY_NEXT
 
 
 def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str]:
@@ -106,7 +148,12 @@ class FlavorAssigner:
             return Mode.FIT, level, None
         msg = FlavorVerdict(Miss.INSUFFICIENT_QUOTA, fr[0], fr[1], val, max(avail, 0))
         if val <= node.quota(fr).nominal or may_reclaim or self._preempts_while_borrowing(cq):
-            verdict = (oracle or self.preemption.oracle)(self.snap, cq, fr, val, priority)
+            with_level = getattr(self.preemption, "oracle_level", None)
+            if oracle is None and with_level is not None:
+                # As Kueue, the level is the one left once the victims are gone.
+                verdict, level = with_level(self.snap, cq, fr, val, priority)
+            else:
+                verdict = (oracle or self.preemption.oracle)(self.snap, cq, fr, val, priority)
             if verdict == NO_CANDIDATES:
                 return Mode.NO_CANDIDATES, level, msg
             return (Mode.PREEMPT if verdict == PREEMPT else Mode.RECLAIM), level, msg
@@ -200,6 +247,7 @@ class FlavorAssigner:
                 pin: Mapping[str, str] | None = None) -> tuple[str, Mode, int, list[FR]] | None:
         keys = _group_label_keys(self.snap, flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
+        best_rank = _WORST
         reasons: list[FlavorVerdict] = []
         for fname in flavors:
             flavor = self.snap.flavors.get(fname)
@@ -231,12 +279,13 @@ class FlavorAssigner:
                 reasons.append(FlavorVerdict(Miss.NODE_AFFINITY, fname))
                 continue
             mode, level = Mode.FIT, 0
+            rank: Rank = (Mode.FIT, 0)
             frs: list[FR] = []
             first = len(reasons)
             for r in wanted:
                 fr = (fname, r)
                 if not _has_quota(node, fr):
-                    mode = Mode.NO_FIT
+                    mode, rank = Mode.NO_FIT, _WORST
                     reasons.append(FlavorVerdict(Miss.NO_QUOTA, fname, r))
                     break
                 val = requests[r] + assigned.get(fr, 0)
@@ -246,20 +295,16 @@ class FlavorAssigner:
                 if rmode.needs_preemption:
                     frs.append(fr)
                 mode, level = min(mode, rmode), max(level, rlevel)
-                if mode == Mode.NO_FIT:
+                if is_preferred(rank, (rmode, rlevel), cq.fungibility_preference):
+                    rank = (rmode, rlevel)
+                if rank[0] == Mode.NO_FIT:
                     break
             if mode != Mode.NO_FIT:  # its quota verdicts do not rule it out (tiers)
                 reasons[first:] = [replace(v, blocking=False) for v in reasons[first:]]
             candidate = (fname, mode, level, frs)
-            if mode == Mode.FIT and level == 0:
+            if not should_try_next_flavor(rank, cq):
                 return candidate
-            if mode == Mode.FIT and cq.when_can_borrow in _STOP_BORROW:
-                return candidate
-            if (mode.needs_preemption and mode != Mode.NO_CANDIDATES and cq.when_can_preempt in _STOP_PREEMPT
-                    and (level == 0 or cq.when_can_borrow in _STOP_BORROW)):
-                return candidate
-            if mode != Mode.NO_FIT and (best is None or mode > best[1]
-                                        or (mode == best[1] == Mode.FIT and level < best[2])):
-                best = candidate
+            if is_preferred(rank, best_rank, cq.fungibility_preference):
+                best, best_rank = candidate, rank
         psa.reasons.extend(replace(v, group=group) for v in reasons)
         return best
