@@ -43,6 +43,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     # Metrics
     "MetricForWorkloadCreationLatency": True,
     "MetricsForCohorts": True,
+    "CustomMetricLabels": False,  # alpha since v0.17: metrics.customLabels
 }
 
 

@@ -35,6 +35,7 @@ V1BETA1 = {"apiVersion": CONFIG_API_VERSION_V1BETA1, "kind": "Configuration"}
     ("TASReplaceNodeOnNodeTaints", True),
     ("TASReplaceNodeDueToNotReadyOverFixedTime", False),
     ("TASHandleOverlappingFlavors", True),
+    ("CustomMetricLabels", False),
 ])
 def test_gate_defaults_are_kueue_v0_19_2s(gate: str, on: bool) -> None:
     assert DEFAULTS[gate] is on

@@ -240,6 +240,10 @@ class QueueManager:
                     self.tas.delete(kind, None, str(meta.get("name")))
                 else:
                     self.tas.apply(obj)
+            if kind in ("ClusterQueue", "LocalQueue", "Cohort"):  # metrics.customLabels
+                source = object_key(obj) if kind == "LocalQueue" else str(meta.get("name"))
+                self.metrics.custom_source(kind, source, meta.get("labels"), meta.get("annotations"),
+                                           deleted=event == EventType.DELETED)
             if kind == "ClusterQueue":
                 self.core.set_terminating(str(meta.get("name")),
                                           event != EventType.DELETED and terminating(obj))
