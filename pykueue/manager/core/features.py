@@ -36,6 +36,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "SkipAncestorCheckForDeletedWorkloads": True,
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
     "MultiKueue": True,
+    "MultiKueueIncrementalDispatcherConfig": True,  # beta since v0.19: incremental stepSize
     "LWSImmutableGroupSize": True,
     "FinishOrphanedWorkloads": True,  # beta since v0.18
     # Servers

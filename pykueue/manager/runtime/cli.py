@@ -38,6 +38,7 @@ from pykueue.kube.startup import check_kubeconfig, exit_code, starting
 from pykueue.kube.tls_policy import TlsPolicy
 from pykueue.manager.core.config import ConfigError, config_from, parse_duration
 from pykueue.manager.core.features import gate_enabled
+from pykueue.manager.jobs.multikueue.dispatch import dispatcher_settings
 from pykueue.manager.runtime import token_review
 from pykueue.manager.runtime.controllers import manager as queue_manager
 from pykueue.manager.runtime.controllers import retention
@@ -207,6 +208,7 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         retention.after_finished(settings.config)  # refused here, not as the manager starts
         retention.after_deactivated_by_kueue(settings.config)
         custom_labels = custom_labels_from(settings.config)
+        dispatcher_settings(settings.config)  # multiKueue.dispatcherName and its config
     check_kubeconfig(settings.kubeconfig)
     with starting("loading the kubeconfig"):
         client = await connect(settings.kubeconfig, qps=qps, burst=burst)
