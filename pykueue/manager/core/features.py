@@ -32,6 +32,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "TASReplaceNodeOnNodeTaints": True,  # beta since v0.17
     "TASReplaceNodeDueToNotReadyOverFixedTime": False,  # deprecated, off since v0.19
     "TASHandleOverlappingFlavors": True,  # beta since v0.18: TAS usage summed over flavors
+    "TASBalancedPlacement": False,  # alpha since v0.15: balanced placement of preferred requests
     "WorkloadIdentifierAnnotations": True,
     "SkipAncestorCheckForDeletedWorkloads": True,
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18

@@ -171,7 +171,8 @@ class QueueManager:
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False,
-                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors)
+                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors,
+                             balanced_placement=(config or CoreConfig()).tas_balanced_placement)
         # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
         self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
