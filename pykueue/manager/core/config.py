@@ -130,6 +130,10 @@ class CoreConfig:
     # Kueue's TASBalancedPlacement gate (alpha, off by default): a preferred TAS request is
     # spread evenly over the fewest domains that hold it, when it can be.
     tas_balanced_placement: bool = False
+    # Kueue's FlavorFungibilityPreserveScanProgress gate (beta, on by default): a workload's
+    # flavor scan progress survives a skip in the cycle, an update of the Workload and the
+    # next cycle whatever was released meanwhile.
+    preserve_scan_progress: bool = True
     # Kueue's TAS node failure gates (``tas.node_health``): when a node is lost to a workload.
     tas_node_failure: NodeFailureRules = field(default_factory=NodeFailureRules)
     # An AdmissionCheck with no Active condition is taken as Active: scenario files leave
@@ -223,6 +227,7 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         partial_admission=gate_enabled(gates, "PartialAdmission"),
         tas_overlapping_flavors=gate_enabled(gates, OVERLAPPING_FLAVORS_GATE),
         tas_balanced_placement=gate_enabled(gates, BALANCED_PLACEMENT_GATE),
+        preserve_scan_progress=gate_enabled(gates, "FlavorFungibilityPreserveScanProgress"),
         tas_node_failure=NodeFailureRules.from_gates(gates))
     wfpr = wait_for_pods_ready_section(obj)
     if wfpr is None:

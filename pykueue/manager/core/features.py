@@ -23,6 +23,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "PrioritizePreemptorWorkloads": False,  # alpha since v0.19
     "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
     "QuotaCheckStrategy": True,  # beta since v0.19: resources.quotaCheckStrategy
+    "FlavorFungibilityPreserveScanProgress": True,  # beta since v0.19: flavor scan progress kept
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,

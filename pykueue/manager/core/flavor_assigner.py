@@ -29,7 +29,7 @@ flavor and counting for no quota.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -197,8 +197,11 @@ class FlavorAssigner:
 
     def assign(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int,
                counts: list[int] | None = None,
-               pinned: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
-        """``pinned``: podset -> resource -> the only flavor it may get."""
+               pinned: Mapping[str, Mapping[str, str]] | None = None,
+               resume: Sequence[Mapping[str, int]] | None = None) -> Assignment:
+        """``pinned``: podset -> resource -> the only flavor it may get. ``resume``: an
+        earlier scan's progress (``Assignment.tried``): each group's scan starts after the
+        flavor it stopped at, as Kueue's does (NextFlavorToTryForPodSetResource)."""
         node = self.snap.nodes[cq.name]
         podsets: list[PodSetAssignment] = []
         total: dict[FR, int] = {}
@@ -206,10 +209,14 @@ class FlavorAssigner:
         worst = Mode.FIT
         preempt_frs: set[FR] = set()
         misses: list[PodSetMiss] = []
+        tried: list[dict[str, int]] = []
+        failed = False
         for i, ps in enumerate(wl.podsets):
             count = ps.count if counts is None else counts[i]
             requests = _podset_requests(ps, count, cq)
             psa = PodSetAssignment(ps.name, count, {}, requests)
+            ps_tried: dict[str, int] = {}
+            ps_resume = resume[i] if resume is not None and i < len(resume) else {}
             for res, value in requests.items():
                 if any(res in g.covered for g in cq.groups):
                     continue
@@ -222,11 +229,14 @@ class FlavorAssigner:
                     wanted = [r for r in group.covered if r in requests]
                     if not wanted:
                         continue
-                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority,
-                                          psa, gi, (pinned or {}).get(ps.name))
+                    start = ps_resume.get(wanted[0], -1) + 1
+                    chosen, last = self._choose(cq, node, group.flavors, ps, wanted, requests, total,
+                                                priority, psa, gi, (pinned or {}).get(ps.name), start)
                     if chosen is None:
                         psa.mode = Mode.NO_FIT
                         break
+                    for r in wanted:
+                        ps_tried[r] = -1 if last == len(group.flavors) - 1 else last
                     fname, mode, level, frs = chosen
                     for r in wanted:
                         psa.flavors[r] = fname
@@ -235,21 +245,31 @@ class FlavorAssigner:
                     borrowing = max(borrowing, level)
                     if mode.needs_preemption:
                         preempt_frs.update(frs)
+            if not failed:  # Kueue stops at the first pod set without flavors
+                failed = psa.mode == Mode.NO_FIT
+                tried.append({} if failed else ps_tried)
             worst = min(worst, psa.mode)
             if psa.mode != Mode.FIT and psa.reasons:
                 misses.append(PodSetMiss(ps.name, tuple(psa.reasons), no_fit=psa.mode == Mode.NO_FIT))
             podsets.append(psa)
-        return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs))
+        return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs),
+                          tried=tuple(tried))
 
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
                 psa: PodSetAssignment, group: int = 0,
-                pin: Mapping[str, str] | None = None) -> tuple[str, Mode, int, list[FR]] | None:
+                pin: Mapping[str, str] | None = None,
+                start: int = 0) -> tuple[tuple[str, Mode, int, list[FR]] | None, int]:
+        """The flavor for the group (None: none usable) and the index of the last flavor looked
+        at; the scan starts at ``start``."""
         keys = _group_label_keys(self.snap, flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
         best_rank = _WORST
         reasons: list[FlavorVerdict] = []
-        for fname in flavors:
+        last = -1
+        for idx in range(start, len(flavors)):
+            fname = flavors[idx]
+            last = idx
             flavor = self.snap.flavors.get(fname)
             if flavor is None:
                 reasons.append(FlavorVerdict(Miss.FLAVOR_NOT_FOUND, fname))
@@ -303,8 +323,8 @@ class FlavorAssigner:
                 reasons[first:] = [replace(v, blocking=False) for v in reasons[first:]]
             candidate = (fname, mode, level, frs)
             if not should_try_next_flavor(rank, cq):
-                return candidate
+                return candidate, last
             if is_preferred(rank, best_rank, cq.fungibility_preference):
                 best, best_rank = candidate, rank
         psa.reasons.extend(replace(v, group=group) for v in reasons)
-        return best
+        return best, last
