@@ -10,6 +10,7 @@ from pykueue.api import keys
 from pykueue.manager.core.config import ConfigError
 from pykueue.manager.jobs.multikueue.dispatch import (
     ALL_AT_ONCE,
+    GONE_MESSAGE,
     INCREMENTAL,
     INCREMENTAL_ROUND_S,
     LOST_MESSAGE,
@@ -20,6 +21,7 @@ from pykueue.manager.jobs.multikueue.dispatch import (
     admitted_message,
     decide,
     dispatcher_settings,
+    evicted_message,
     orphaned,
 )
 
@@ -189,3 +191,12 @@ def test_dispatcher_settings_follow_the_gate_and_refuse_what_kueue_refuses() -> 
     with pytest.raises(ConfigError, match="stepSize: Invalid value: 0: must be greater than or equal to 1"):
         dispatcher_settings({"multiKueue": {"dispatcherName": INCREMENTAL,
                                             "incrementalDispatcherConfig": {"stepSize": 0}}})
+
+
+def test_a_winner_that_answers_without_its_admitted_copy_retries_at_once() -> None:
+    evicted = _wl((keys.WorkloadCondition.QUOTA_RESERVED, "False"), (keys.WorkloadCondition.EVICTED, "True"))
+    decision = decide(_view(check_state=READY, winner=W1, remotes={W1: Remote(evicted, JOB)}))
+    assert decision.check == (RETRY, evicted_message(W1))
+    assert decision.delete_in == (W1,) and decision.winner is None
+    gone = decide(_view(check_state=READY, winner=W1, remotes={}))
+    assert gone.check == (RETRY, GONE_MESSAGE)

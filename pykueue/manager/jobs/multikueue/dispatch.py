@@ -23,9 +23,10 @@ job from running in two clusters:
   including in a worker that comes back after it was given up for lost;
 * a Workload that no longer holds quota, is finished, or whose check went to Retry or
   Rejected has every remote copy deleted;
-* a winner that stops answering (or whose copy lost its reservation) keeps the Workload
-  admitted for ``worker_lost_timeout`` from the moment it was first seen missing, then the
-  check goes to Retry: the manager evicts and requeues, and dispatches again.
+* a winner that stops answering keeps the Workload admitted for ``worker_lost_timeout``
+  from the moment it was first seen missing, then the check goes to Retry: the manager
+  evicts and requeues, and dispatches again; a winner that answers but whose copy is no
+  longer admitted (evicted there, or deleted) sends the check to Retry at once, as Kueue's.
 
 The controller in ``manager.runtime.controllers.multikueue`` gathers the snapshot
 (:class:`WorkloadView`) and carries out the :class:`Decision`.
@@ -73,6 +74,13 @@ def dispatcher_settings(config: Mapping[str, Any]) -> tuple[str, int]:
     if errors:
         raise ConfigError(aggregate(errors))
     return name, step
+
+
+GONE_MESSAGE = "Admitting remote no longer exists"
+
+
+def evicted_message(cluster: str) -> str:
+    return f'Workload evicted on worker cluster: "{cluster}", resetting for re-admission. Previously: "Ready"'
 
 
 def admitted_message(cluster: str) -> str:
@@ -192,8 +200,15 @@ def decide(view: WorkloadView) -> Decision:
                         create_job_in=winner if remote.job is None else None,
                         mirror_from=winner if remote.job is not None else None,
                         check=check, winner=winner)
+    if view.check_state == READY and view.winner is not None and view.winner in view.clusters:
+        # The winner answers but its copy is no longer admitted (evicted there, or gone): as
+        # Kueue, the check goes to Retry at once, and the manager requeues the Workload.
+        copy_ = remotes[view.winner].workload
+        message = (evicted_message(view.winner) if condition_is_true(copy_, keys.WorkloadCondition.EVICTED)
+                   else GONE_MESSAGE)
+        return Decision(delete_in=_present(view), check=(RETRY, message))
     if view.check_state == READY:
-        # Admitted through a worker that no longer shows its reservation: wait, then give up on it.
+        # Admitted through a worker that no longer answers: wait, then give up on it.
         since = view.missing_since if view.missing_since is not None else view.now
         left = view.worker_lost_timeout - (view.now - since)
         if left > 0:
