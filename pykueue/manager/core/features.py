@@ -39,6 +39,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
     "MultiKueue": True,
     "MultiKueueIncrementalDispatcherConfig": True,  # beta since v0.19: incremental stepSize
+    "MultiKueueIncrementalDispatcherRespectConfigOrder": True,  # beta since v0.19
     "LWSImmutableGroupSize": True,
     "FinishOrphanedWorkloads": True,  # beta since v0.18
     # Servers

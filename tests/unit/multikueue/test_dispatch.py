@@ -22,6 +22,7 @@ from pykueue.manager.jobs.multikueue.dispatch import (
     decide,
     dispatcher_settings,
     evicted_message,
+    nomination_order,
     orphaned,
 )
 
@@ -200,3 +201,9 @@ def test_a_winner_that_answers_without_its_admitted_copy_retries_at_once() -> No
     assert decision.delete_in == (W1,) and decision.winner is None
     gone = decide(_view(check_state=READY, winner=W1, remotes={}))
     assert gone.check == (RETRY, GONE_MESSAGE)
+
+
+def test_the_incremental_order_is_the_config_s_unless_the_gate_is_off() -> None:
+    assert nomination_order((W3, W1, W2), {}) == (W3, W1, W2)
+    gates = {"featureGates": {"MultiKueueIncrementalDispatcherRespectConfigOrder": False}}
+    assert nomination_order((W3, W1, W2), gates) == (W1, W2, W3)

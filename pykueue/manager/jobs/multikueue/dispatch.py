@@ -34,7 +34,7 @@ The controller in ``manager.runtime.controllers.multikueue`` gathers the snapsho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,14 @@ GONE_MESSAGE = "Admitting remote no longer exists"
 
 def evicted_message(cluster: str) -> str:
     return f'Workload evicted on worker cluster: "{cluster}", resetting for re-admission. Previously: "Ready"'
+
+
+def nomination_order(clusters: Sequence[str], config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The order the incremental dispatcher nominates in: the MultiKueueConfig's, or by name
+    with the MultiKueueIncrementalDispatcherRespectConfigOrder gate (beta, on) off."""
+    if gate_enabled(config.get("featureGates"), "MultiKueueIncrementalDispatcherRespectConfigOrder"):
+        return tuple(clusters)
+    return tuple(sorted(clusters))
 
 
 def admitted_message(cluster: str) -> str:

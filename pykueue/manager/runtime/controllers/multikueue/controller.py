@@ -46,6 +46,7 @@ from pykueue.manager.jobs.multikueue.dispatch import (
     condition_is_true,
     decide,
     dispatcher_settings,
+    nomination_order,
     orphaned,
 )
 from pykueue.manager.jobs.registry import JobKind, Registry
@@ -101,6 +102,7 @@ class MultiKueueController:
         self.informers = informers
         self.origin, self.worker_lost_timeout = multikueue_settings(config)
         self.dispatcher, self.step = dispatcher_settings(config)
+        self.config = config
         # Where a worker copy carries its prebuilt Workload's name (jobs.prebuilt).
         self.identifier_annotations = gate_enabled(config.get("featureGates"),
                                                    "WorkloadIdentifierAnnotations")
@@ -168,7 +170,8 @@ class MultiKueueController:
             for check_name in _mk_checks_of(workload, checks):
                 members = _config_clusters(checks[check_name], configs)
                 answering = tuple(c for c in members if c in workers and workers[c].active)
-                decision = decide(self._view(workload, check_name, answering, workers, tuple(members)))
+                order = nomination_order(members, self.config)
+                decision = decide(self._view(workload, check_name, answering, workers, order))
                 await self._apply(workload, check_name, decision, workers)
                 if decision.wait_s is not None:
                     wait = min(wait, decision.wait_s)
