@@ -48,7 +48,7 @@ class FlavorFungibility(Model):
     __rules__ = (Rule(
         "!has(self.preference) || (self.whenCanBorrow == 'TryNextFlavor' && "
         "self.whenCanPreempt == 'TryNextFlavor')",
-        "preference can only be set when whenCanBorrow and whenCanPreempt are TryNextFlavor"),)
+        "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"),)
 
     when_can_borrow: str | None = f(default="MayStopSearch", enum=("MayStopSearch", "TryNextFlavor"))
     when_can_preempt: str | None = f(default="TryNextFlavor", enum=("MayStopSearch", "TryNextFlavor"))

@@ -10,6 +10,7 @@ Defaulting is limited to what Kueue's mutating webhooks do (finalizers, minCount
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -246,7 +247,8 @@ def validate_cluster_queue(obj: JSON, old: JSON | None) -> list[FieldError]:
             invalid(
                 "spec.flavorFungibility.preference",
                 fungibility.get("preference"),
-                "requires whenCanBorrow and whenCanPreempt to be TryNextFlavor",
+                f"preference {json.dumps(fungibility.get('preference'))} requires both whenCanBorrow and "
+                "whenCanPreempt to be TryNextFlavor",
             )
         )
     errors += fair_sharing_errors(spec)

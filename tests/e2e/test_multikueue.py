@@ -270,6 +270,9 @@ def test_a_job_runs_in_one_worker_and_completes_in_the_manager(mk: Setup, ns: st
     assert condition(wl, "Admitted") or condition(wl, "Finished")
     states = {c["name"]: c["state"] for c in wl["status"].get("admissionChecks") or ()}
     assert states.get(mk.check) == "Ready"
+    # Won by the worker's admission (MultiKueueWaitForWorkloadAdmitted), not its reservation.
+    messages = {c["name"]: c.get("message") or "" for c in wl["status"].get("admissionChecks") or ()}
+    assert messages[mk.check].startswith('The workload was admitted on "'), messages
     job = mk.manager.get_json("job", "hello", "-n", ns)
     assert job["spec"]["suspend"] is True  # never started in the manager
     assert int(job["status"].get("succeeded") or 0) == 1  # the worker's status, mirrored

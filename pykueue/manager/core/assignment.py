@@ -49,6 +49,15 @@ class Assignment:
     # Some TAS pod set needs node capacity that only preemption can free, so the targets
     # must also make its topology placement fit (Kueue's TAS-aware workloadFits).
     topology_preemption: bool = False
+    # Kueue's LastTriedFlavorIdx: per pod set (up to the first that got no flavor), for each
+    # resource given a flavor, the index of the last flavor the scan looked at (-1: it went
+    # through them all). A later cycle resumes the scan after it (``FlavorAssigner.assign``).
+    tried: tuple[dict[str, int], ...] = ()
+
+    @property
+    def pending_flavors(self) -> bool:
+        """The scan stopped before the last flavor of some group: there are more to try."""
+        return any(i != -1 for ps in self.tried for i in ps.values())
 
 
 @dataclass
@@ -73,6 +82,8 @@ class Entry:
     # An elastic job's scaled-up slice: the admitted slice whose quota it takes over (cleared
     # in nomination when that one holds none in the entry's queue: then it asks for all).
     replaces: str | None = None
+    # The flavor scan progress of an earlier cycle to resume from (Assignment.tried).
+    resume: tuple[dict[str, int], ...] | None = None
 
 
 class Outcome:

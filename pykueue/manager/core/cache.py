@@ -62,6 +62,9 @@ class ClusterCache:
         self.usage = Usage()
         self.holding: dict[str, dict[str, WorkloadRecord]] = {}
         self.holding_versions: dict[str, int] = {}  # see Snapshot.holding_versions
+        # Kueue's AllocatableResourceGeneration: per ClusterQueue, advanced when a holder
+        # releases its quota there, and for all on a change of the quota tree.
+        self.generations: dict[str, int] = {}
         self._holding_version = itertools.count(1)
         self._tree_queues: dict[str, int] = {}  # root key -> ClusterQueues in its tree
         self.dirty = True
@@ -165,6 +168,8 @@ class ClusterCache:
         """Rebuild the quota tree, every ClusterQueue's activity and the usage ledger (from
         the workloads holding quota)."""
         self.dirty = False
+        for name in self.cq_defs:
+            self.generations[name] = self.generations.get(name, 0) + 1
         nodes = {n: QuotaNode(n, True, d.quotas) for n, d in self.cq_defs.items()}
         cohorts = {n: QuotaNode(n, False, d.quotas) for n, d in self.cohort_defs.items()}
 
@@ -265,6 +270,7 @@ class ClusterCache:
     def unhold(self, cq: str | None, key: str) -> None:
         if self.holding.get(cq or "", {}).pop(key, None) is not None:
             self.holders_changed(cq)
+            self.generations[cq or ""] = self.generations.get(cq or "", 0) + 1
 
     def holds(self, cq: str | None, key: str) -> bool:
         return key in self.holding.get(cq or "", ())

@@ -28,6 +28,7 @@ from .settings import IMMEDIATE, SchedulingSettings
 from .tas.node_health import NodeFailureRules
 
 OVERLAPPING_FLAVORS_GATE = "TASHandleOverlappingFlavors"
+BALANCED_PLACEMENT_GATE = "TASBalancedPlacement"
 
 TIERED_REASONS_GATE = "UnadmittedWorkloadsObservability"
 WORKLOAD_SLICES_GATE = "ElasticJobsViaWorkloadSlices"
@@ -126,6 +127,13 @@ class CoreConfig:
     # Kueue's TASHandleOverlappingFlavors gate (beta, on by default since v0.18): TAS usage
     # on a node counts in every flavor whose topology ends at nodes, whichever flavor took it.
     tas_overlapping_flavors: bool = True
+    # Kueue's TASBalancedPlacement gate (alpha, off by default): a preferred TAS request is
+    # spread evenly over the fewest domains that hold it, when it can be.
+    tas_balanced_placement: bool = False
+    # Kueue's FlavorFungibilityPreserveScanProgress gate (beta, on by default): a workload's
+    # flavor scan progress survives a skip in the cycle, an update of the Workload and the
+    # next cycle whatever was released meanwhile.
+    preserve_scan_progress: bool = True
     # Kueue's TAS node failure gates (``tas.node_health``): when a node is lost to a workload.
     tas_node_failure: NodeFailureRules = field(default_factory=NodeFailureRules)
     # An AdmissionCheck with no Active condition is taken as Active: scenario files leave
@@ -193,6 +201,9 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
     if not isinstance(gates, dict):
         gates = {}
     transformations, excluded, ignore_undeclared = _resources(obj, gates)
+    if gate_enabled(gates, BALANCED_PLACEMENT_GATE) and not gate_enabled(gates, "TopologyAwareScheduling"):
+        need = f"{BALANCED_PLACEMENT_GATE} requires TopologyAwareScheduling to be enabled"
+        raise ConfigError(str(invalid("featureGates", BALANCED_PLACEMENT_GATE, need)))
     fs = obj.get("fairSharing")
     strategies = (fs or {}).get("preemptionStrategies") if isinstance(fs, dict) else None
     fair = None if not isinstance(fs, dict) or fs.get("enable") is False else tuple(
@@ -215,6 +226,8 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         prioritize_preemptors=gate_enabled(gates, PRIORITIZE_PREEMPTORS_GATE),
         partial_admission=gate_enabled(gates, "PartialAdmission"),
         tas_overlapping_flavors=gate_enabled(gates, OVERLAPPING_FLAVORS_GATE),
+        tas_balanced_placement=gate_enabled(gates, BALANCED_PLACEMENT_GATE),
+        preserve_scan_progress=gate_enabled(gates, "FlavorFungibilityPreserveScanProgress"),
         tas_node_failure=NodeFailureRules.from_gates(gates))
     wfpr = wait_for_pods_ready_section(obj)
     if wfpr is None:

@@ -102,7 +102,8 @@ class Scheduler:
         (a replacement slice's flavors) rules out partial counts: Kueue never combines them."""
         cq = snap.cluster_queues[entry.cluster_queue]
         wl = entry.workload
-        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, pinned=pinned))
+        full = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, pinned=pinned,
+                                                                 resume=entry.resume))
         if self._usable(snap, entry, full) or not self.partial_admission or pinned is not None:
             return full
         deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.podsets]
@@ -117,7 +118,8 @@ class Scheduler:
         lo, hi, found = 1, total, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            trial = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, counts(mid)))
+            trial = self._place_topology(snap, entry, assigner.assign(wl, cq, entry.priority, counts(mid),
+                                                                      resume=entry.resume))
             if self._usable(snap, entry, trial):
                 found, hi = trial, mid - 1
             else:

@@ -7,25 +7,47 @@ topology placement), evicts or withdraws preemption targets, and puts every othe
 in its queue with its verdict. Before a cycle it finishes topology second passes, and under
 ``waitForPodsReady.blockAdmission`` it holds admissions while pods of an admitted workload
 are not ready.
+
+It also keeps each pending workload's flavor scan progress (Kueue's LastTriedFlavorIdx): a
+scan that stopped at a flavor before the last resumes after it in a later cycle, and such a
+workload goes back to the heap at once. The progress is dropped when the workload is
+admitted or preempts, when its ClusterQueue released quota since (unless it was recorded in
+the previous cycle, under FlavorFungibilityPreserveScanProgress), when its pod sets change,
+and, without that gate, when the Workload is updated or skipped in a cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pykueue.api import keys
 
-from .assignment import CycleResult, Decision, Outcome
+from .assignment import CycleResult, Decision, Entry, Outcome
 from .cache import ClusterCache
 from .config import CoreConfig
 from .cycle import Scheduler
 from .hooks import TopologyTracker
 from .lifecycle import ChangeLog, WorkloadLifecycle
+from .objects import WorkloadDef
 from .pending import PendingQueues
 from .reasons import SCHEDULER, EvictionNote, Pending, PendingReason, Preemption
 from .snapshot import Snapshot
 from .workload_state import ADMITTED, PENDING, WorkloadRecord
+
+# Pending reasons of a workload skipped in a cycle for another's sake (Kueue's markSkipped).
+_SKIPPED = (Pending.OVERLAPPING_TARGETS, Pending.NO_LONGER_FITS, Pending.TOPOLOGY_RESERVATION)
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """Where a workload's flavor scan stopped (Kueue's AssignmentClusterQueueState)."""
+
+    tried: tuple[dict[str, int], ...]
+    cluster_queue: str
+    generation: int  # the ClusterQueue's generation then
+    cycle: int
+    workload: WorkloadDef  # the definition it was computed for
 
 
 class CycleApplier:
@@ -45,6 +67,9 @@ class CycleApplier:
         self.preempted_reasons: dict[str, str] = {}
         # While a cycle is applied: ClusterQueue -> lowest priority it reserved quota for.
         self._reserved_in: dict[str, int] | None = None
+        self._cycle = 0
+        self._progress: dict[str, ScanProgress] = {}
+        self._generations: dict[str, int] = {}  # the ClusterQueues' generations this cycle
 
     # ---------------------------------------------------------------- deciding
 
@@ -58,7 +83,49 @@ class CycleApplier:
         heads = self._pending.heads(take=True)
         if not heads:
             return CycleResult([])
-        return self._scheduler.schedule(heads, self._snapshot())
+        snap = self._snapshot()
+        self._cycle += 1
+        self._generations = dict(self._cache.generations)
+        if len(self._progress) > len(self._workloads):
+            self._progress = {k: p for k, p in self._progress.items() if k in self._workloads}
+        for entry in heads:
+            entry.resume = self._resume(entry)
+        return self._scheduler.schedule(heads, snap)
+
+    def _resume(self, entry: Entry) -> tuple[dict[str, int], ...] | None:
+        """The entry's scan progress if still current (Kueue's lastAssignmentOutdated)."""
+        key = entry.workload.key
+        p = self._progress.get(key)
+        if p is None:
+            return None
+        outdated = p.cluster_queue != entry.cluster_queue
+        if not outdated and self._config.preserve_scan_progress:
+            if p.workload.podsets != entry.workload.podsets:
+                outdated = True
+            elif self._cycle - p.cycle <= 1:
+                return p.tried
+        elif p.workload is not entry.workload:
+            outdated = True  # without the gate an update of the Workload starts the scan over
+        if outdated or self._generations.get(entry.cluster_queue, 0) > p.generation:
+            del self._progress[key]
+            return None
+        return p.tried
+
+    def _record_progress(self, rec: WorkloadRecord, d: Decision) -> bool:
+        """Keep or drop the workload's scan progress after its decision; True when its scan
+        has flavors left, so it goes back to the heap at once (Kueue's PendingFlavors)."""
+        if d.outcome != Outcome.PENDING:
+            self._progress.pop(rec.key, None)
+            return False
+        if d.assignment is None:
+            return False  # not assigned this cycle: what it had stays
+        skipped = d.pending is not None and d.pending.kind in _SKIPPED
+        if skipped and not self._config.preserve_scan_progress:
+            self._progress.pop(rec.key, None)
+            return False
+        self._progress[rec.key] = ScanProgress(d.assignment.tried, d.cluster_queue,
+                                               self._generations.get(d.cluster_queue, 0), self._cycle, rec.wl)
+        return d.assignment.pending_flavors
 
     def _blocked(self) -> bool:
         wfpr = self._config.wait_for_pods_ready
@@ -129,6 +196,7 @@ class CycleApplier:
                 why = "" if self._tas is None else self._tas.reserve(
                     rec.key, rec.wl, cq_defs[d.cluster_queue], flavors, d.assignment)
                 if not why:
+                    self._progress.pop(rec.key, None)
                     self._pending.charge_admission(rec, d.cluster_queue, d.assignment.usage)
                     self._lifecycle.reserve(rec, d)
                     if self._reserved_in is not None:
@@ -155,6 +223,9 @@ class CycleApplier:
                     progress |= self._preempt(rec, d, target)
             elif not d.immediate:
                 rec.preempting = False  # it no longer fits even with preemption: no claim to keep
+            if self._record_progress(rec, d) and not d.immediate:
+                d = replace(d, immediate=True)  # more flavors to try: back to the heap now
+                progress = True
             pending = d.pending
             if self._tas is not None and pending is not None and pending.topology_failed:
                 pending = pending.with_topology_detail(self._tas.explain(rec.key))

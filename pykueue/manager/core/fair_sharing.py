@@ -44,7 +44,7 @@ from .hooks import NO_CANDIDATES, PREEMPT, RECLAIM
 from .objects import FR, ClusterQueueDef
 from .preemption.classical import PolicyArgs, VictimOrder, policy_allows, policy_args, victim_order
 from .quota import QuotaNode, Usage, available, potential_available
-from .snapshot import Snapshot
+from .snapshot import Snapshot, level_after_removal
 from .workload_state import WorkloadRecord
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
@@ -552,10 +552,17 @@ class FairSharingPreemption:
         return cq.policy("reclaimWithinCohort") != "Never"
 
     def oracle(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int, priority: int) -> str:
+        return self.oracle_level(snapshot, cq, fr, amount, priority)[0]
+
+    def oracle_level(self, snapshot: Snapshot, cq: ClusterQueueDef, fr: FR, amount: int,
+                     priority: int) -> tuple[str, int]:
+        """:meth:`oracle`'s verdict and the borrowing level ``amount`` needs once the found
+        victims are gone."""
         found = self.search(snapshot, cq.name, priority, float("-inf"), {fr: amount}, frozenset({fr}))
+        level = level_after_removal(snapshot, cq.name, fr, amount, (c.record for c, _ in found))
         if not found:
-            return NO_CANDIDATES
-        return PREEMPT if any(c.cluster_queue == cq.name for c, _ in found) else RECLAIM
+            return NO_CANDIDATES, level
+        return (PREEMPT if any(c.cluster_queue == cq.name for c, _ in found) else RECLAIM), level
 
     def targets(self, snapshot: Snapshot, entry: Entry) -> Sequence[str]:
         a = entry.assignment

@@ -23,6 +23,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "PrioritizePreemptorWorkloads": False,  # alpha since v0.19
     "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
     "QuotaCheckStrategy": True,  # beta since v0.19: resources.quotaCheckStrategy
+    "FlavorFungibilityPreserveScanProgress": True,  # beta since v0.19: flavor scan progress kept
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,
@@ -32,10 +33,13 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "TASReplaceNodeOnNodeTaints": True,  # beta since v0.17
     "TASReplaceNodeDueToNotReadyOverFixedTime": False,  # deprecated, off since v0.19
     "TASHandleOverlappingFlavors": True,  # beta since v0.18: TAS usage summed over flavors
+    "TASBalancedPlacement": False,  # alpha since v0.15: balanced placement of preferred requests
     "WorkloadIdentifierAnnotations": True,
     "SkipAncestorCheckForDeletedWorkloads": True,
     "WorkloadPriorityClassDefaulting": False,  # alpha since v0.18
     "MultiKueue": True,
+    "MultiKueueIncrementalDispatcherConfig": True,  # beta since v0.19: incremental stepSize
+    "MultiKueueIncrementalDispatcherRespectConfigOrder": True,  # beta since v0.19
     "LWSImmutableGroupSize": True,
     "FinishOrphanedWorkloads": True,  # beta since v0.18
     # Servers
@@ -43,6 +47,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     # Metrics
     "MetricForWorkloadCreationLatency": True,
     "MetricsForCohorts": True,
+    "CustomMetricLabels": False,  # alpha since v0.17: metrics.customLabels
 }
 
 

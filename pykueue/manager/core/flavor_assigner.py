@@ -3,10 +3,18 @@
 For each podset, each resource group it requests from gets *one* flavor for all the
 group's resources. Flavors are scanned in the ClusterQueue's order; each is judged by
 the worst mode of its resources (fit, needs preemption, no fit) and flavorFungibility
-decides whether to stop at it or keep looking for a better one (Kueue v0.12 rules:
-``whenCanBorrow: Borrow`` stops at a flavor that fits by borrowing, ``whenCanPreempt:
-Preempt`` stops at one that fits by preempting; otherwise the best flavor seen wins,
-earlier flavors winning ties).
+decides whether to stop at it or keep looking for a better one, as in Kueue v0.19.2:
+``whenCanBorrow: MayStopSearch`` (v1beta1 ``Borrow``) stops at a flavor that fits by
+borrowing, ``whenCanPreempt: MayStopSearch`` (``Preempt``) at one that fits by preempting
+without borrowing; otherwise the best flavor seen wins, earlier flavors winning ties.
+
+"Best" is Kueue's ranking of (preemption mode, borrowing level) pairs: a flavor that needs
+preemption but has no candidates ranks below every other usable one; then, by default
+(``preference: BorrowingOverPreemption``), the better preemption mode (fit > reclaim >
+preempt) wins and the shallower borrowing breaks ties; with ``preference:
+PreemptionOverBorrowing`` the shallower borrowing wins and the mode breaks ties. A flavor's
+own pair is the worst of its resources' pairs under the same ranking (its output mode stays
+the worst mode of its resources, its borrowing the deepest level).
 
 Usage assigned to earlier podsets of the same workload counts against later ones.
 
@@ -21,7 +29,7 @@ flavor and counting for no quota.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,8 +44,42 @@ from .tas_hook import tas_only
 
 PODS = "pods"
 Oracle = Callable[[Snapshot, ClusterQueueDef, FR, int, int], str]  # PreemptionHook.oracle
-_STOP_BORROW = ("Borrow", "MayStopSearch")
-_STOP_PREEMPT = ("Preempt", "MayStopSearch")
+TRY_NEXT = "TryNextFlavor"
+PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+Rank = tuple[Mode, int]  # (mode, borrowing level), Kueue's granularMode
+_WORST: Rank = (Mode.NO_FIT, 1 << 62)
+
+
+def is_preferred(a: Rank, b: Rank, preference: str = "") -> bool:
+    """Whether ``a`` ranks better than ``b`` under the ClusterQueue's fungibility
+    ``preference`` (Kueue's isPreferred): NoFit is worst, a pair without preemption
+    candidates comes below every usable one, then mode before level by default, level
+    before mode with PreemptionOverBorrowing (a shallower level is better)."""
+    (a_mode, a_level), (b_mode, b_level) = a, b
+    if a_mode == Mode.NO_FIT:
+        return False
+    if b_mode == Mode.NO_FIT:
+        return True
+    a_none, b_none = a_mode == Mode.NO_CANDIDATES, b_mode == Mode.NO_CANDIDATES
+    if a_none != b_none:
+        return b_none
+    if preference == PREEMPTION_OVER_BORROWING:
+        if a_level != b_level:
+            return a_level < b_level
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_level < b_level
+
+
+def should_try_next_flavor(rank: Rank, cq: ClusterQueueDef) -> bool:
+    """Whether flavorFungibility sends the search on past a flavor ranked ``rank``."""
+    mode, level = rank
+    if mode in (Mode.NO_FIT, Mode.NO_CANDIDATES):
+        return True
+    if mode in (Mode.PREEMPT, Mode.RECLAIM) and cq.when_can_preempt == TRY_NEXT:
+        return True
+    return level > 0 and cq.when_can_borrow == TRY_NEXT
 
 
 def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str]:
@@ -106,7 +148,12 @@ class FlavorAssigner:
             return Mode.FIT, level, None
         msg = FlavorVerdict(Miss.INSUFFICIENT_QUOTA, fr[0], fr[1], val, max(avail, 0))
         if val <= node.quota(fr).nominal or may_reclaim or self._preempts_while_borrowing(cq):
-            verdict = (oracle or self.preemption.oracle)(self.snap, cq, fr, val, priority)
+            with_level = getattr(self.preemption, "oracle_level", None)
+            if oracle is None and with_level is not None:
+                # As Kueue, the level is the one left once the victims are gone.
+                verdict, level = with_level(self.snap, cq, fr, val, priority)
+            else:
+                verdict = (oracle or self.preemption.oracle)(self.snap, cq, fr, val, priority)
             if verdict == NO_CANDIDATES:
                 return Mode.NO_CANDIDATES, level, msg
             return (Mode.PREEMPT if verdict == PREEMPT else Mode.RECLAIM), level, msg
@@ -150,8 +197,11 @@ class FlavorAssigner:
 
     def assign(self, wl: WorkloadDef, cq: ClusterQueueDef, priority: int,
                counts: list[int] | None = None,
-               pinned: Mapping[str, Mapping[str, str]] | None = None) -> Assignment:
-        """``pinned``: podset -> resource -> the only flavor it may get."""
+               pinned: Mapping[str, Mapping[str, str]] | None = None,
+               resume: Sequence[Mapping[str, int]] | None = None) -> Assignment:
+        """``pinned``: podset -> resource -> the only flavor it may get. ``resume``: an
+        earlier scan's progress (``Assignment.tried``): each group's scan starts after the
+        flavor it stopped at, as Kueue's does (NextFlavorToTryForPodSetResource)."""
         node = self.snap.nodes[cq.name]
         podsets: list[PodSetAssignment] = []
         total: dict[FR, int] = {}
@@ -159,10 +209,14 @@ class FlavorAssigner:
         worst = Mode.FIT
         preempt_frs: set[FR] = set()
         misses: list[PodSetMiss] = []
+        tried: list[dict[str, int]] = []
+        failed = False
         for i, ps in enumerate(wl.podsets):
             count = ps.count if counts is None else counts[i]
             requests = _podset_requests(ps, count, cq)
             psa = PodSetAssignment(ps.name, count, {}, requests)
+            ps_tried: dict[str, int] = {}
+            ps_resume = resume[i] if resume is not None and i < len(resume) else {}
             for res, value in requests.items():
                 if any(res in g.covered for g in cq.groups):
                     continue
@@ -175,11 +229,14 @@ class FlavorAssigner:
                     wanted = [r for r in group.covered if r in requests]
                     if not wanted:
                         continue
-                    chosen = self._choose(cq, node, group.flavors, ps, wanted, requests, total, priority,
-                                          psa, gi, (pinned or {}).get(ps.name))
+                    start = ps_resume.get(wanted[0], -1) + 1
+                    chosen, last = self._choose(cq, node, group.flavors, ps, wanted, requests, total,
+                                                priority, psa, gi, (pinned or {}).get(ps.name), start)
                     if chosen is None:
                         psa.mode = Mode.NO_FIT
                         break
+                    for r in wanted:
+                        ps_tried[r] = -1 if last == len(group.flavors) - 1 else last
                     fname, mode, level, frs = chosen
                     for r in wanted:
                         psa.flavors[r] = fname
@@ -188,20 +245,31 @@ class FlavorAssigner:
                     borrowing = max(borrowing, level)
                     if mode.needs_preemption:
                         preempt_frs.update(frs)
+            if not failed:  # Kueue stops at the first pod set without flavors
+                failed = psa.mode == Mode.NO_FIT
+                tried.append({} if failed else ps_tried)
             worst = min(worst, psa.mode)
             if psa.mode != Mode.FIT and psa.reasons:
                 misses.append(PodSetMiss(ps.name, tuple(psa.reasons), no_fit=psa.mode == Mode.NO_FIT))
             podsets.append(psa)
-        return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs))
+        return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs),
+                          tried=tuple(tried))
 
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
                 psa: PodSetAssignment, group: int = 0,
-                pin: Mapping[str, str] | None = None) -> tuple[str, Mode, int, list[FR]] | None:
+                pin: Mapping[str, str] | None = None,
+                start: int = 0) -> tuple[tuple[str, Mode, int, list[FR]] | None, int]:
+        """The flavor for the group (None: none usable) and the index of the last flavor looked
+        at; the scan starts at ``start``."""
         keys = _group_label_keys(self.snap, flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
+        best_rank = _WORST
         reasons: list[FlavorVerdict] = []
-        for fname in flavors:
+        last = -1
+        for idx in range(start, len(flavors)):
+            fname = flavors[idx]
+            last = idx
             flavor = self.snap.flavors.get(fname)
             if flavor is None:
                 reasons.append(FlavorVerdict(Miss.FLAVOR_NOT_FOUND, fname))
@@ -231,12 +299,13 @@ class FlavorAssigner:
                 reasons.append(FlavorVerdict(Miss.NODE_AFFINITY, fname))
                 continue
             mode, level = Mode.FIT, 0
+            rank: Rank = (Mode.FIT, 0)
             frs: list[FR] = []
             first = len(reasons)
             for r in wanted:
                 fr = (fname, r)
                 if not _has_quota(node, fr):
-                    mode = Mode.NO_FIT
+                    mode, rank = Mode.NO_FIT, _WORST
                     reasons.append(FlavorVerdict(Miss.NO_QUOTA, fname, r))
                     break
                 val = requests[r] + assigned.get(fr, 0)
@@ -246,20 +315,16 @@ class FlavorAssigner:
                 if rmode.needs_preemption:
                     frs.append(fr)
                 mode, level = min(mode, rmode), max(level, rlevel)
-                if mode == Mode.NO_FIT:
+                if is_preferred(rank, (rmode, rlevel), cq.fungibility_preference):
+                    rank = (rmode, rlevel)
+                if rank[0] == Mode.NO_FIT:
                     break
             if mode != Mode.NO_FIT:  # its quota verdicts do not rule it out (tiers)
                 reasons[first:] = [replace(v, blocking=False) for v in reasons[first:]]
             candidate = (fname, mode, level, frs)
-            if mode == Mode.FIT and level == 0:
-                return candidate
-            if mode == Mode.FIT and cq.when_can_borrow in _STOP_BORROW:
-                return candidate
-            if (mode.needs_preemption and mode != Mode.NO_CANDIDATES and cq.when_can_preempt in _STOP_PREEMPT
-                    and (level == 0 or cq.when_can_borrow in _STOP_BORROW)):
-                return candidate
-            if mode != Mode.NO_FIT and (best is None or mode > best[1]
-                                        or (mode == best[1] == Mode.FIT and level < best[2])):
-                best = candidate
+            if not should_try_next_flavor(rank, cq):
+                return candidate, last
+            if is_preferred(rank, best_rank, cq.fungibility_preference):
+                best, best_rank = candidate, rank
         psa.reasons.extend(replace(v, group=group) for v in reasons)
-        return best
+        return best, last

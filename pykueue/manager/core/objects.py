@@ -128,6 +128,9 @@ class ClusterQueueDef(QueueDef):
     namespace_selector: dict[str, Any] | None = None
     when_can_borrow: str = "Borrow"
     when_can_preempt: str = "TryNextFlavor"
+    # spec.flavorFungibility.preference: how flavors that all need borrowing or preemption
+    # are ranked ("" = Kueue's default, BorrowingOverPreemption).
+    fungibility_preference: str = ""
     preemption: dict[str, Any] = field(default_factory=dict)
     checks: tuple[CheckRule, ...] = ()
     stop_policy: str = "None"
@@ -182,6 +185,7 @@ def cluster_queue_from(obj: dict[str, Any]) -> ClusterQueueDef:
         namespace_selector=spec.get("namespaceSelector"),
         when_can_borrow=fung.get("whenCanBorrow") or "Borrow",
         when_can_preempt=fung.get("whenCanPreempt") or "TryNextFlavor",
+        fungibility_preference=str(fung.get("preference") or ""),
         preemption=dict(spec.get("preemption") or {}),
         checks=tuple(checks),
         stop_policy=spec.get("stopPolicy") or "None",

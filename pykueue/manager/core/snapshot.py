@@ -9,11 +9,11 @@ workloads that hold quota per ClusterQueue: what a preemption policy picks victi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .objects import ClusterQueueDef, Flavor
-from .quota import QuotaNode, Usage
+from .quota import QuotaNode, Usage, borrowing_level
 from .reasons import PendingReason
 from .workload_state import WorkloadRecord
 
@@ -37,3 +37,19 @@ class Snapshot:
     # ClusterQueue name -> a number that changes whenever its ``holding`` does, or a holder's
     # place in victim order (missing: not tracked, so nothing derived from it is kept).
     holding_versions: Mapping[str, int] = field(default_factory=dict)
+
+
+def level_after_removal(
+    snap: Snapshot, cq_name: str, fr: tuple[str, str], value: int, removed: Iterable[WorkloadRecord]
+) -> int:
+    """The borrowing level ``value`` of ``fr`` would need in ``cq_name`` were the ``removed``
+    workloads' usage gone (Kueue's borrowing after preemptions); the snapshot is unchanged."""
+    usage = snap.usage.overlay()
+    for rec in removed:
+        node = snap.nodes.get(rec.cluster_queue or "")
+        if node is None:
+            continue
+        for held, amount in rec.usage.items():
+            if amount:
+                usage.add(node, held, -amount)
+    return borrowing_level(snap.nodes[cq_name], usage, fr, value)[0]

@@ -162,9 +162,12 @@ def _unchanged(was: tuple[Any, ...], now: tuple[Any, ...], identical: int) -> bo
 class TasPlacer:
     """TopologyHook + TopologyTracker over the pure TAS core (see the module docstring)."""
 
-    def __init__(self, *, synced: bool = True, overlapping_flavors: bool = True) -> None:
+    def __init__(self, *, synced: bool = True, overlapping_flavors: bool = True,
+                 balanced_placement: bool = False) -> None:
         # TASHandleOverlappingFlavors: TAS usage meets across flavors that share nodes.
         self.overlapping_flavors = overlapping_flavors
+        # TASBalancedPlacement (alpha, off): preferred requests are placed balanced when they can.
+        self.balanced_placement = balanced_placement
         self.topologies: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}  # only those that take node capacity
@@ -282,6 +285,7 @@ class TasPlacer:
             return cached[2]
         snap = TopologySnapshot.build(topo, _flavor_object(flavor), self.nodes.values(), self.pods.values(),
                                       synced=self._synced)
+        snap.balanced_placement = self.balanced_placement
         for key in sorted(self._charges):
             for ch in self._charges[key]:
                 if self._counts_on(flavor.name, snap, ch):

@@ -38,10 +38,12 @@ from pykueue.kube.startup import check_kubeconfig, exit_code, starting
 from pykueue.kube.tls_policy import TlsPolicy
 from pykueue.manager.core.config import ConfigError, config_from, parse_duration
 from pykueue.manager.core.features import gate_enabled
+from pykueue.manager.jobs.multikueue.dispatch import dispatcher_settings
 from pykueue.manager.runtime import token_review
 from pykueue.manager.runtime.controllers import manager as queue_manager
 from pykueue.manager.runtime.controllers import retention
 from pykueue.manager.runtime.controllers.manager import QueueManager
+from pykueue.manager.runtime.custom_labels import custom_labels_from
 from pykueue.manager.runtime.metrics import KueueMetrics, ReplicaRole
 from pykueue.manager.runtime.metrics_auth import cluster_metrics_guard
 from pykueue.manager.runtime.token_review import (
@@ -205,10 +207,13 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         core_config = config_from(settings.config)
         retention.after_finished(settings.config)  # refused here, not as the manager starts
         retention.after_deactivated_by_kueue(settings.config)
+        custom_labels = custom_labels_from(settings.config)
+        dispatcher_settings(settings.config)  # multiKueue.dispatcherName and its config
     check_kubeconfig(settings.kubeconfig)
     with starting("loading the kubeconfig"):
         client = await connect(settings.kubeconfig, qps=qps, burst=burst)
-    metrics = KueueMetrics(ReplicaRole.FOLLOWER if settings.leader_elect else ReplicaRole.STANDALONE)
+    metrics = KueueMetrics(ReplicaRole.FOLLOWER if settings.leader_elect else ReplicaRole.STANDALONE,
+                           custom=custom_labels)
     # Events go out on the same connections with a request budget of their own, as Kueue's
     # event broadcaster has its own client: they never wait for, nor delay, an admission.
     events = EventRecorder(client_transport(client.sharing_pool(TokenBucket(OVERALL[1], OVERALL[0]))))

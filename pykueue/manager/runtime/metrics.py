@@ -28,6 +28,15 @@ from typing import Any
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from pykueue.manager.runtime.custom_labels import (
+    CLUSTER_QUEUE,
+    COHORT,
+    KIND_ORDER,
+    LOCAL_QUEUE,
+    WORKLOAD,
+    CustomLabels,
+)
+
 # -- bucket families -------------------------------------------------------------------------
 B14: tuple[float, ...] = (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
 B16: tuple[float, ...] = (*B14, 20480, 40960)
@@ -155,6 +164,46 @@ NOT_DECLARED: Mapping[str, str] = {
         "overlap is skipped, counted in kueue_admission_cycle_preemption_skips",
 }
 
+# Families that carry no custom labels although they name a ClusterQueue (as in Kueue).
+_NO_CUSTOM = frozenset({"kueue_admission_attempts_total", "kueue_admission_attempt_duration_seconds",
+                        "multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"})
+
+
+def family_sources(family: Family) -> tuple[str, ...]:
+    """The source kinds (``custom_labels``) whose custom labels a family carries, as in Kueue
+    v0.19.2's ``pkg/metrics``: a ClusterQueue's on ClusterQueue families, a LocalQueue's on
+    LocalQueue families and on the Workload creation latency, a Cohort's on Cohort families;
+    the admitted active workloads add the Workload's, and the cohort subtree admitted active
+    workloads carry a ClusterQueue's (Kueue reports that gauge from each of the subtree's
+    ClusterQueues, with their values)."""
+    if not family.replica_role or family.name in _NO_CUSTOM:
+        return ()
+    if family.name == "kueue_admitted_active_workloads":
+        return (CLUSTER_QUEUE, WORKLOAD)
+    if family.name == "kueue_cohort_subtree_admitted_active_workloads":
+        return (CLUSTER_QUEUE,)
+    if family.name == "kueue_workload_creation_latency_seconds" or family.labels[:2] == _LQ:
+        return (LOCAL_QUEUE,)
+    if family.name.startswith("kueue_cohort_"):
+        return (COHORT,)
+    if "cluster_queue" in family.labels or "preempting_cluster_queue" in family.labels:
+        return (CLUSTER_QUEUE,)
+    return ()
+
+
+def _source_key(family: Family, kind: str, labels: Sequence[str]) -> str:
+    """Which object a series of ``family`` is about, for its ``kind`` custom labels."""
+    if kind == CLUSTER_QUEUE:
+        for name in ("cluster_queue", "preempting_cluster_queue"):
+            if name in family.labels:
+                return labels[family.labels.index(name)]
+    elif kind == LOCAL_QUEUE and family.labels[:2] == _LQ:
+        return f"{labels[1]}/{labels[0]}"
+    elif kind == COHORT and "cohort" in family.labels:
+        return labels[family.labels.index("cohort")]
+    return ""
+
+
 CLUSTER_QUEUE_STATUSES = ("pending", "active", "terminating")
 LOCAL_QUEUE_ACTIVE_VALUES = ("True", "False", "Unknown")
 
@@ -198,18 +247,29 @@ class KueueMetrics:
     """All Kueue metric families in one private registry, plus helpers for the reconcilers."""
 
     def __init__(self, role: ReplicaRole = ReplicaRole.STANDALONE,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, custom: CustomLabels | None = None) -> None:
+        """``custom``: the Configuration's ``metrics.customLabels`` (None: none, or gate off)."""
         # Kueue (Go) exposes no ``*_created`` series; prometheus_client adds one per counter and
         # histogram child unless told otherwise before the metrics are created.
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
         self.role = role
         self._metrics: dict[str, Any] = {}
+        self.custom = custom
+        self._families = {f.name: f for f in FAMILIES}
+        self._sources: dict[str, tuple[str, ...]] = {}
+        if custom is not None:
+            for f in FAMILIES:
+                kinds = tuple(k for k in family_sources(f) if k in custom.kinds())
+                if kinds:
+                    self._sources[f.name] = kinds
         # Recomputes the state gauges right before each exposition (the queue manager's feed).
         self.before_scrape: Callable[[], None] | None = None
         gauge_names = {f.name for f in FAMILIES if f.kind is Kind.GAUGE}
         for family in FAMILIES:
             labels = (*family.labels, REPLICA_ROLE) if family.replica_role else family.labels
+            if custom is not None and family.name in self._sources:
+                labels = (*labels, *custom.names(self._sources[family.name]))
             doc = family.name.replace("_", " ")
             metric: Any
             if family.kind is Kind.COUNTER:
@@ -237,8 +297,8 @@ class KueueMetrics:
         self._withdrawn = Counter("pykueue_withdrawn_reservations",
                                   "Quota reservations taken back by a preemption before any "
                                   "write carried them", ("cluster_queue",), registry=self.registry)
-        # The cohort (and role) of each ClusterQueue's weighted share series, to drop it on a move.
-        self._share_cohort: dict[str, tuple[str, str]] = {}
+        # The cohort (and full labels) of each ClusterQueue's weighted share series, to drop it on a move.
+        self._share_cohort: dict[str, tuple[str, tuple[str, ...]]] = {}
         # Set once, as Kueue sets it when its metrics are made.
         self.build_info(*build_labels())
 
@@ -247,8 +307,53 @@ class KueueMetrics:
         """The prometheus_client object of a family, by its exposed name."""
         return self._metrics[name]
 
-    def _child(self, name: str, *labels: str) -> Any:
-        return self._metrics[name].labels(*labels, self.role.value)
+    def _child(self, name: str, *labels: str, given: Mapping[str, Sequence[str]] | None = None) -> Any:
+        """The series of ``labels``; ``given``: custom label values by source kind, where the
+        labels do not name the object (a Workload's, the subtree's ClusterQueue's)."""
+        return self._metrics[name].labels(*labels, self.role.value, *self._custom(name, labels, given))
+
+    def _custom(self, name: str, labels: Sequence[str],
+                given: Mapping[str, Sequence[str]] | None = None) -> tuple[str, ...]:
+        kinds = self._sources.get(name)
+        if not kinds or self.custom is None:
+            return ()
+        family = self._families[name]
+        out: list[str] = []
+        for kind in KIND_ORDER:
+            if kind not in kinds:
+                continue
+            if given is not None and kind in given:
+                out.extend(given[kind])
+            else:
+                out.extend(self.custom.values(kind, _source_key(family, kind, labels)))
+        return tuple(out)
+
+    def custom_source(self, kind: str, key: str, labels: Mapping[str, str] | None,
+                      annotations: Mapping[str, str] | None, deleted: bool = False) -> None:
+        """A ClusterQueue, LocalQueue (``namespace/name``) or Cohort was seen (or deleted): its
+        custom label values. When they changed, its series go, as Kueue clears them; the
+        gauges come back with the new values at the next scrape."""
+        if self.custom is None or kind not in self.custom.kinds():
+            return
+        if deleted:
+            self.custom.delete(kind, key)
+            return
+        if not self.custom.store(kind, key, labels, annotations):
+            return
+        if kind == CLUSTER_QUEUE:
+            self.forget_cluster_queue(key)
+        elif kind == LOCAL_QUEUE:
+            ns, _, name = key.partition("/")
+            self.forget_local_queue(ns, name)
+        elif kind == COHORT:
+            self.forget_cohort(key)
+
+    def workload_values(self, labels: Mapping[str, str] | None,
+                        annotations: Mapping[str, str] | None) -> tuple[str, ...]:
+        """A Workload's custom label values (empty without Workload custom labels)."""
+        if self.custom is None or WORKLOAD not in self.custom.kinds():
+            return ()
+        return self.custom.extract(WORKLOAD, labels, annotations)
 
     def exposition(self) -> bytes:
         if self.before_scrape is not None:
@@ -317,9 +422,11 @@ class KueueMetrics:
         self._child("kueue_admission_attempts_total", result).inc()
         self._child("kueue_admission_attempt_duration_seconds", result).observe(duration_s)
 
-    def workload_creation_latency(self, job_kind: str, seconds: float) -> None:
-        """From a job's creation to its Workload's (both the API server's timestamps)."""
-        self._child("kueue_workload_creation_latency_seconds", job_kind).observe(seconds)
+    def workload_creation_latency(self, job_kind: str, seconds: float, local_queue: str = "") -> None:
+        """From a job's creation to its Workload's (both the API server's timestamps);
+        ``local_queue`` (``namespace/name``) for the custom labels."""
+        given = None if self.custom is None else {LOCAL_QUEUE: self.custom.values(LOCAL_QUEUE, local_queue)}
+        self._child("kueue_workload_creation_latency_seconds", job_kind, given=given).observe(seconds)
 
     def pod_scheduling_gate_removal(self, gate: str, cluster_queue: str, is_group: bool,
                                     seconds: float) -> None:
@@ -441,9 +548,25 @@ class KueueMetrics:
         """One victim, attributed to the preemptor's ClusterQueue."""
         self._child("kueue_preempted_workloads_total", preempting_cluster_queue, reason).inc()
 
-    def report_active(self, cluster_queue: str, reserving: int, admitted: int) -> None:
+    def report_active(self, cluster_queue: str, reserving: int, admitted: int,
+                      admitted_by: Mapping[tuple[str, ...], int] | None = None) -> None:
+        """``admitted_by``: with Workload custom labels, the admitted count per the workloads'
+        values (Kueue keeps a series per combination)."""
         self._child("kueue_reserving_active_workloads", cluster_queue).set(reserving)
-        self._child("kueue_admitted_active_workloads", cluster_queue).set(admitted)
+        if admitted_by is None or "kueue_admitted_active_workloads" not in self._sources or \
+                WORKLOAD not in self._sources["kueue_admitted_active_workloads"]:
+            self._child("kueue_admitted_active_workloads", cluster_queue).set(admitted)
+            return
+        metric = self._metrics["kueue_admitted_active_workloads"]
+        keep = set()
+        for values, count in admitted_by.items():
+            child = self._child("kueue_admitted_active_workloads", cluster_queue, given={WORKLOAD: values})
+            child.set(count)
+            keep.add((cluster_queue, self.role.value,
+                      *self._custom("kueue_admitted_active_workloads", (cluster_queue,), {WORKLOAD: values})))
+        for labels in _label_sets(metric):
+            if labels[0] == cluster_queue and labels not in keep:
+                metric.remove(*labels)
 
     def cluster_queue_status(self, cluster_queue: str, status: str) -> None:
         """Set 1 on ``status`` (pending|active|terminating) and 0 on the others."""
@@ -476,9 +599,11 @@ class KueueMetrics:
         A queue that moved to another cohort loses the series of the old one."""
         metric = self._metrics["kueue_cluster_queue_weighted_share"]
         before = self._share_cohort.get(cluster_queue)
-        if before is not None and before[0] != cohort:
-            metric.remove(cluster_queue, before[0], before[1])
-        self._share_cohort[cluster_queue] = (cohort, self.role.value)
+        if before is not None and before[0] != cohort and before[1] in _label_sets(metric):
+            metric.remove(*before[1])
+        self._share_cohort[cluster_queue] = (cohort, (
+            cluster_queue, cohort, self.role.value,
+            *self._custom("kueue_cluster_queue_weighted_share", (cluster_queue, cohort))))
         self._child("kueue_cluster_queue_weighted_share", cluster_queue, cohort).set(
             math.nan if share == math.inf else share)
 
@@ -508,7 +633,7 @@ class KueueMetrics:
         others set in place (no moment without them, unlike :meth:`_replace`)."""
         metric = self._metrics[name]
         role = self.role.value
-        wanted = {(*labels, role): value for labels, value in values}
+        wanted = {(*labels, role, *self._custom(name, labels)): value for labels, value in values}
         for labels in _label_sets(metric):
             if labels not in wanted:
                 metric.remove(*labels)
@@ -556,13 +681,29 @@ class KueueMetrics:
 
     def report_cohort_subtrees(self, quota: Mapping[tuple[str, str, str], float],
                                reservations: Mapping[tuple[str, str, str], float],
-                               admitted: Mapping[str, int]) -> None:
+                               admitted: Mapping[str, int],
+                               members: Mapping[str, Iterable[str]] | None = None) -> None:
         """Per (cohort, flavor, resource) the subtree's quota and reservations, a series only
-        while above 0 as in Kueue; per cohort the admitted workloads of its subtree."""
+        while above 0 as in Kueue; per cohort the admitted workloads of its subtree.
+        ``members``: each cohort's ClusterQueues, whose custom label values the admitted
+        count is reported with (one series per distinct combination, as Kueue)."""
         self._sync("kueue_cohort_subtree_quota", ((k, v) for k, v in quota.items() if v > 0))
         self._sync("kueue_cohort_subtree_resource_reservations",
                    ((k, v) for k, v in reservations.items() if v > 0))
-        self._sync("kueue_cohort_subtree_admitted_active_workloads", (((k,), v) for k, v in admitted.items()))
+        name = "kueue_cohort_subtree_admitted_active_workloads"
+        if self.custom is None or name not in self._sources or members is None:
+            self._sync(name, (((k,), v) for k, v in admitted.items()))
+            return
+        metric, role = self._metrics[name], self.role.value
+        wanted: dict[tuple[str, ...], int] = {}
+        for cohort, count in admitted.items():
+            for cq in members.get(cohort, ()):
+                wanted[(cohort, role, *self.custom.values(CLUSTER_QUEUE, cq))] = count
+        for labels in _label_sets(metric):
+            if labels not in wanted:
+                metric.remove(*labels)
+        for labels, count in wanted.items():
+            metric.labels(*labels).set(count)
 
     def cohort_subtree_admitted(self, cohorts: Iterable[str], priority_class: str) -> None:
         """An admission, counted in each cohort from its ClusterQueue's parent to the root."""

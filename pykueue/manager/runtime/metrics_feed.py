@@ -203,6 +203,23 @@ def cohort_tree(core: QueueingCore) -> dict[str, tuple[str, str]]:
     return out
 
 
+def admitted_by_custom_values(core: QueueingCore,
+                              metrics: KueueMetrics) -> dict[str, dict[tuple[str, ...], int]] | None:
+    """Per ClusterQueue, its admitted active workloads counted per their Workload custom label
+    values (``metrics.customLabels`` with sourceKind Workload); None without such labels."""
+    if metrics.custom is None or "Workload" not in metrics.custom.kinds():
+        return None
+    out: dict[str, dict[tuple[str, ...], int]] = {}
+    for name in core.cluster_queues():
+        counts = out.setdefault(name, {})
+        for rec in core.holders(name).values():
+            if rec.status == ADMITTED:
+                md = rec.wl.source.get("metadata") or {}
+                values = metrics.workload_values(md.get("labels"), md.get("annotations"))
+                counts[values] = counts.get(values, 0) + 1
+    return out
+
+
 def cohort_ancestors(core: QueueingCore, cluster_queue: str) -> list[str]:
     """The cohorts from a ClusterQueue's parent up to the root; none in or below a cycle
     (Kueue counts nothing there)."""
@@ -466,9 +483,11 @@ class MetricsFeed:
         shares = core.cluster_queue_shares() if self.cluster_queue_resources and \
             core.config.fair_sharing is not None else {}
         inactive = core.inactive_cluster_queues()  # (the shares brought the structure up to date)
+        by_values = admitted_by_custom_values(core, m)
         for name, c in counts.items():
             m.report_pending(name, c.active, c.inadmissible)
-            m.report_active(name, c.reserving, c.admitted)
+            m.report_active(name, c.reserving, c.admitted,
+                            None if by_values is None else by_values.get(name, {}))
             m.report_finished(name, c.finished)
             m.cluster_queue_status(name, "pending" if name in inactive else "active")
             parent, root = cohort_path(core, name)
@@ -506,7 +525,13 @@ class MetricsFeed:
             if name in shares:
                 m.cohort_weighted_share(name, shares[name])
         subtrees = cohort_subtrees(core, tree, counts)
-        m.report_cohort_subtrees(subtrees.quota, subtrees.reservations, subtrees.admitted)
+        members: dict[str, list[str]] = {}
+        if m.custom is not None:
+            for cq in sorted(counts):
+                for cohort in cohort_ancestors(core, cq):
+                    members.setdefault(cohort, []).append(cq)
+        m.report_cohort_subtrees(subtrees.quota, subtrees.reservations, subtrees.admitted,
+                                 members if m.custom is not None else None)
 
     def _resources(self, name: str, cohort: str) -> None:
         cq = self.core.cluster_queues()[name]

@@ -60,7 +60,8 @@ class Simulation:
         if live:
             config = replace(config, unreported_checks_active=False)
         self.scenario = scenario
-        self.tas = TasPlacer(overlapping_flavors=config.tas_overlapping_flavors)
+        self.tas = TasPlacer(overlapping_flavors=config.tas_overlapping_flavors,
+                             balanced_placement=config.tas_balanced_placement)
         self.core = QueueingCore(config, now=start, topology=self.tas)
         self.job_workloads: dict[str, list[str]] = {}  # job ns/name -> workload keys
         self.ready_after: dict[str, float | None] = {}  # workload key -> delay (None = never)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pykueue.api.config import CONFIG_API_VERSION, CONFIG_API_VERSION_V1BETA1
-from pykueue.manager.core.config import CoreConfig, config_from
+from pykueue.manager.core.config import ConfigError, CoreConfig, config_from
 from pykueue.manager.core.features import DEFAULTS, gate_enabled
 from pykueue.manager.jobs.gates import FeatureGates
 
@@ -35,6 +35,9 @@ V1BETA1 = {"apiVersion": CONFIG_API_VERSION_V1BETA1, "kind": "Configuration"}
     ("TASReplaceNodeOnNodeTaints", True),
     ("TASReplaceNodeDueToNotReadyOverFixedTime", False),
     ("TASHandleOverlappingFlavors", True),
+    ("CustomMetricLabels", False),
+    ("TASBalancedPlacement", False),
+    ("MultiKueueIncrementalDispatcherConfig", True),
 ])
 def test_gate_defaults_are_kueue_v0_19_2s(gate: str, on: bool) -> None:
     assert DEFAULTS[gate] is on
@@ -110,3 +113,11 @@ def test_prioritize_preemptor_workloads_puts_a_waiting_preemptor_first() -> None
     w1_w0 = ("default/w1", "default/w0")
     assert _ring(prioritize=False) == [w2_w1, w0_w2] * 3
     assert _ring(prioritize=True) == [w2_w1, w0_w2, w1_w0] * 2
+
+
+def test_balanced_placement_needs_topology_aware_scheduling() -> None:
+    assert not config_from(V1BETA2).tas_balanced_placement
+    assert config_from({**V1BETA2, "featureGates": {"TASBalancedPlacement": True}}).tas_balanced_placement
+    gates = {"TASBalancedPlacement": True, "TopologyAwareScheduling": False}
+    with pytest.raises(ConfigError, match="requires TopologyAwareScheduling to be enabled"):
+        config_from({**V1BETA2, "featureGates": gates})

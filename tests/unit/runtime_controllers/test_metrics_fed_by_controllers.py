@@ -12,7 +12,7 @@ from typing import Any, cast
 from pykueue.api import keys
 from pykueue.kube.client import ApiError, KubeClient
 from pykueue.manager.jobs.batchjob.lifecycle import LIFECYCLE as BATCH_JOB
-from pykueue.manager.jobs.multikueue.dispatch import READY, Decision, reserved_message
+from pykueue.manager.jobs.multikueue.dispatch import READY, Decision, admitted_message
 from pykueue.manager.jobs.pod.lifecycle import LIFECYCLE as POD
 from pykueue.manager.jobs.pod_shape import role_hash
 from pykueue.manager.runtime.controllers.manager import QueueManager
@@ -192,7 +192,7 @@ def test_multikueue_counts_each_copy_created_in_a_worker_and_each_remote_admissi
         assert _value(metrics, "multikueue_workloads_dispatched_total", cluster_queue="cq",
                       cluster=cluster) == 1
 
-    won = Decision(delete_in=("w2",), check=(READY, reserved_message("w1")), winner="w1")
+    won = Decision(delete_in=("w2",), check=(READY, admitted_message("w1")), winner="w1")
     asyncio.run(controller._apply(workload, "mk", won, {"w1": workers["w1"], "w2": Worker("w2")}))
     assert local.patched  # the check was written Ready
     assert _value(metrics, "multikueue_workloads_admitted_total", cluster_queue="cq", cluster="w1") == 1

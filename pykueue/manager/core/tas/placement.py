@@ -7,6 +7,13 @@ implied, slice-only) takes the first fitting domain in ascending order; when no 
 domain fits, a greedy walk takes whole domains. Phase 2b descends, splitting counts over
 children so that as few domains as possible are used at every level.
 
+With Kueue's TASBalancedPlacement gate (alpha, off by default) a preferred request first
+tries a balanced placement: among the requested level's sibling groups (the children of
+each domain one level up), the one whose greedy fit leaves the largest minimum of slices per
+domain (the threshold) wins, its domains below the threshold are pruned, a smallest set of
+domains is picked (fewest domains, then least spare capacity) and every chosen domain gets
+the threshold plus its share of the rest; when that fails the search falls back to BestFit.
+
 The search reuses the scratch counters of the tree's domains, so it is not reentrant;
 it never changes capacity.
 """
@@ -14,6 +21,7 @@ it never changes capacity.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +77,8 @@ class SearchInput:
     # (size, level key) replacing the slice constraint, used for node replacement.
     slice_override: tuple[int, str] | None = None
     count: int | None = None
+    # Kueue's TASBalancedPlacement gate (preferred requests only).
+    balanced: bool = False
 
 
 def _with_pod(per_pod: Mapping[str, int]) -> Requirement:
@@ -507,18 +517,18 @@ class PlacementSearch:
             return result
         return None
 
-    def _descend(self, fit_level: int, fit: list[Domain]) -> list[Domain] | str:
+    def _descend(self, fit_level: int, fit: list[Domain], balanced: bool = False) -> list[Domain] | str:
         tree = self.tree
         current = self._distribute(fit, self.count, self.leader_count, self.slice_size, True)
         level = fit_level
-        while current is not None and level < min(tree.lowest, self.slice_level):
+        while current is not None and level < min(tree.lowest, self.slice_level) and not balanced:
             pooled = [child for dom in current for child in dom.children]
             current = self._distribute(
                 self._sorted(pooled), self.count, self.leader_count, self.slice_size, True
             )
             level += 1
         while current is not None and level < tree.lowest:
-            size = 1
+            size = self.slice_size  # above the slice level (balanced placement only): whole slices
             if level >= self.slice_level:
                 size = self.slice_size_at_level.get(level + 1, 1)
             nxt: list[Domain] = []
@@ -541,6 +551,235 @@ class PlacementSearch:
         if current is None:
             return "internal error: topology capacity changed during the search"
         return current
+
+    # -- balanced placement (TASBalancedPlacement) ------------------------------------------
+    def _greedy_eval(
+        self, domains: Sequence[Domain], slices: int, leaders: int
+    ) -> tuple[bool, int, Domain | None, Domain | None]:
+        """Whether whole domains, taken greedily, hold ``slices`` (and ``leaders``): the count
+        taken and the last domain taken with a leader and without."""
+        taken = 0
+        last_wl: Domain | None = None
+        last: Domain | None = None
+        remaining, remaining_leaders = slices, leaders
+        if leaders > 0:
+            with_leader = self._sorted_with_leader(domains)
+            idx = 0
+            while remaining_leaders > 0 and idx < len(with_leader) and with_leader[idx].leader > 0:
+                dom = with_leader[idx]
+                taken += 1
+                last_wl = dom
+                remaining_leaders -= dom.leader
+                remaining -= dom.slice_wl
+                idx += 1
+            rest = self._sorted(with_leader[idx:])
+        else:
+            rest = self._sorted(domains)
+        if remaining_leaders > 0:
+            return False, 0, None, None
+        for dom in rest:
+            if remaining <= 0 or dom.slice <= 0:
+                break
+            taken += 1
+            last = dom
+            remaining -= dom.slice
+        if remaining > 0:
+            return False, 0, None, None
+        return True, taken, last_wl, last
+
+    @staticmethod
+    def _threshold(slices: int, taken: int, last_wl: Domain | None, last: Domain | None) -> int:
+        """The largest minimum of slices per domain a balanced placement could give."""
+        threshold = slices // taken
+        if last_wl is not None:
+            threshold = min(threshold, last_wl.slice_wl)
+        if last is not None:
+            threshold = min(threshold, last.slice)
+        return threshold
+
+    @staticmethod
+    def _entropy(domains: Sequence[Domain]) -> float:
+        total = sum(d.state for d in domains)
+        if total == 0:
+            return 0.0
+        return sum(-(d.state / total) * math.log2(d.state / total) for d in domains if d.state > 0)
+
+    def _optimal_set(self, domains: Sequence[Domain], slices: int, leaders: int,
+                     by_entropy: bool) -> list[Domain] | None:
+        """As few domains as the greedy fit takes, holding the request with the least spare
+        pods (a knapsack over (leaders left, pods left)); None when they do not hold it."""
+        fit, n, _, _ = self._greedy_eval(domains, slices, leaders)
+        if not fit:
+            return None
+        if by_entropy:
+            ordered = sorted(domains, key=lambda d: (-d.leader, -d.slice_wl, -self._entropy(d.children),
+                                                     d.values))
+        else:
+            ordered = sorted(domains, key=lambda d: d.values)
+        # placements[i][leaders left][pods left]: the first set of i domains reaching it.
+        placements: list[dict[int, dict[int, list[Domain]]]] = [{} for _ in range(n + 1)]
+        placements[0][leaders] = {slices * self.slice_size: []}
+        for dom in ordered:
+            for i in range(n, 0, -1):
+                below = placements[i - 1]
+                here = placements[i]
+                for before_leaders in sorted(below):
+                    for before_pods in sorted(below[before_leaders]):
+                        if before_leaders <= 0 and before_pods <= 0:
+                            continue
+                        chosen = [*below[before_leaders][before_pods], dom]
+                        if before_leaders > 0 and dom.leader > 0:
+                            here.setdefault(before_leaders - dom.leader, {}).setdefault(
+                                before_pods - dom.state_wl, chosen)
+                        if dom.slice > 0:
+                            here.setdefault(before_leaders, {}).setdefault(before_pods - dom.state, chosen)
+        done = placements[n].get(0, {})
+        left = [k for k in done if k <= 0]
+        return done[max(left)] if left else None
+
+    def _place_balanced(self, domains: Sequence[Domain], slices: int, leaders: int,
+                        threshold: int) -> tuple[list[Domain], str]:
+        chosen = self._optimal_set(domains, slices, leaders, False)
+        if chosen is None:
+            return [], "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
+        if slices < len(chosen) * threshold:
+            return [], "TAS Balanced Placement: Not enough slices to meet the threshold"
+        chosen = self._sorted_with_leader(chosen)
+        extra = slices - len(chosen) * threshold
+        leaders_left = leaders
+        for dom in chosen:
+            if leaders_left > 0:
+                take = min(dom.slice_wl - threshold, extra)
+                dom.leader = 1
+                leaders_left -= 1
+            elif extra > 0:
+                take = min(dom.slice - threshold, extra)
+                dom.leader = 0
+            else:
+                dom.leader, take = 0, 0
+            dom.slice = dom.slice_wl = threshold + take
+            dom.state = dom.slice * self.slice_size
+            dom.state_wl = dom.state - dom.leader
+            extra -= take
+        if extra > 0 or leaders_left > 0:
+            return [], "TAS Balanced Placement: Not all slices or leaders could be placed"
+        return chosen, ""
+
+    def _clone(self, dom: Domain, parent: Domain | None) -> Domain:
+        """A copy of the subtree with its counts, to prune without touching the tree."""
+        copy = Domain(dom.values, dom.level, dom.id)
+        copy.parent = parent
+        copy.state, copy.state_wl, copy.slice, copy.slice_wl, copy.leader = (
+            dom.state, dom.state_wl, dom.slice, dom.slice_wl, dom.leader)
+        copy.children = [self._clone(child, copy) for child in dom.children]
+        return copy
+
+    def _clear(self, dom: Domain, leader_only: bool = False) -> None:
+        if not leader_only:
+            dom.state = dom.slice = 0
+        dom.state_wl = dom.slice_wl = dom.leader = 0
+        for child in dom.children:
+            self._clear(child, leader_only)
+
+    def _prune_one(self, dom: Domain, threshold: int, leader_required: bool) -> None:
+        if dom.slice < threshold:
+            self._clear(dom)
+        elif leader_required and dom.leader > 0 and dom.slice_wl < threshold:
+            self._clear(dom, leader_only=True)  # still for workers, no longer for the leader
+
+    def _refill(self, dom: Domain, level: int, leader_required: bool) -> None:
+        """Recount a (pruned) subtree bottom-up, as phase 1 does."""
+        size = self.slice_size
+        if not dom.children:
+            if level == self.slice_level:
+                dom.slice, dom.slice_wl = dom.state // size, dom.state_wl // size
+            return
+        cap = slices = leader = 0
+        contributor = False
+        min_diff = min_slice_diff = 1 << 62
+        for child in dom.children:
+            self._refill(child, level + 1, leader_required)
+            cap += child.state
+            slices += child.slice
+            if not leader_required or child.leader > 0:
+                contributor = True
+                min_diff = min(min_diff, child.state - child.state_wl)
+                min_slice_diff = min(min_slice_diff, child.slice - child.slice_wl)
+            leader = max(leader, child.leader)
+        dom.state = cap
+        slices_wl = 0
+        if contributor:
+            dom.state_wl = cap - min_diff
+            slices_wl = slices - min_slice_diff
+        else:
+            dom.state_wl = 0
+        dom.leader = leader
+        if level == self.slice_level:
+            slices, slices_wl = dom.state // size, dom.state_wl // size
+        dom.slice, dom.slice_wl = slices, slices_wl
+
+    def _prune(self, domains: Sequence[Domain], threshold: int, level: int, leader_required: bool) -> None:
+        for dom in domains:
+            for child in dom.children:
+                self._prune_one(child, threshold, leader_required)
+        for dom in domains:
+            self._refill(dom, level, leader_required)
+            self._prune_one(dom, threshold, leader_required)
+
+    def _balanced_domains(self, level: int) -> tuple[list[Domain], int]:
+        """The best sibling group of the requested level for a balanced placement (copies,
+        pruned below its threshold) and that threshold (0: no balanced placement)."""
+        tree = self.tree
+        slices = self.count // self.slice_size
+        leaders = self.leader_count
+        if level == 0:
+            groups = [list(tree.levels[0].values())]
+        else:
+            groups = [d.children for d in sorted(tree.levels[level - 1].values(), key=lambda d: d.values)]
+        best_threshold = best_count = 0
+        best: list[Domain] = []
+        for siblings in groups:
+            candidates = [self._clone(d, None) for d in siblings]
+            lower = [c for d in candidates for c in d.children] if level < self.slice_level else candidates
+            fits_, taken, last_wl, last = self._greedy_eval(lower, slices, leaders)
+            if not fits_:
+                continue
+            threshold = self._threshold(slices, taken, last_wl, last)
+            with_leader = threshold
+            if leaders > 0 and last is not None:
+                with_leader = min(threshold, last.slice_wl)
+            if threshold < best_threshold:
+                continue
+            self._prune(candidates, threshold, level, leaders > 0)
+            ok, count, _, _ = self._greedy_eval(candidates, slices, leaders)
+            if not ok and with_leader < threshold:
+                # Again with a lower threshold that leaves room for the leader.
+                if with_leader <= 0 or with_leader < best_threshold:
+                    continue
+                threshold = with_leader
+                candidates = [self._clone(d, None) for d in siblings]
+                self._prune(candidates, threshold, level, leaders > 0)
+                ok, count, _, _ = self._greedy_eval(candidates, slices, leaders)
+            if not ok:
+                continue
+            if threshold > best_threshold or (threshold == best_threshold and count < best_count):
+                best_threshold, best_count, best = threshold, count, candidates
+        return best, best_threshold
+
+    def _apply_balanced(self, level: int, threshold: int,
+                        candidates: list[Domain]) -> tuple[list[Domain], int, str]:
+        slices = self.count // self.slice_size
+        fit_level = level
+        if level < self.slice_level:
+            chosen = self._optimal_set(candidates, slices, self.leader_count, True)
+            if chosen is None:
+                return [], 0, "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
+            candidates = [c for d in chosen for c in d.children]
+            fit_level = level + 1
+        placed, why = self._place_balanced(candidates, slices, self.leader_count, threshold)
+        if why:
+            return [], 0, why
+        return placed, fit_level, ""
 
     # -- entry point -----------------------------------------------------------------------
     def closest(self, limit: int) -> list[tuple[tuple[str, ...], int]]:
@@ -567,10 +806,18 @@ class PlacementSearch:
                 out[self.inp.leader.name] = empty
             return out
         self._fill_in_counts()
-        fit_level, fit, reason = self._find_fit_level(level)
-        if reason:
-            return reason
-        leaves = self._descend(fit_level, fit)
+        balanced = False
+        if self.inp.balanced and not self.required and not self.lfc:
+            candidates, threshold = self._balanced_domains(level)
+            if threshold > 0:
+                placed, fit_level, why = self._apply_balanced(level, threshold, candidates)
+                balanced = not why  # otherwise BestFit, as Kueue falls back
+                fit = placed
+        if not balanced:
+            fit_level, fit, reason = self._find_fit_level(level)
+            if reason:
+                return reason
+        leaves = self._descend(fit_level, fit, balanced)
         if isinstance(leaves, str):
             return leaves
         workers = [d for d in leaves if d.state > 0]

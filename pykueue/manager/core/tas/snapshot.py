@@ -82,6 +82,8 @@ class TopologySnapshot:
         self.flavor_tolerations = tuple(flavor_tolerations)
         self.flavor_taints = tuple(flavor_taints)
         self.synced = synced
+        # Kueue's TASBalancedPlacement gate: preferred requests try a balanced placement first.
+        self.balanced_placement = False
         self.tree = TopologyTree(level_keys)
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._pods: dict[str, tuple[str, Resources]] = {}
@@ -293,10 +295,12 @@ class TopologySnapshot:
                     return NoFit(
                         leader.name, f"podset group {unit[0].topology.group_name!r} needs a single-pod leader"
                     )
-                inp = SearchInput(workers, leader=leader, assumed=assumed, simulate_empty=simulate_empty)
+                inp = SearchInput(workers, leader=leader, assumed=assumed, simulate_empty=simulate_empty,
+                                  balanced=self.balanced_placement)
             elif len(unit) == 1:
                 workers = unit[0]
-                inp = SearchInput(workers, assumed=assumed, simulate_empty=simulate_empty)
+                inp = SearchInput(workers, assumed=assumed, simulate_empty=simulate_empty,
+                                  balanced=self.balanced_placement)
             else:
                 return NoFit(
                     unit[0].name, f"podset group {unit[0].topology.group_name!r} has more than 2 podsets"

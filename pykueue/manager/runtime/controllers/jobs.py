@@ -135,10 +135,11 @@ class JobReconciler:
                  registry: Registry, policy: AdmissionPolicy, kick: Callable[[], None],
                  finished: dict[str, Finished], workers: int = 4, timing: QueueTiming | None = None,
                  events: EventSink | None = None,
-                 creation_latency: Callable[[str, float], None] | None = None,
+                 creation_latency: Callable[[str, float, str], None] | None = None,
                  gate_removal: Callable[[str, str, bool, float], None] | None = None,
                  deactivated_retention_s: float | None = None) -> None:
-        """``creation_latency(job kind, seconds)`` receives each Workload's creation latency;
+        """``creation_latency(job kind, seconds, LocalQueue namespace/name)`` receives each
+        Workload's creation latency;
         ``gate_removal(gate, ClusterQueue, in a pod group, seconds)`` each scheduling gate a
         write lifted from a pod, timed from the Workload's admission.
         ``deactivated_retention_s``: the Configuration's afterDeactivatedByKueue (None: unset)."""
@@ -709,7 +710,9 @@ class JobReconciler:
         except ObjectError:
             return
         if job_at is not None and workload_at is not None:
-            self._creation_latency(lc.integration.kind, workload_at - job_at)
+            queue = str((created.get("spec") or {}).get("queueName") or "")
+            self._creation_latency(lc.integration.kind, workload_at - job_at,
+                                   f"{meta(created).get('namespace') or ''}/{queue}")
 
     async def _adopt(self, lc: AdoptsPods, owner_key: str, owner: JSON) -> None:
         sources = self._sources.get("Pod") or []  # a pod is in one of them (disjoint selectors)

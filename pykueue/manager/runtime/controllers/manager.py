@@ -171,7 +171,8 @@ class QueueManager:
         # Topology-aware placement, as in simulate; it places nothing until every admitted
         # workload has been read back (mark_synced once the informers synced).
         self.tas = TasPlacer(synced=False,
-                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors)
+                             overlapping_flavors=(config or CoreConfig()).tas_overlapping_flavors,
+                             balanced_placement=(config or CoreConfig()).tas_balanced_placement)
         # The core's tuned scheduling settings (``core.settings``), not a Configuration's.
         self.core = QueueingCore(replace(config or CoreConfig(), scheduling=scheduling,
                                          hold_quota_until_stopped=True, withdraw_unpublished=True,
@@ -240,6 +241,10 @@ class QueueManager:
                     self.tas.delete(kind, None, str(meta.get("name")))
                 else:
                     self.tas.apply(obj)
+            if kind in ("ClusterQueue", "LocalQueue", "Cohort"):  # metrics.customLabels
+                source = object_key(obj) if kind == "LocalQueue" else str(meta.get("name"))
+                self.metrics.custom_source(kind, source, meta.get("labels"), meta.get("annotations"),
+                                           deleted=event == EventType.DELETED)
             if kind == "ClusterQueue":
                 self.core.set_terminating(str(meta.get("name")),
                                           event != EventType.DELETED and terminating(obj))

@@ -37,6 +37,7 @@ from pykueue.manager.core.features import gate_enabled
 from pykueue.manager.jobs.lifecycle import DispatchedByMultiKueue, WorkloadOwner
 from pykueue.manager.jobs.multikueue.adapter import MultiKueueAdapter, remote_workload
 from pykueue.manager.jobs.multikueue.dispatch import (
+    INCREMENTAL,
     PENDING,
     READY,
     Decision,
@@ -44,6 +45,8 @@ from pykueue.manager.jobs.multikueue.dispatch import (
     WorkloadView,
     condition_is_true,
     decide,
+    dispatcher_settings,
+    nomination_order,
     orphaned,
 )
 from pykueue.manager.jobs.registry import JobKind, Registry
@@ -98,6 +101,8 @@ class MultiKueueController:
         self.metrics = metrics
         self.informers = informers
         self.origin, self.worker_lost_timeout = multikueue_settings(config)
+        self.dispatcher, self.step = dispatcher_settings(config)
+        self.config = config
         # Where a worker copy carries its prebuilt Workload's name (jobs.prebuilt).
         self.identifier_annotations = gate_enabled(config.get("featureGates"),
                                                    "WorkloadIdentifierAnnotations")
@@ -112,6 +117,9 @@ class MultiKueueController:
         # Per manager Workload uid: the worker that won it, and since when it is missing.
         self._winner: dict[str, str] = {}
         self._missing_since: dict[str, float] = {}
+        # Per manager Workload uid: the workers nominated so far, when the round began (incremental).
+        self._nominated: dict[str, tuple[str, ...]] = {}
+        self._round_started: dict[str, float] = {}
         self._kick = asyncio.Event()
         for kind in ("Workload", "AdmissionCheck"):
             informer = informers.get(kind)
@@ -162,7 +170,8 @@ class MultiKueueController:
             for check_name in _mk_checks_of(workload, checks):
                 members = _config_clusters(checks[check_name], configs)
                 answering = tuple(c for c in members if c in workers and workers[c].active)
-                decision = decide(self._view(workload, check_name, answering, workers))
+                order = nomination_order(members, self.config)
+                decision = decide(self._view(workload, check_name, answering, workers, order))
                 await self._apply(workload, check_name, decision, workers)
                 if decision.wait_s is not None:
                     wait = min(wait, decision.wait_s)
@@ -178,7 +187,7 @@ class MultiKueueController:
             raise
 
     def _view(self, workload: JSON, check: str, clusters: tuple[str, ...],
-              workers: Mapping[str, Worker]) -> WorkloadView:
+              workers: Mapping[str, Worker], configured: tuple[str, ...] = ()) -> WorkloadView:
         key = object_key(workload)
         uid = str(meta(workload).get("uid") or "")
         states = {str(c.get("name")): str(c.get("state") or PENDING)
@@ -192,7 +201,11 @@ class MultiKueueController:
             other_checks_ready=all(s == READY for n, s in states.items() if n != check),
             clusters=clusters, remotes=remotes, now=time.time(),
             worker_lost_timeout=self.worker_lost_timeout,
-            winner=self._winner.get(uid), missing_since=self._missing_since.get(uid))
+            winner=self._winner.get(uid), missing_since=self._missing_since.get(uid),
+            dispatcher=self.dispatcher, configured=configured, step=self.step,
+            nominated=self._nominated.get(uid, ()) if self.dispatcher == INCREMENTAL else tuple(
+                str(c) for c in (workload.get("status") or {}).get("nominatedClusterNames") or ()),
+            round_started=self._round_started.get(uid))
 
     # ------------------------------------------------------------------ carrying it out
 
@@ -202,6 +215,8 @@ class MultiKueueController:
         uid = str(meta(workload).get("uid") or "")
         _remember(self._winner, uid, decision.winner)
         _remember(self._missing_since, uid, decision.missing_since)
+        _remember(self._nominated, uid, decision.nominated or None)
+        _remember(self._round_started, uid, decision.round_started)
         for cluster in decision.delete_in:
             await self._delete_remote(workers[cluster], key)
         # Kueue labels both counters with the ClusterQueue holding the Workload's quota here.
