@@ -23,6 +23,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "PrioritizePreemptorWorkloads": False,  # alpha since v0.19
     "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
     "QuotaCheckStrategy": True,  # beta since v0.19: resources.quotaCheckStrategy
+    "ReclaimablePods": True,  # beta since v0.15: status.reclaimablePods lowers a PodSet's count
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,
