@@ -124,6 +124,9 @@ class CoreConfig:
     # Kueue's ElasticJobsViaWorkloadSlices gate (beta, on by default since v0.18): a slice
     # annotated as the replacement of an admitted one counts that one's quota as its own.
     workload_slices: bool = True
+    # Kueue's ReclaimablePods gate (beta, on by default since v0.15): pods a job reports as
+    # reclaimable (status.reclaimablePods) need no quota.
+    reclaimable_pods: bool = True
     # Kueue's TASHandleOverlappingFlavors gate (beta, on by default since v0.18): TAS usage
     # on a node counts in every flavor whose topology ends at nodes, whichever flavor took it.
     tas_overlapping_flavors: bool = True
@@ -223,6 +226,7 @@ def config_from(obj: dict[str, Any] | None) -> CoreConfig:
         admission_fair_sharing=afs, tiered_reasons=gate_enabled(gates, TIERED_REASONS_GATE),
         admission_gated_by=gate_enabled(gates, "AdmissionGatedBy"),
         workload_slices=gate_enabled(gates, WORKLOAD_SLICES_GATE),
+        reclaimable_pods=gate_enabled(gates, "ReclaimablePods"),
         prioritize_preemptors=gate_enabled(gates, PRIORITIZE_PREEMPTORS_GATE),
         partial_admission=gate_enabled(gates, "PartialAdmission"),
         tas_overlapping_flavors=gate_enabled(gates, OVERLAPPING_FLAVORS_GATE),

@@ -24,6 +24,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "DisableWaitForPodsReady": False,  # alpha since v0.19: turns waitForPodsReady off
     "QuotaCheckStrategy": True,  # beta since v0.19: resources.quotaCheckStrategy
     "FlavorFungibilityPreserveScanProgress": True,  # beta since v0.19: flavor scan progress kept
+    "ReclaimablePods": True,  # beta since v0.15: status.reclaimablePods lowers a PodSet's count
     # Job rules and webhooks
     "TopologyAwareScheduling": True,
     "TASMultiLayerTopology": True,

@@ -82,15 +82,6 @@ def should_try_next_flavor(rank: Rank, cq: ClusterQueueDef) -> bool:
     return level > 0 and cq.when_can_borrow == TRY_NEXT
 
 
-def _group_label_keys(snap: Snapshot, flavors: tuple[str, ...]) -> frozenset[str]:
-    keys: set[str] = set()
-    for name in flavors:
-        f = snap.flavors.get(name)
-        if f is not None:
-            keys.update(f.node_labels)
-    return frozenset(keys)
-
-
 def _podset_requests(ps: PodSet, count: int, cq: ClusterQueueDef) -> dict[str, int]:
     total = {r: v * count for r, v in ps.requests.items()}
     if any(PODS in g.covered for g in cq.groups):
@@ -245,6 +236,8 @@ class FlavorAssigner:
                     borrowing = max(borrowing, level)
                     if mode.needs_preemption:
                         preempt_frs.update(frs)
+            if psa.mode != Mode.NO_FIT:
+                self._one_tas_flavor(psa)
             if not failed:  # Kueue stops at the first pod set without flavors
                 failed = psa.mode == Mode.NO_FIT
                 tried.append({} if failed else ps_tried)
@@ -255,6 +248,16 @@ class FlavorAssigner:
         return Assignment(podsets, worst, borrowing, total, tuple(misses), frozenset(preempt_frs),
                           tried=tuple(tried))
 
+    def _one_tas_flavor(self, psa: PodSetAssignment) -> None:
+        """A pod set is placed on one topology: resource groups that gave it two TAS flavors
+        leave it without a fit (Kueue v0.19's MultipleTASFlavorsAssignedError)."""
+        tas = sorted({name for name in psa.flavors.values()
+                      if (f := self.snap.flavors.get(name)) is not None and f.topology_name})
+        if len(tas) > 1:
+            psa.mode = Mode.NO_FIT
+            psa.reasons.append(FlavorVerdict(Miss.TOPOLOGY, tas[0],
+                                             detail="more than one TAS flavor assigned: " + ", ".join(tas)))
+
     def _choose(self, cq: ClusterQueueDef, node: QuotaNode, flavors: tuple[str, ...], ps: PodSet,
                 wanted: list[str], requests: dict[str, int], assigned: dict[FR, int], priority: int,
                 psa: PodSetAssignment, group: int = 0,
@@ -262,7 +265,6 @@ class FlavorAssigner:
                 start: int = 0) -> tuple[tuple[str, Mode, int, list[FR]] | None, int]:
         """The flavor for the group (None: none usable) and the index of the last flavor looked
         at; the scan starts at ``start``."""
-        keys = _group_label_keys(self.snap, flavors)
         best: tuple[str, Mode, int, list[FR]] | None = None
         best_rank = _WORST
         reasons: list[FlavorVerdict] = []
@@ -278,10 +280,16 @@ class FlavorAssigner:
             if held is not None:
                 reasons.append(FlavorVerdict(Miss.SLICE_FLAVOR, fname, detail=held))
                 continue
-            if ps.topology_request and not flavor.topology_name:
+            # Kueue v0.19: a plain flavor may still give a TAS pod set quota-only resources
+            # (ones its pod spec does not request, made by resource transformations); the
+            # pod set's TAS flavor places the pods.
+            quota_only = (bool(ps.topology_request) and not flavor.topology_name
+                          and not set(cq.groups[group].covered) & ps.spec_resources())
+            if ps.topology_request and not flavor.topology_name and not quota_only:
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_SUPPORT, fname))
                 continue
-            if ps.topology_request and not _has_level(self.snap, flavor.topology_name, ps.topology_request):
+            if ps.topology_request and not quota_only \
+                    and not _has_level(self.snap, flavor.topology_name, ps.topology_request):
                 # Kueue moves on to a flavor whose topology has the requested level.
                 reasons.append(FlavorVerdict(Miss.NO_TOPOLOGY_LEVEL, fname))
                 continue
@@ -295,7 +303,9 @@ class FlavorAssigner:
                 reasons.append(FlavorVerdict(Miss.UNTOLERATED_TAINT, fname, detail=(
                     f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}")))
                 continue
-            if not selector_matches(ps, flavor, keys):
+            # Kueue v0.19 matches the pod's selector and affinity against this flavor's own
+            # label keys only (v0.12 used the keys of every flavor in the group).
+            if not selector_matches(ps, flavor, frozenset(flavor.node_labels)):
                 reasons.append(FlavorVerdict(Miss.NODE_AFFINITY, fname))
                 continue
             mode, level = Mode.FIT, 0

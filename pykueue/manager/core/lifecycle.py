@@ -139,7 +139,8 @@ class WorkloadLifecycle:
         self._created += 1
         config = self._config
         wl = workload_from(obj, default_created=self._clock.now + self._created * 1e-6,
-                           transformations=config.transformations, excluded_prefixes=config.excluded_prefixes)
+                           transformations=config.transformations, excluded_prefixes=config.excluded_prefixes,
+                           reclaimable_pods=config.reclaimable_pods)
         prio = self._cache.priority_of(wl)
         old = self.workloads.get(wl.key)
         if old is not None:

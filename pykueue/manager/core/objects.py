@@ -258,6 +258,12 @@ class PodSet:
     affinity_terms: tuple[tuple[dict[str, Any], ...], ...]  # required nodeSelectorTerms
     tolerations: tuple[dict[str, Any], ...]
     topology_request: dict[str, Any] | None
+    # Resources the pod spec itself requests (before resource transformations); None: the
+    # keys of ``requests``.
+    pod_resources: frozenset[str] | None = None
+
+    def spec_resources(self) -> frozenset[str]:
+        return frozenset(self.requests) if self.pod_resources is None else self.pod_resources
 
 
 @dataclass(frozen=True)
@@ -318,6 +324,7 @@ def podset_from(ps: dict[str, Any], where: str, transformations: Mapping[str, Tr
         affinity_terms=tuple(terms),
         tolerations=tuple(pod_spec.get("tolerations") or ()),
         topology_request=ps.get("topologyRequest"),
+        pod_resources=frozenset(str(r) for r in exact),
     )
 
 
@@ -340,7 +347,7 @@ def _after_reclaim(podsets: tuple[PodSet, ...], reclaimable: Any, where: str) ->
 
 def workload_from(obj: dict[str, Any], default_created: float,
                   transformations: Mapping[str, Transformation] | None = None,
-                  excluded_prefixes: tuple[str, ...] = ()) -> WorkloadDef:
+                  excluded_prefixes: tuple[str, ...] = (), reclaimable_pods: bool = True) -> WorkloadDef:
     meta, spec = named_meta(obj), _spec(obj)
     ns = meta.get("namespace") or "default"
     where = f"Workload {ns}/{meta['name']}"
@@ -352,7 +359,8 @@ def workload_from(obj: dict[str, Any], default_created: float,
         invalid_resources = requests_over_limits(spec.get("podSets") or ())
     except (QuantityError, ValueError, TypeError) as exc:
         raise ObjectError(f"{where}: {exc}") from exc
-    podsets = _after_reclaim(podsets, (obj.get("status") or {}).get("reclaimablePods") or (), where)
+    if reclaimable_pods:
+        podsets = _after_reclaim(podsets, (obj.get("status") or {}).get("reclaimablePods") or (), where)
     ref = spec.get("priorityClassRef") or {}
     pc: str | None = None
     if ref.get("kind") == "WorkloadPriorityClass":

@@ -347,9 +347,10 @@ class TasPlacer:
         return out, repr(out)
 
     def _place_flavor(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
-                      implied: bool, freed: frozenset[str] | None = frozenset()
-                      ) -> dict[str, TopologyAssignment] | str:
-        """Place on the flavor's usage; ``freed``: workloads counted as gone (None: all).
+                      implied: bool, freed: frozenset[str] | None = frozenset(),
+                      siblings: Sequence[Charge] = ()) -> dict[str, TopologyAssignment] | str:
+        """Place on the flavor's usage; ``freed``: workloads counted as gone (None: all);
+        ``siblings``: the workload's pod sets placed on its other TAS flavors this time.
         The answer is shared with every caller of the same shape: do not mutate."""
         snap = self.snapshot_for(flavor)
         if isinstance(snap, str):
@@ -358,6 +359,14 @@ class TasPlacer:
         for req in reqs:
             if not req.topology.is_tas and not req.implied:
                 return f'Flavor "{flavor.name}" {ONLY_TAS}'
+        taken = [(ch.assignment, ch.per_pod) for ch in siblings if self._counts_on(flavor.name, snap, ch)]
+        if taken:
+            # TASHandleOverlappingFlavors: a pod set must not take the room the workload's
+            # pod sets on a sibling flavor take on the same nodes (not memoized: rare).
+            gone = [(ch.assignment, ch.per_pod) for k in sorted(freed or ())
+                    for ch in self._charges.get(k, ()) if self._counts_on(flavor.name, snap, ch)]
+            result = snap.place(reqs, simulate_empty=freed is None, freed=gone, taken=taken)
+            return result.reason if isinstance(result, NoFit) else result.assignments
         if freed is None and snap.synced:
             return self._place_on_empty(flavor.name, snap, reqs, shape)
         # Heads of one shape ask for the same placement until capacity is charged or
@@ -407,15 +416,34 @@ class TasPlacer:
             return None
         same = [p for p in assignment.podsets if _tas_flavor(p, snapshot.flavors) == flavor]
         implied = tas_only(cq, snapshot.flavors)
-        found = self._place_flavor(wl, flavor, same, implied)
+        siblings = self._siblings(wl, assignment, podset_index, flavor, snapshot.flavors)
+        found = self._place_flavor(wl, flavor, same, implied, siblings=siblings)
         if isinstance(found, str):
             self._failures[wl.key] = found
             return None
         self._failures.pop(wl.key, None)
         if len(self._placed) >= _PLACED_LIMIT:
             self._placed.clear()
-        self._placed[wl.key] = (self._placement_inputs(wl, flavor, same, implied), found)
+        if not siblings:
+            self._placed[wl.key] = (self._placement_inputs(wl, flavor, same, implied), found)
         return found[psa.name].to_v1beta2()
+
+    def _siblings(self, wl: WorkloadDef, assignment: Assignment, podset_index: int, flavor: Flavor,
+                  flavors: Mapping[str, Flavor]) -> list[Charge]:
+        """The placements this pass gave the workload's earlier pod sets on other TAS flavors."""
+        if not self.overlapping_flavors:
+            return []
+        per_pod: dict[str, Resources] | None = None
+        out: list[Charge] = []
+        for p in assignment.podsets[:podset_index]:
+            other = _tas_flavor(p, flavors)
+            if other is None or other == flavor or not p.topology_assignment:
+                continue
+            if per_pod is None:
+                per_pod = self._per_pod(wl)
+            ta = TopologyAssignment.from_v1beta2(p.topology_assignment)
+            out.append(Charge(other.name, p.name, ta, per_pod.get(p.name, {})))
+        return out
 
     def _placement_inputs(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
                           implied: bool) -> tuple[Any, ...]:
@@ -424,9 +452,12 @@ class TasPlacer:
         return (wl, flavor, tuple((p.name, p.count) for p in podsets), implied, self._version, self._epoch)
 
     def _place_again(self, wl: WorkloadDef, flavor: Flavor, podsets: Sequence[PodSetAssignment],
-                     implied: bool) -> dict[str, TopologyAssignment] | str:
+                     implied: bool, siblings: Sequence[Charge] = ()) -> dict[str, TopologyAssignment] | str:
         """The placement :meth:`place` found for this head, if nothing it read changed since;
         else a new one."""
+        if siblings:
+            self._placed.pop(wl.key, None)
+            return self._place_flavor(wl, flavor, podsets, implied, siblings=siblings)
         last = self._placed.pop(wl.key, None)
         if last is not None:
             now = self._placement_inputs(wl, flavor, podsets, implied)
@@ -545,17 +576,19 @@ class TasPlacer:
         if not groups and not delayed and key not in self._charges:
             return ""  # no TAS flavor involved
         placed: dict[str, tuple[str, TopologyAssignment]] = {}
+        per_pod = self._per_pod(workload)
         for fname, psas in groups.items():
             if not self._synced:
                 return NOT_SYNCED_REASON
-            found = self._place_again(workload, fl[fname], psas, implied)
+            siblings = [Charge(f, name, ta, per_pod.get(name, {})) for name, (f, ta) in placed.items()] \
+                if self.overlapping_flavors else []
+            found = self._place_again(workload, fl[fname], psas, implied, siblings)
             if isinstance(found, str):
                 self._failures[key] = found
                 return NO_LONGER_FITS
             for name, ta in found.items():
                 placed[name] = (fname, ta)
         self.release(key)
-        per_pod = self._per_pod(workload)
         charges = []
         for psa in assignment.podsets:
             if psa.name in placed:

@@ -428,7 +428,24 @@ class PlacementSearch:
             return self._greedy(level, ordered, needed)
         return level, [top], ""
 
+    def _leader_first(self, domains: list[Domain], count: int, leaders: int, by_slices: bool) -> list[Domain]:
+        """Kueue v0.19: the first domain able to host the leaders whose cost in worker
+        capacity (capacity without the leader less capacity with it) the other domains can
+        still make up goes first, so placing the leader never loses the workers' room."""
+        if leaders == 0 or len(domains) < 2:
+            return domains
+        available = sum(d.slice if by_slices else d.state for d in domains)
+        for i, dom in enumerate(domains):
+            if dom.leader < leaders:
+                continue
+            penalty = dom.slice - dom.slice_wl if by_slices else dom.state - dom.state_wl
+            if available - penalty < count:
+                continue
+            return domains if i == 0 else [dom, *domains[:i], *domains[i + 1:]]
+        return domains
+
     def _greedy(self, level: int, ordered: list[Domain], needed: int) -> tuple[int, list[Domain], str]:
+        ordered = self._leader_first(ordered, needed, self.leader_count, True)
         results: list[Domain] = []
         remaining = needed
         remaining_leaders = self.leader_count
@@ -469,6 +486,7 @@ class PlacementSearch:
         result: list[Domain] = []
         remaining = count // size if by_slices else count
         remaining_leaders = leaders
+        domains = self._leader_first(domains, remaining, leaders, by_slices)
         for i, dom in enumerate(domains):
             if remaining_leaders > 0:
                 wl = dom.slice_wl if by_slices else dom.state_wl

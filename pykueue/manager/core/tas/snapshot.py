@@ -272,12 +272,15 @@ class TopologySnapshot:
 
     # -- placement -------------------------------------------------------------------------
     def place(self, podsets: Sequence[PodSetRequest], *, simulate_empty: bool = False,
-              freed: Iterable[tuple[TopologyAssignment, Mapping[str, int]]] = ()) -> PlacementResult:
+              freed: Iterable[tuple[TopologyAssignment, Mapping[str, int]]] = (),
+              taken: Iterable[tuple[TopologyAssignment, Mapping[str, int]]] = ()) -> PlacementResult:
         """Place a workload's PodSets in order; PodSets sharing a group name go together.
 
         Earlier units' usage is charged (per domain) before the next is placed; the
         snapshot itself is not changed — call :meth:`add_usage` once admitted. ``freed``
-        are admitted placements to count as gone (preemption targets being simulated away).
+        are admitted placements to count as gone (preemption targets being simulated away);
+        ``taken`` placements not charged yet to count as used (the workload's own pod sets
+        placed on a sibling flavor that shares these nodes).
         """
         if not self.synced:
             return NoFit(podsets[0].name if podsets else "", NOT_SYNCED_REASON)
@@ -287,6 +290,11 @@ class TopologySnapshot:
                 held = assumed.setdefault(self._leaf_key(values), {})
                 for name, amount in usage.items():
                     held[name] = held.get(name, 0) - amount
+        for assignment, per_pod in taken:
+            for values, usage in per_domain_usage(assignment, per_pod):
+                held = assumed.setdefault(self._leaf_key(values), {})
+                for name, amount in usage.items():
+                    held[name] = held.get(name, 0) + amount
         result: dict[str, TopologyAssignment] = {}
         for unit in _units(podsets):
             if len(unit) == 2:
