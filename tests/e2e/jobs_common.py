@@ -138,12 +138,13 @@ class OperatorKind:
 @contextmanager
 def kind_queues(dev_cluster: DevCluster, namespace: str, kind: OperatorKind, cpu: str,
                 memory: str | None = None) -> Iterator[str]:
-    """``queues`` for a test of ``kind``; its objects are deleted after the test."""
+    """``queues`` for a test of ``kind``; its objects and the queues are deleted after the test."""
     cq = queues(dev_cluster, namespace, cpu, memory=memory)
     try:
         yield cq
     finally:
         dev_cluster.kubectl("delete", kind.resource, "--all", "-n", namespace, "--wait=false", check=False)
+        remove_queues(dev_cluster, namespace, cq)
 
 
 def waits_for_quota(workload: dict[str, Any]) -> bool:

@@ -16,7 +16,7 @@ import pytest
 from pykueue.api import keys
 
 from .conftest import DevCluster
-from .jobs_common import OperatorKind, check_the_second_waits_until_the_first_is_done, queues
+from .jobs_common import OperatorKind, check_the_second_waits_until_the_first_is_done, queues, remove_queues
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +54,11 @@ def _job(kind: str, field: str, container: str, replicas: dict[str, int],
 
 @pytest.fixture
 def two_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
-    yield queues(dev_cluster, namespace, "2")
+    cq = queues(dev_cluster, namespace, "2")
+    try:
+        yield cq
+    finally:
+        remove_queues(dev_cluster, namespace, cq)
 
 
 @pytest.mark.parametrize("kind,field,container,replicas,podsets", KINDS, ids=[k[0] for k in KINDS])
