@@ -1,8 +1,9 @@
 """The third-party operators the dev cluster runs: Kubeflow's training operator, LWS,
-JobSet, Kubeflow Trainer (v2) and the MPI operator, at the versions Kueue v0.19.2 pins.
+JobSet, Kubeflow Trainer (v2), the MPI operator and KubeRay, at the versions Kueue v0.19.2 pins.
 
 pykueue integrates with the training operator's kinds (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
-JAXJob), LeaderWorkerSet, JobSet, TrainJob and MPIJob, but it only suspends and resumes those
+JAXJob), LeaderWorkerSet, JobSet, TrainJob, MPIJob and KubeRay's RayJob, RayCluster and
+RayService, but it only suspends and resumes those
 objects; their pods come from the operators. ``dev up`` therefore runs the real controllers
 (built from the Go modules pinned under ``go/``) as host processes, the way it runs pykueue
 itself:
@@ -18,7 +19,8 @@ itself:
   certificate rotation is off (LWS, JobSet and Trainer through their Configuration files;
   the training operator runs behind our own main, ``go/training-operator/main.go``, which
   has none). The MPI operator serves no webhook; it runs behind our own main too
-  (``go/mpi-operator/main.go``), since its command always elects a leader;
+  (``go/mpi-operator/main.go``), since its command always elects a leader. KubeRay runs its
+  own command, without webhooks as its release deploys it;
 * objects an operator's release installs with it (Trainer's ``torch-distributed``
   ClusterTrainingRuntime) are applied once its webhooks are registered.
 
@@ -255,6 +257,17 @@ def _trainer_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> l
     return [str(binary), f"--kubeconfig={files.kubeconfig}", f"--config={files.config}"]
 
 
+def _kuberay_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    # Its release's flags (RayClusterStatusConditions is on by default since v1.3), with
+    # leader election off and probes and metrics on loopback; no webhooks, as its release
+    # deploys it (they need ENABLE_WEBHOOKS and a fixed port 9443).
+    return [str(binary), f"--kubeconfig={files.kubeconfig}",
+            "--enable-leader-election=false",
+            f"--metrics-addr={LOOPBACK}:{ports.metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{ports.health}",
+            "--log-stdout-encoder=console"]
+
+
 def _mpi_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
     return [str(binary), f"--kubeconfig={files.kubeconfig}",
             f"--metrics-bind-address={LOOPBACK}:{ports.metrics}",
@@ -331,6 +344,13 @@ OPERATORS: tuple[Operator, ...] = (
         validating=(),
         metrics_scheme="http",
         argv=_mpi_operator_argv,
+    ),
+    Operator(
+        "kuberay-operator",
+        mutating=(),
+        validating=(),
+        metrics_scheme="http",
+        argv=_kuberay_argv,
     ),
 )
 BINARY_NAMES = tuple(op.name for op in OPERATORS)

@@ -50,6 +50,9 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("trainer-controller", "trainer",
              "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
     GoBinary("mpi-operator", "mpi-operator", "."),
+    # KubeRay's operator (RayJob, RayCluster, RayService), its own command declared as a tool:
+    # its flags turn leader election off and move its probes and metrics to loopback.
+    GoBinary("kuberay-operator", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
     # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
     # and real Kueue, the oracle of ``dev conformance``; both declared as tools like LWS.
     GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
@@ -75,6 +78,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("jobset", "jobset", "sigs.k8s.io/jobset"),
     ("trainer", "trainer", "github.com/kubeflow/trainer/v2"),
     ("mpi-operator", "mpi-operator", "github.com/kubeflow/mpi-operator"),
+    ("kuberay", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
     ("helm", "helm", "helm.sh/helm/v4"),

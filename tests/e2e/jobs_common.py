@@ -99,11 +99,13 @@ def cpu_usage(status: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class OperatorKind:
     """How the e2e tests of a job kind its operator runs read it: the kubectl resource, the
-    owner kind of its Workload, the condition of success and where it is suspended."""
+    owner kind of its Workload, the condition of success and where it is suspended. A kind
+    that never ends on kwok (``done`` None: a Ray cluster or service, a RayJob whose job needs
+    a live Ray head) is ended by deleting it instead."""
 
     resource: str
     kind: str
-    done: str
+    done: str | None
     suspended: Callable[[dict[str, Any]], bool]
 
     def get(self, dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
@@ -117,6 +119,23 @@ class OperatorKind:
     def create(self, dev_cluster: DevCluster, namespace: str, obj: dict[str, Any]) -> None:
         dev_cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(obj))
 
+    def end(self, dev_cluster: DevCluster, namespace: str, name: str,
+            pods: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
+        """Wait until it is done and its Workload Finished; for a kind that never ends, delete
+        it and wait until its Workload (and, given ``pods``, every pod of it) is gone."""
+        if self.done is not None:
+            done = self.done
+            wait_until(f"{name} to be {done}",
+                       lambda: condition(self.get(dev_cluster, namespace, name), done), 150.0)
+            wait_until(f"{name}'s Workload Finished",
+                       lambda: condition(self.workload(dev_cluster, namespace, name), "Finished"), 60.0)
+            return
+        dev_cluster.kubectl("delete", self.resource, name, "-n", namespace, "--wait=false")
+        wait_until(f"{name}'s Workload deleted with it",
+                   lambda: not workloads_owned_by(dev_cluster, namespace, self.kind, name), 60.0)
+        if pods is not None:
+            wait_until(f"{name}'s pods gone", lambda: not pods(name), 60.0)
+
 
 def waits_for_quota(workload: dict[str, Any]) -> bool:
     conditions = (workload.get("status") or {}).get("conditions") or ()
@@ -128,7 +147,8 @@ def check_the_second_waits_until_the_first_is_done(
         make: Callable[[str, str], dict[str, Any]], pods: Callable[[str], list[dict[str, Any]]],
         running: Callable[[str], bool], podsets: list[tuple[str, int]]) -> None:
     """``make(name, run time)``: the first runs on the flavor's nodes with ``podsets``; the
-    second waits suspended, without pods, for quota; both end, their Workloads finish and the
+    second waits suspended, without pods, for quota; both end (a kind that never ends is
+    deleted, and the second runs once the first is gone), their Workloads finish or go and the
     quota is free again."""
     kind.create(dev_cluster, namespace, make("first", "6s"))
     wait_until(f"the first {kind.kind}'s pods running", lambda: running("first"), 90.0)
@@ -141,11 +161,10 @@ def check_the_second_waits_until_the_first_is_done(
                lambda: waits_for_quota(kind.workload(dev_cluster, namespace, "second")), 60.0)
     assert kind.suspended(kind.get(dev_cluster, namespace, "second"))
     assert pods("second") == []
-    for name in ("first", "second"):
-        wait_until(f"{name} to be {kind.done}",
-                   lambda n=name: condition(kind.get(dev_cluster, namespace, n), kind.done), 150.0)
-        wait_until(f"{name}'s Workload Finished",
-                   lambda n=name: condition(kind.workload(dev_cluster, namespace, n), "Finished"), 60.0)
+    kind.end(dev_cluster, namespace, "first", pods)
+    if kind.done is None:  # the second runs once the first is gone
+        wait_until(f"the second {kind.kind}'s pods running", lambda: running("second"), 90.0)
+    kind.end(dev_cluster, namespace, "second", pods)
     wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
 
 
@@ -153,7 +172,8 @@ def check_a_higher_priority_one_preempts(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
         make: Callable[[str, str, str | None], dict[str, Any]], running: Callable[[str], bool]) -> None:
     """``make(name, run time, priority class)``: a running low-priority object is preempted
-    (Evicted, suspended again) by an urgent one of the same kind, then both end."""
+    (Evicted, suspended again) by an urgent one of the same kind, then both end (a kind that
+    never ends runs again once the urgent one is deleted, and is deleted in turn)."""
     high = f"high-{namespace}"
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
                        "metadata": {"name": high}, "value": 1000})
@@ -171,10 +191,16 @@ def check_a_higher_priority_one_preempts(
             return evicted and kind.suspended(kind.get(dev_cluster, namespace, "low"))
 
         wait_until(f"the low-priority {kind.kind} preempted and suspended again", preempted, 60.0)
-        wait_until(f"the urgent {kind.kind} to be {kind.done}",
-                   lambda: condition(kind.get(dev_cluster, namespace, "urgent"), kind.done), 150.0)
-        wait_until(f"the preempted {kind.kind} to run again and be {kind.done}",
-                   lambda: condition(kind.get(dev_cluster, namespace, "low"), kind.done), 180.0)
+        if kind.done is None:
+            wait_until(f"the urgent {kind.kind} running", lambda: running("urgent"), 90.0)
+            kind.end(dev_cluster, namespace, "urgent")
+            wait_until(f"the preempted {kind.kind} running again", lambda: running("low"), 90.0)
+            kind.end(dev_cluster, namespace, "low")
+        else:
+            kind.end(dev_cluster, namespace, "urgent")
+            done = kind.done
+            wait_until(f"the preempted {kind.kind} to run again and be {done}",
+                       lambda: condition(kind.get(dev_cluster, namespace, "low"), done), 180.0)
         wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
     finally:
         dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",

@@ -643,7 +643,10 @@ class JobReconciler:
         """Let the elastic job's pods start up to its admitted slice's count (Kueue's
         ElasticJobUngater). Read from the API: the job's pods are not watched here."""
         workload = self.informers["Workload"].get(f"{ns}/{name}")
-        if workload is None or not is_admitted(workload) or bool((job.get("spec") or {}).get("suspend")):
+        # Where the job keeps its switch is the kind's to say (a RayService's is in its cluster spec).
+        suspended = lc.is_suspended(job) if isinstance(lc, JobLifecycle) \
+            else bool((job.get("spec") or {}).get("suspend"))
+        if workload is None or not is_admitted(workload) or suspended:
             return None
         reply = await self.client.get(res.PODS.collection_path(ns), {"labelSelector": lc.pods_selector(job)})
         # A list's items carry no apiVersion/kind; the writes below need them.
@@ -652,7 +655,7 @@ class JobReconciler:
         self._time_gates(pods, await self._apply(lc.ungate(workload, pods)), workload)
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
         live = sum(1 for p in pods if pod_live(p))
-        return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
+        return UNGATE_RETRY_S if lc.pods_reported(job) > live else None
 
     async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> None:
         wl["metadata"].pop("creationTimestamp", None)
