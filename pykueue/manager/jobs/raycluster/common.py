@@ -65,6 +65,14 @@ _AUTOSCALER_RESOURCES = {
 _REDIS_CLEANUP_REQUESTS = {"cpu": "200m", "memory": "256Mi"}
 
 
+def slice_name_extra(meta: Mapping[str, Any]) -> str:
+    """Kueue's GetWorkloadNameExtraPart of an elastic RayJob or RayService: its generation, and
+    the generation of the cluster its slice was sized from when the annotation records it."""
+    extra = str(meta.get("generation") or 0)
+    cluster_generation = (meta.get("annotations") or {}).get(RAYCLUSTER_GENERATION)
+    return f"{extra}_{cluster_generation}" if cluster_generation else extra
+
+
 def worker_groups(cluster_spec: Mapping[str, Any]) -> list[JSON]:
     """``workerGroupSpecs``, skipping malformed entries."""
     return [g for g in cluster_spec.get("workerGroupSpecs") or () if isinstance(g, dict)]

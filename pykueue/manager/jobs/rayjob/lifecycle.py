@@ -10,6 +10,7 @@ start then writes into the RayJob with the flavor's node selector merged in. In 
 submitter is a container of the head pod, so the head's pod set counts it.
 
 A RayJob whose ``clusterSelector`` names an existing cluster is not Kueue's (Kueue skips it).
+An elastic RayJob runs through workload slices named per generation, as a RayCluster does.
 It finishes when its deployment status is ``Complete`` or ``Failed`` (succeeded when its job
 status is ``SUCCEEDED``); ``ValidationFailed`` puts its Workload on hold. Its pods are ready once
 its cluster is.
@@ -39,6 +40,7 @@ from pykueue.manager.jobs.lifecycle import (
 )
 from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
 from pykueue.manager.jobs.raycluster.common import (
+    CLUSTER_LABEL,
     GROUP,
     HEAD,
     build_podsets,
@@ -47,6 +49,8 @@ from pykueue.manager.jobs.raycluster.common import (
     start_cluster,
     workload_templates,
 )
+from pykueue.manager.jobs.raycluster.lifecycle import ungate_by_podset
+from pykueue.manager.jobs.workload_slices import is_elastic
 
 RAYJOB = Integration("ray.io/rayjob", GROUP, "v1", "RayJob", "rayjobs", prebuilt=True, elastic=True)
 SUBMITTER = "submitter"
@@ -182,6 +186,25 @@ class RayJobLifecycle(TopLevelOwner):
         return (
             ON_HOLD_MESSAGE if get_path(job, "status", "jobDeploymentStatus") == "ValidationFailed" else None
         )
+
+    # -- ScalesBySlices ------------------------------------------------------------------------
+    # KubeRay copies an elastic RayJob's annotations to the cluster it makes, whose webhook then
+    # gates that cluster's pods: they start as the RayJob's admitted slice allows.
+
+    def elastic(self, job: Mapping[str, Any]) -> bool:
+        return is_elastic(job)
+
+    def pods_selector(self, job: Mapping[str, Any]) -> str:
+        return f"{CLUSTER_LABEL}={get_path(job, 'status', 'rayClusterName') or ''}"
+
+    def ungate(self, workload: Mapping[str, Any], pods: list[JSON]) -> list[Action]:
+        return ungate_by_podset(workload, pods)
+
+    def pods_reported(self, job: Mapping[str, Any]) -> int:
+        # The cluster's pods (the submitter's pod is not the cluster's, and never gated).
+        if not get_path(job, "status", "rayClusterName"):
+            return 0
+        return sum(int(ps["count"]) for ps in build_podsets(cluster_spec(job), {}))
 
 
 LIFECYCLE = RayJobLifecycle()

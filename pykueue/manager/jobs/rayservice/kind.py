@@ -7,7 +7,7 @@ from pykueue.api.access import ApiAccess
 from pykueue.api.wire import JSON
 from pykueue.manager.core.jobs_to_workloads import owned_workload, workload_name
 from pykueue.manager.core.objects import named_meta
-from pykueue.manager.jobs.raycluster.common import GROUP, RAYCLUSTER_GENERATION
+from pykueue.manager.jobs.raycluster.common import GROUP, slice_name_extra
 from pykueue.manager.jobs.registry import JobKind, job_rbac
 from pykueue.manager.jobs.related import NO_RELATED, Related
 from pykueue.manager.jobs.workload_slices import is_elastic, slice_annotations
@@ -19,13 +19,7 @@ from .webhook import WEBHOOK
 def workloads(job: JSON, related: Related = NO_RELATED) -> list[JSON]:
     m = named_meta(job)
     if is_elastic(job):
-        # Kueue's GetWorkloadNameExtraPart: the generation, and the generation of the cluster
-        # the slice was sized from when the annotation records it.
-        extra = str(m.get("generation") or 0)
-        cluster_generation = (m.get("annotations") or {}).get(RAYCLUSTER_GENERATION)
-        if cluster_generation:
-            extra += f"_{cluster_generation}"
-        name = workload_name("RayService", GROUP, m["name"], str(m.get("uid", "")), extra)
+        name = workload_name("RayService", GROUP, m["name"], str(m.get("uid", "")), slice_name_extra(m))
         return [
             owned_workload(
                 job, name, podsets(job), controller=True, extra_annotations=slice_annotations(name)

@@ -116,6 +116,8 @@ class RayServiceLifecycle(TopLevelOwner):
         return ungate_by_podset(workload, pods)
 
     def pods_reported(self, job: Mapping[str, Any]) -> int:
+        if self.pods_selector(job).endswith("="):
+            return 0  # no cluster yet
         return sum(int(ps["count"]) for ps in build_podsets(cluster_spec(job), {}))
 
 

@@ -164,6 +164,11 @@ class JobReconciler:
         self._adopter_of: dict[str, set[str]] = {}
         # job UID -> keys of Workloads labelled with it (surplus detection).
         self._by_job_uid: dict[str, set[str]] = {}
+        # Slices this reconciler created that its Workload informer has not shown yet, by job
+        # UID: a slice's name follows the job's generation, so a second reconcile racing the
+        # informer would otherwise make another one (KubeRay edits a RayJob's spec right after
+        # its creation, and a new generation means a new name, not a 409).
+        self._unseen_slices: dict[str, dict[str, JSON]] = {}
         # prebuilt Workload key "ns/name" -> the job keys that run under it (MultiKueue workers).
         self._prebuilt: dict[str, set[str]] = {}
         self._prebuilt_of: dict[str, str] = {}
@@ -325,6 +330,11 @@ class JobReconciler:
                 self._by_job_uid.get(uid, set()).discard(key)
             else:
                 self._by_job_uid.setdefault(uid, set()).add(key)
+            unseen = self._unseen_slices.get(uid)
+            if unseen is not None:
+                unseen.pop(str(m.get("name")), None)
+                if not unseen:
+                    del self._unseen_slices[uid]
         for job_key in self.job_keys_of(obj):
             self.queue.add(job_key)
         orphaned = event != EventType.DELETED and is_orphaned(obj)
@@ -627,10 +637,16 @@ class JobReconciler:
         informer = self.informers["Workload"]
         uid = str(meta(job).get("uid") or "")
         slices = [w for k in sorted(self._by_job_uid.get(uid, ())) if (w := informer.get(k)) is not None]
+        unseen = self._unseen_slices.get(uid, {})
+        for seen in [n for n in unseen if any(meta(w).get("name") == n for w in slices)]:
+            del unseen[seen]
+        slices += list(unseen.values())
         existing = [w for w in slices if not condition_true(w, keys.WorkloadCondition.FINISHED)]
         plan = plan_slices(desired, existing)
         if plan.create is not None and create:
-            await self._create_workload(lc, job, plan.create)
+            created = await self._create_workload(lc, job, plan.create)
+            if created is not None and uid:
+                self._unseen_slices.setdefault(uid, {})[str(meta(created).get("name"))] = created
         for wl in plan.update:
             m = wl["metadata"]
             await self.client.replace(res.WORKLOADS.object_path(m["name"], m["namespace"]), wl)
@@ -657,7 +673,8 @@ class JobReconciler:
         live = sum(1 for p in pods if pod_live(p))
         return UNGATE_RETRY_S if lc.pods_reported(job) > live else None
 
-    async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> None:
+    async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> JSON | None:
+        """Create it; the object the API returned, or None when it already existed."""
         wl["metadata"].pop("creationTimestamp", None)
         spec = wl["spec"]
         ref = spec.get("priorityClassRef") or {}
@@ -676,11 +693,12 @@ class JobReconciler:
         except ApiError as exc:
             if not exc.already_exists:
                 raise
-            return
+            return None
         self._observe_creation(lc, job, created)
         subject = self._subject(lc, job)
         if subject is not None:
             self.events.record(job_events.created_workload(lc.integration, subject, wl))
+        return created
 
     def _observe_creation(self, lc: WorkloadOwner, job: JSON, created: JSON) -> None:
         """Kueue's ``kueue_workload_creation_latency_seconds``: only for a job still at its first
