@@ -215,7 +215,7 @@ def test_an_elastic_autoscaling_raycluster_scales_up_through_workload_slices(
             ("head", 1),
             ("small-group", 1),
         ]
-        assert cq_cpu_usage(dev_cluster, cq) == "2500m"
+        wait_until("the first slice's quota", lambda: cq_cpu_usage(dev_cluster, cq) == "2500m", 30.0)
 
         def scale(replicas: int) -> None:
             dev_cluster.kubectl(

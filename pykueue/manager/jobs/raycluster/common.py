@@ -46,14 +46,11 @@ HEAD = "head"
 GROUP = "ray.io"
 # spec.managedBy of an object KubeRay runs itself.
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
-# Pod labels KubeRay sets: the cluster, the node type (head or worker) and the group.
+# The label KubeRay puts on every pod of a cluster, naming it.
 CLUSTER_LABEL = "ray.io/cluster"
-NODE_TYPE_LABEL = "ray.io/node-type"
-GROUP_LABEL = "ray.io/group"
 FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
-# Kueue's record, on an elastic RayJob or RayService, of the pod counts and the generation of
-# the cluster its current slice was sized from.
-PODSET_REPLICA_SIZES = "kueue.x-k8s.io/raycluster-podset-replica-sizes"
+# Kueue's record, on an elastic RayJob or RayService, of the generation of the cluster its
+# current slice was sized from (pykueue reads it for the slice's name, but does not write it).
 RAYCLUSTER_GENERATION = "kueue.x-k8s.io/raycluster-generation"
 # Kueue's jobframework.MaxPodSets.
 MAX_POD_SETS = 18
