@@ -21,7 +21,7 @@ _P: Final = "kueue.x-k8s.io/"
 
 # -- labels and annotations on jobs, templates and pods ------------------------------------
 QUEUE_NAME: Final = _P + "queue-name"
-QUEUE_NAME_ANNOTATION: Final = _P + "queue-name"  # legacy annotation form, read only
+QUEUE_NAME_ANNOTATION: Final = _P + "queue-name"  # v0.12's annotation form; v0.19 reads only the label
 PRIORITY_CLASS: Final = _P + "priority-class"
 MAX_EXEC_TIME_SECONDS: Final = _P + "max-exec-time-seconds"
 PREBUILT_WORKLOAD_NAME: Final = _P + "prebuilt-workload-name"

@@ -1,7 +1,9 @@
 """The eight fake nodes of the dev cluster and how ``dev up`` keeps them as declared.
 
 Nodes ``kwok-node-0..7`` form two topology blocks of two racks each (two nodes per
-rack), the shape pykueue's topology-aware scheduling tests rely on. They are written
+rack), the shape pykueue's topology-aware scheduling tests rely on. They carry the labels
+of Kueue's topology-aware examples (``tas/kind-cluster.yaml``: node group ``tas-group``,
+block and rack), so ``tas/sample-queues.yaml`` and its Jobs run on them unchanged. They are written
 with server-side apply: creating a missing node and undoing changes to our labels,
 capacity and allocatable are the same call, which makes ``dev up`` idempotent.
 """
@@ -17,6 +19,8 @@ NODES_PER_RACK = 2
 RACKS_PER_BLOCK = 2
 BLOCK_LABEL = "cloud.provider.com/topology-block"
 RACK_LABEL = "cloud.provider.com/topology-rack"
+NODE_GROUP_LABEL = "cloud.provider.com/node-group"
+NODE_GROUP = "tas-group"  # the node group of Kueue's topology-aware examples
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 KWOK_SELECTOR_LABEL = "type"  # kwok manages nodes with type=kwok
 CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
@@ -37,6 +41,7 @@ def node_labels(index: int) -> dict[str, str]:
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         "instance-type": "on-demand",
+        NODE_GROUP_LABEL: NODE_GROUP,
         KWOK_SELECTOR_LABEL: "kwok",
     }
 

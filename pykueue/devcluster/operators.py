@@ -1,12 +1,12 @@
 """The third-party operators the dev cluster runs: Kubeflow's training operator, LWS,
-JobSet, Kubeflow Trainer (v2), the MPI operator and KubeRay, at the versions Kueue v0.19.2 pins.
+JobSet, Kubeflow Trainer (v2), the MPI operator, the AppWrapper controller and KubeRay, at the
+versions Kueue v0.19.2 pins.
 
 pykueue integrates with the training operator's kinds (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
-JAXJob), LeaderWorkerSet, JobSet, TrainJob, MPIJob and KubeRay's RayJob, RayCluster and
-RayService, but it only suspends and resumes those
-objects; their pods come from the operators. ``dev up`` therefore runs the real controllers
-(built from the Go modules pinned under ``go/``) as host processes, the way it runs pykueue
-itself:
+JAXJob), LeaderWorkerSet, JobSet, TrainJob, MPIJob, AppWrapper and KubeRay's RayJob, RayCluster
+and RayService, but it only suspends and resumes those objects; their pods come from the
+operators. ``dev up`` therefore runs the real controllers (built from the Go modules pinned under
+``go/``) as host processes, the way it runs pykueue itself:
 
 * each connects with a client certificate of the cluster CA; its user name is bound to
   the ClusterRole of ``manifests/dev/operators-rbac.yaml``, so a right an operator lacks
@@ -19,8 +19,10 @@ itself:
   certificate rotation is off (LWS, JobSet and Trainer through their Configuration files;
   the training operator runs behind our own main, ``go/training-operator/main.go``, which
   has none). The MPI operator serves no webhook; it runs behind our own main too
-  (``go/mpi-operator/main.go``), since its command always elects a leader. KubeRay runs its
-  own command, without webhooks as its release deploys it;
+  (``go/mpi-operator/main.go``), since its command always elects a leader; so does the
+  AppWrapper controller (``go/appwrapper/main.go``), whose command reads its configuration
+  from a ConfigMap and serves its webhooks on a fixed port of every interface. KubeRay runs
+  its own command, without webhooks as its release deploys it;
 * objects an operator's release installs with it (Trainer's ``torch-distributed``
   ClusterTrainingRuntime) are applied once its webhooks are registered.
 
@@ -274,6 +276,20 @@ def _mpi_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts)
             f"--health-probe-bind-address={LOOPBACK}:{ports.health}"]
 
 
+def _appwrapper_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    # The release's AppWrapper configuration, except its node health monitor (it watches every
+    # Node for Autopilot's GPU health labels, which no dev cluster node carries).
+    files.config.write_text(yaml.safe_dump({"autopilot": {"monitorNodes": False}}, sort_keys=False))
+    return [str(binary), f"--kubeconfig={files.kubeconfig}", f"--config={files.config}",
+            f"--metrics-bind-address={LOOPBACK}:{ports.metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{ports.health}",
+            f"--webhook-bind-address={LOOPBACK}:{ports.webhook}",
+            f"--cert-dir={files.cert_dir}",
+            "--zap-devel=false"]
+
+
+_AW_GROUP = "workload.codeflare.dev"
+_AW_HOOK = "workload-codeflare-dev-v1beta2-appwrapper"
 _LWS_GROUP = "leaderworkerset.x-k8s.io"
 _LWS_POD_LABEL = "leaderworkerset.sigs.k8s.io/name"
 _JOBSET_GROUP = "jobset.x-k8s.io"
@@ -344,6 +360,15 @@ OPERATORS: tuple[Operator, ...] = (
         validating=(),
         metrics_scheme="http",
         argv=_mpi_operator_argv,
+    ),
+    Operator(
+        "appwrapper-controller",
+        mutating=(Webhook("mappwrapper.kb.io", f"/mutate-{_AW_HOOK}", _AW_GROUP, "appwrappers", ("CREATE",),
+                          version="v1beta2"),),
+        validating=(Webhook("vappwrapper.kb.io", f"/validate-{_AW_HOOK}", _AW_GROUP, "appwrappers",
+                            ("CREATE", "UPDATE"), version="v1beta2"),),
+        metrics_scheme="http",
+        argv=_appwrapper_argv,
     ),
     Operator(
         "kuberay-operator",

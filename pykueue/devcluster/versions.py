@@ -53,6 +53,8 @@ BINARIES: tuple[GoBinary, ...] = (
     # KubeRay's operator (RayJob, RayCluster, RayService), its own command declared as a tool:
     # its flags turn leader election off and move its probes and metrics to loopback.
     GoBinary("kuberay-operator", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
+    # The AppWrapper controller behind our own main (see its main.go for why).
+    GoBinary("appwrapper-controller", "appwrapper", "."),
     # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
     # and real Kueue, the oracle of ``dev conformance``; both declared as tools like LWS.
     GoBinary("minimalkueue", "kueue", "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
@@ -79,6 +81,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("trainer", "trainer", "github.com/kubeflow/trainer/v2"),
     ("mpi-operator", "mpi-operator", "github.com/kubeflow/mpi-operator"),
     ("kuberay", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
+    ("appwrapper", "appwrapper", "github.com/project-codeflare/appwrapper"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),
     ("helm", "helm", "helm.sh/helm/v4"),

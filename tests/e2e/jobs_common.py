@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +100,8 @@ def cpu_usage(status: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class OperatorKind:
     """How the e2e tests of a job kind its operator runs read it: the kubectl resource, the
-    owner kind of its Workload, the condition of success and where it is suspended. A kind
+    owner kind of its Workload, the condition of success, where it is suspended, and the
+    label its operator puts on its pods (valued with its name) with how many it runs. A kind
     that never ends on kwok (``done`` None: a Ray cluster or service, a RayJob whose job needs
     a live Ray head) is ended by deleting it instead."""
 
@@ -107,6 +109,17 @@ class OperatorKind:
     kind: str
     done: str | None
     suspended: Callable[[dict[str, Any]], bool]
+    pod_label: str = ""
+    pod_count: int = 0
+
+    def pods(self, dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+        """Its pods that are not being deleted."""
+        pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{self.pod_label}={name}")["items"]
+        return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+    def running(self, dev_cluster: DevCluster, namespace: str, name: str) -> bool:
+        pods = self.pods(dev_cluster, namespace, name)
+        return len(pods) == self.pod_count and all(p["status"].get("phase") == "Running" for p in pods)
 
     def get(self, dev_cluster: DevCluster, namespace: str, name: str) -> dict[str, Any]:
         obj: dict[str, Any] = dev_cluster.get_json(self.resource, name, "-n", namespace)
@@ -119,22 +132,34 @@ class OperatorKind:
     def create(self, dev_cluster: DevCluster, namespace: str, obj: dict[str, Any]) -> None:
         dev_cluster.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(obj))
 
-    def end(self, dev_cluster: DevCluster, namespace: str, name: str,
-            pods: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
+    def is_done(self, obj: dict[str, Any]) -> bool:
+        """Has it ended as ``done`` says (a condition; a kind that reports a phase overrides this)?"""
+        return self.done is not None and condition(obj, self.done)
+
+    def end(self, dev_cluster: DevCluster, namespace: str, name: str) -> None:
         """Wait until it is done and its Workload Finished; for a kind that never ends, delete
-        it and wait until its Workload (and, given ``pods``, every pod of it) is gone."""
+        it and wait until its Workload and its pods are gone."""
         if self.done is not None:
-            done = self.done
-            wait_until(f"{name} to be {done}",
-                       lambda: condition(self.get(dev_cluster, namespace, name), done), 150.0)
+            wait_until(f"{name} to be {self.done}",
+                       lambda: self.is_done(self.get(dev_cluster, namespace, name)), 150.0)
             wait_until(f"{name}'s Workload Finished",
                        lambda: condition(self.workload(dev_cluster, namespace, name), "Finished"), 60.0)
             return
         dev_cluster.kubectl("delete", self.resource, name, "-n", namespace, "--wait=false")
         wait_until(f"{name}'s Workload deleted with it",
                    lambda: not workloads_owned_by(dev_cluster, namespace, self.kind, name), 60.0)
-        if pods is not None:
-            wait_until(f"{name}'s pods gone", lambda: not pods(name), 60.0)
+        wait_until(f"{name}'s pods gone", lambda: not self.pods(dev_cluster, namespace, name), 60.0)
+
+
+@contextmanager
+def kind_queues(dev_cluster: DevCluster, namespace: str, kind: OperatorKind, cpu: str,
+                memory: str | None = None) -> Iterator[str]:
+    """``queues`` for a test of ``kind``; its objects are deleted after the test."""
+    cq = queues(dev_cluster, namespace, cpu, memory=memory)
+    try:
+        yield cq
+    finally:
+        dev_cluster.kubectl("delete", kind.resource, "--all", "-n", namespace, "--wait=false", check=False)
 
 
 def waits_for_quota(workload: dict[str, Any]) -> bool:
@@ -144,12 +169,17 @@ def waits_for_quota(workload: dict[str, Any]) -> bool:
 
 def check_the_second_waits_until_the_first_is_done(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
-        make: Callable[[str, str], dict[str, Any]], pods: Callable[[str], list[dict[str, Any]]],
-        running: Callable[[str], bool], podsets: list[tuple[str, int]]) -> None:
+        make: Callable[[str, str], dict[str, Any]], podsets: list[tuple[str, int]]) -> None:
     """``make(name, run time)``: the first runs on the flavor's nodes with ``podsets``; the
     second waits suspended, without pods, for quota; both end (a kind that never ends is
     deleted, and the second runs once the first is gone), their Workloads finish or go and the
     quota is free again."""
+    def pods(name: str) -> list[dict[str, Any]]:
+        return kind.pods(dev_cluster, namespace, name)
+
+    def running(name: str) -> bool:
+        return kind.running(dev_cluster, namespace, name)
+
     kind.create(dev_cluster, namespace, make("first", "6s"))
     wait_until(f"the first {kind.kind}'s pods running", lambda: running("first"), 90.0)
     wl = kind.workload(dev_cluster, namespace, "first")
@@ -161,19 +191,22 @@ def check_the_second_waits_until_the_first_is_done(
                lambda: waits_for_quota(kind.workload(dev_cluster, namespace, "second")), 60.0)
     assert kind.suspended(kind.get(dev_cluster, namespace, "second"))
     assert pods("second") == []
-    kind.end(dev_cluster, namespace, "first", pods)
+    kind.end(dev_cluster, namespace, "first")
     if kind.done is None:  # the second runs once the first is gone
         wait_until(f"the second {kind.kind}'s pods running", lambda: running("second"), 90.0)
-    kind.end(dev_cluster, namespace, "second", pods)
+    kind.end(dev_cluster, namespace, "second")
     wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
 
 
 def check_a_higher_priority_one_preempts(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
-        make: Callable[[str, str, str | None], dict[str, Any]], running: Callable[[str], bool]) -> None:
+        make: Callable[[str, str, str | None], dict[str, Any]]) -> None:
     """``make(name, run time, priority class)``: a running low-priority object is preempted
     (Evicted, suspended again) by an urgent one of the same kind, then both end (a kind that
     never ends runs again once the urgent one is deleted, and is deleted in turn)."""
+    def running(name: str) -> bool:
+        return kind.running(dev_cluster, namespace, name)
+
     high = f"high-{namespace}"
     dev_cluster.apply({"apiVersion": keys.API_VERSION, "kind": "WorkloadPriorityClass",
                        "metadata": {"name": high}, "value": 1000})
@@ -198,9 +231,8 @@ def check_a_higher_priority_one_preempts(
             kind.end(dev_cluster, namespace, "low")
         else:
             kind.end(dev_cluster, namespace, "urgent")
-            done = kind.done
-            wait_until(f"the preempted {kind.kind} to run again and be {done}",
-                       lambda: condition(kind.get(dev_cluster, namespace, "low"), done), 180.0)
+            wait_until(f"the preempted {kind.kind} to run again and be {kind.done}",
+                       lambda: kind.is_done(kind.get(dev_cluster, namespace, "low")), 180.0)
         wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
     finally:
         dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",

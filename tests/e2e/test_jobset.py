@@ -25,7 +25,7 @@ from .jobs_common import (
     OperatorKind,
     check_a_higher_priority_one_preempts,
     check_the_second_waits_until_the_first_is_done,
-    queues,
+    kind_queues,
 )
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +34,8 @@ EXAMPLE = Path(__file__).parent / "manifests" / "kueue-examples" / "sample-jobse
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 RESOURCE = "jobsets.jobset.x-k8s.io"
-JOBSET = OperatorKind(RESOURCE, "JobSet", "Completed", lambda js: js["spec"].get("suspend") is True)
+JOBSET = OperatorKind(RESOURCE, "JobSet", "Completed", lambda js: js["spec"].get("suspend") is True,
+                      JOBSET_NAME, pod_count=2)
 
 
 def sample(name: str, runtime: str, priority_class: str | None = None) -> dict[str, Any]:
@@ -54,34 +55,19 @@ def sample(name: str, runtime: str, priority_class: str | None = None) -> dict[s
     return jobset
 
 
-def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{JOBSET_NAME}={name}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _running(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
-    pods = _pods(dev_cluster, namespace, name)
-    return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
-
-
 @pytest.fixture
 def three_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
-    """Room for one sample JobSet (3 CPUs) on the labelled flavor; the ClusterQueue's name."""
-    cq = queues(dev_cluster, namespace, "3", memory="8Gi")
-    try:
+    """Room for one jobset (3 CPUs) on the labelled flavor; the ClusterQueue's name."""
+    with kind_queues(dev_cluster, namespace, JOBSET, "3", memory="8Gi") as cq:
         yield cq
-    finally:
-        dev_cluster.kubectl("delete", RESOURCE, "--all", "-n", namespace, "--wait=false", check=False)
 
 
 def test_the_sample_runs_on_the_flavors_nodes_and_the_next_waits_suspended(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
     check_the_second_waits_until_the_first_is_done(
-        dev_cluster, namespace, three_cpus, JOBSET, sample, lambda n: _pods(dev_cluster, namespace, n),
-        lambda n: _running(dev_cluster, namespace, n), [("workers", 1), ("driver", 1)])
+        dev_cluster, namespace, three_cpus, JOBSET, sample, [("workers", 1), ("driver", 1)])
 
 
 def test_a_higher_priority_jobset_preempts_a_running_one_and_both_complete(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
-    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, JOBSET, sample,
-                                         lambda n: _running(dev_cluster, namespace, n))
+    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, JOBSET, sample)

@@ -52,11 +52,6 @@ def _job(kind: str, field: str, container: str, replicas: dict[str, int],
             "spec": {field: {role: replica(n) for role, n in replicas.items()}}}
 
 
-def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{JOB_NAME}={name}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
 @pytest.fixture
 def two_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
     yield queues(dev_cluster, namespace, "2")
@@ -66,14 +61,8 @@ def two_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
 def test_queued_admitted_run_on_the_flavor_and_the_next_waits(
         dev_cluster: DevCluster, namespace: str, two_cpus: str, kind: str, field: str, container: str,
         replicas: dict[str, int], podsets: list[tuple[str, int]]) -> None:
-    operator_kind = OperatorKind(f"{kind.lower()}s.kubeflow.org", kind, "Succeeded", _suspended)
-    pods = sum(replicas.values())
-
-    def running(name: str) -> bool:
-        live = _pods(dev_cluster, namespace, name)
-        return len(live) == pods and all(p["status"].get("phase") == "Running" for p in live)
-
+    operator_kind = OperatorKind(f"{kind.lower()}s.kubeflow.org", kind, "Succeeded", _suspended,
+                                 JOB_NAME, pod_count=sum(replicas.values()))
     check_the_second_waits_until_the_first_is_done(
         dev_cluster, namespace, two_cpus, operator_kind,
-        lambda name, runtime: _job(kind, field, container, replicas, name, runtime),
-        lambda name: _pods(dev_cluster, namespace, name), running, podsets)
+        lambda name, runtime: _job(kind, field, container, replicas, name, runtime), podsets)

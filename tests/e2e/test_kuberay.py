@@ -41,14 +41,6 @@ EXAMPLES = Path(__file__).parent / "manifests" / "kueue-examples"
 CLUSTER_LABEL = "ray.io/cluster"
 GATE = keys.ELASTIC_JOB_GATE
 
-RAYJOB = OperatorKind("rayjobs.ray.io", "RayJob", None, lambda j: j["spec"].get("suspend") is True)
-RAYCLUSTER = OperatorKind(
-    "rayclusters.ray.io", "RayCluster", None, lambda c: c["spec"].get("suspend") is True
-)
-RAYSERVICE = OperatorKind(
-    "rayservices.ray.io", "RayService", None, lambda s: s["spec"]["rayClusterConfig"].get("suspend") is True
-)
-
 
 def _sample(file: str, name: str, priority_class: str | None) -> dict[str, Any]:
     (doc,) = [d for d in yaml.safe_load_all((EXAMPLES / file).read_text()) if d]
@@ -87,44 +79,40 @@ def _cluster_pods(dev_cluster: DevCluster, namespace: str, cluster: str | None) 
     return _live(dev_cluster.get_json("pods", "-n", namespace, "-l", f"{CLUSTER_LABEL}={cluster}")["items"])
 
 
-def _owned_cluster(dev_cluster: DevCluster, namespace: str, owner_kind: str, owner: str) -> str | None:
-    """The RayCluster KubeRay made for a RayJob or RayService, None before it exists."""
-    for rc in dev_cluster.get_json(RAYCLUSTER.resource, "-n", namespace)["items"]:
-        if any(
-            r["kind"] == owner_kind and r["name"] == owner
-            for r in rc["metadata"].get("ownerReferences") or ()
-        ):
-            return str(rc["metadata"]["name"])
-    return None
+class RayKind(OperatorKind):
+    """A KubeRay kind: its pods are those of its Ray cluster (the RayCluster itself, or the one
+    KubeRay made for a RayJob or RayService), plus a RayJob's submitter pod; it runs once the
+    head and its one worker run."""
 
+    def _cluster(self, dev_cluster: DevCluster, namespace: str, name: str) -> str | None:
+        if self.kind == "RayCluster":
+            return name
+        for rc in dev_cluster.get_json("rayclusters.ray.io", "-n", namespace)["items"]:
+            refs = rc["metadata"].get("ownerReferences") or ()
+            if any(r["kind"] == self.kind and r["name"] == name for r in refs):
+                return str(rc["metadata"]["name"])
+        return None
 
-def _pods_of(
-    dev_cluster: DevCluster, namespace: str, kind: OperatorKind
-) -> Callable[[str], list[dict[str, Any]]]:
-    """The head and worker pods of the cluster of ``kind``'s object ``name`` (for RayJobs, also
-    its submitter Job's pod)."""
-
-    def pods(name: str) -> list[dict[str, Any]]:
-        if kind is RAYCLUSTER:
-            return _cluster_pods(dev_cluster, namespace, name)
-        found = _cluster_pods(dev_cluster, namespace, _owned_cluster(dev_cluster, namespace, kind.kind, name))
-        if kind is RAYJOB:
+    def pods(self, dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+        found = _cluster_pods(dev_cluster, namespace, self._cluster(dev_cluster, namespace, name))
+        if self.kind == "RayJob":
             found += _live(dev_cluster.get_json("pods", "-n", namespace, "-l", f"job-name={name}")["items"])
         return found
 
-    return pods
-
-
-def _running(pods: Callable[[str], list[dict[str, Any]]]) -> Callable[[str], bool]:
-    """The cluster's head and its one worker run."""
-
-    def running(name: str) -> bool:
-        found = [
-            p for p in pods(name) if p["metadata"]["labels"].get("ray.io/node-type") in ("head", "worker")
+    def running(self, dev_cluster: DevCluster, namespace: str, name: str) -> bool:
+        nodes = [
+            p
+            for p in self.pods(dev_cluster, namespace, name)
+            if p["metadata"]["labels"].get("ray.io/node-type") in ("head", "worker")
         ]
-        return len(found) == 2 and all(p["status"].get("phase") == "Running" for p in found)
+        return len(nodes) == 2 and all(p["status"].get("phase") == "Running" for p in nodes)
 
-    return running
+
+RAYJOB = RayKind("rayjobs.ray.io", "RayJob", None, lambda j: j["spec"].get("suspend") is True)
+RAYCLUSTER = RayKind("rayclusters.ray.io", "RayCluster", None, lambda c: c["spec"].get("suspend") is True)
+RAYSERVICE = RayKind(
+    "rayservices.ray.io", "RayService", None, lambda s: s["spec"]["rayClusterConfig"].get("suspend") is True
+)
 
 
 @pytest.fixture
@@ -153,27 +141,17 @@ def test_the_sample_runs_on_the_flavors_nodes_and_the_next_waits_suspended(
     dev_cluster: DevCluster,
     namespace: str,
     quota: str,
-    kind: OperatorKind,
+    kind: RayKind,
     make: Callable[[str, str, str | None], dict[str, Any]],
     podsets: list[tuple[str, int]],
 ) -> None:
-    pods = _pods_of(dev_cluster, namespace, kind)
-    check_the_second_waits_until_the_first_is_done(
-        dev_cluster, namespace, quota, kind, make, pods, _running(pods), podsets
-    )
+    check_the_second_waits_until_the_first_is_done(dev_cluster, namespace, quota, kind, make, podsets)
 
 
 def test_a_higher_priority_raycluster_preempts_a_running_one(
     dev_cluster: DevCluster, namespace: str, quota: str
 ) -> None:
-    check_a_higher_priority_one_preempts(
-        dev_cluster,
-        namespace,
-        quota,
-        RAYCLUSTER,
-        raycluster,
-        _running(_pods_of(dev_cluster, namespace, RAYCLUSTER)),
-    )
+    check_a_higher_priority_one_preempts(dev_cluster, namespace, quota, RAYCLUSTER, raycluster)
 
 
 def _gated(pod: dict[str, Any]) -> bool:
@@ -208,8 +186,9 @@ def test_an_elastic_autoscaling_raycluster_scales_up_through_workload_slices(
             created["spec"]["workerGroupSpecs"][0]["template"],
         ):
             assert {"name": GATE} in template["spec"]["schedulingGates"]  # the webhook's gate
-        running = _running(_pods_of(dev_cluster, namespace, RAYCLUSTER))
-        wait_until("the elastic cluster running", lambda: running("elastic"), 90.0)
+        wait_until(
+            "the elastic cluster running", lambda: RAYCLUSTER.running(dev_cluster, namespace, "elastic"), 90.0
+        )
         (first,) = workloads_owned_by(dev_cluster, namespace, "RayCluster", "elastic")
         assert [(ps["name"], ps["count"]) for ps in first["spec"]["podSets"]] == [
             ("head", 1),
@@ -280,7 +259,7 @@ def test_an_elastic_autoscaling_raycluster_scales_up_through_workload_slices(
             )
             == 2
         )
-        RAYCLUSTER.end(dev_cluster, namespace, "elastic", lambda n: _cluster_pods(dev_cluster, namespace, n))
+        RAYCLUSTER.end(dev_cluster, namespace, "elastic")
         wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
     finally:
         dev_cluster.kubectl(

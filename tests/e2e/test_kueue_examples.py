@@ -1,6 +1,8 @@
 """Kueue's documented examples, applied with kubectl as a user types them, behave as Kueue's
-docs say: plain pods and pod groups (tasks/run/plain_pods), partial admission and elastic
-Jobs (tasks/run/jobs).
+docs say: the quick start (getting-started), plain pods and pod groups (tasks/run/plain_pods),
+partial admission and elastic Jobs (tasks/run/jobs), and topology-aware Jobs (concepts/
+topology_aware_scheduling, on the dev cluster's nodes, which carry the labels of Kueue's
+``tas/kind-cluster.yaml``).
 
 The manifests under ``manifests/kueue-examples`` are Kueue v0.19.2's, copied as they are.
 Only what ties them to one cluster is adapted when they are applied: their namespace
@@ -23,11 +25,13 @@ from pykueue.api import keys
 
 from .conftest import DevCluster, wait_until
 from .jobs_common import condition, workloads_owned_by
+from .test_tas_manager import wait_for_empty_nodes
 
 pytestmark = pytest.mark.e2e
 
 EXAMPLES = Path(__file__).parent / "manifests" / "kueue-examples"
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
+RACK, BLOCK = "cloud.provider.com/topology-rack", "cloud.provider.com/topology-block"
 
 
 def _example(name: str) -> list[dict[str, Any]]:
@@ -40,7 +44,7 @@ def _adapted(docs: list[dict[str, Any]], namespace: str, cq: str) -> list[dict[s
         meta = doc.setdefault("metadata", {})
         if doc["kind"] == "ClusterQueue":
             meta["name"] = cq
-        elif doc["kind"] not in ("ResourceFlavor",):
+        elif doc["kind"] not in ("ResourceFlavor", "Topology"):
             meta["namespace"] = namespace
         if doc["kind"] == "LocalQueue":
             doc["spec"]["clusterQueue"] = cq
@@ -305,3 +309,54 @@ def test_an_elastic_job_scales_without_restarting_its_pods(dev_cluster: DevClust
 
     wait_until("the ClusterQueue reserving 100m CPU, the quota of the 4 pods freed",
                lambda: reserved_cpu() == "100m", 30.0)
+
+
+def test_the_quick_start_job_is_admitted_and_completes(dev_cluster: DevCluster, namespace: str) -> None:
+    cq = f"cluster-queue-{namespace}"
+    dev_cluster.kubectl("apply", "-f", "-", stdin=_manifest(
+        _adapted(_example("quick-start-setup.yaml"), namespace, cq)))
+    try:
+        [job] = _adapted(_example("quick-start-job.yaml"), namespace, cq)
+        _sleeps(job["spec"]["template"], "2s")  # its containers: sleep 30
+        _create(dev_cluster, [job])
+        wait_until("the quick start's Job complete", lambda: condition(
+            dev_cluster.get_json("jobs", "sample-job", "-n", namespace), "Complete"), 90.0)
+        [wl] = workloads_owned_by(dev_cluster, namespace, "Job", "sample-job")
+        assert wl["status"]["admission"]["clusterQueue"] == cq
+        assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+        wait_until("its Workload finished", lambda: condition(
+            workloads_owned_by(dev_cluster, namespace, "Job", "sample-job")[0], "Finished"), 30.0)
+    finally:
+        dev_cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", cq, "--wait=false", check=False)
+
+
+def test_the_topology_samples_keep_their_pods_together(dev_cluster: DevCluster, namespace: str) -> None:
+    """``tas/sample-queues.yaml``, then ``sample-job-required.yaml`` (10 pods in one rack) and
+    ``sample-job-preferred.yaml`` (40 pods, a block preferred: a block has 32 CPUs, so two)."""
+    wait_for_empty_nodes(dev_cluster, namespace)
+    cq = f"tas-cluster-queue-{namespace}"
+    dev_cluster.kubectl("apply", "-f", "-", stdin=_manifest(
+        _adapted(_example("tas-sample-queues.yaml"), namespace, cq)))
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in dev_cluster.get_json("nodes")["items"]}
+
+    def running(job: str, count: int) -> list[dict[str, Any]] | None:
+        pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"job-name={job}")["items"]
+        live = [p for p in pods if _phase(p) == "Running" and p["spec"].get("nodeName")]
+        return live if len(live) == count else None
+
+    def domains(pods: list[dict[str, Any]], level: str) -> set[str]:
+        return {labels[p["spec"]["nodeName"]][level] for p in pods}
+
+    try:
+        for sample, count, level, spans in (("tas-sample-job-required.yaml", 10, RACK, 1),
+                                            ("tas-sample-job-preferred.yaml", 40, BLOCK, 2)):
+            [doc] = _adapted(_example(sample), namespace, cq)
+            _sleeps(doc["spec"]["template"], "1h")  # its container: pause, until deleted
+            [created] = _create(dev_cluster, [doc])
+            job = created["metadata"]["name"]
+            pods = wait_until(f"the {count} pods of {job} running",
+                              lambda j=job, c=count: running(j, c), 120.0)
+            assert len(domains(pods, level)) == spans, (sample, sorted(domains(pods, level)))
+    finally:
+        dev_cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=false", check=False)
+        dev_cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", cq, "--wait=false", check=False)

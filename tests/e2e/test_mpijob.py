@@ -25,7 +25,7 @@ from .jobs_common import (
     OperatorKind,
     check_a_higher_priority_one_preempts,
     check_the_second_waits_until_the_first_is_done,
-    queues,
+    kind_queues,
 )
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +35,8 @@ COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 JOB_NAME = "training.kubeflow.org/job-name"
 RESOURCE = "mpijobs.kubeflow.org"
 MPIJOB = OperatorKind(RESOURCE, "MPIJob", "Succeeded",
-                      lambda job: (job["spec"].get("runPolicy") or {}).get("suspend") is True)
+                      lambda job: (job["spec"].get("runPolicy") or {}).get("suspend") is True,
+                      JOB_NAME, pod_count=3)
 
 
 def sample(name: str, runtime: str, priority_class: str | None = None) -> dict[str, Any]:
@@ -52,33 +53,19 @@ def sample(name: str, runtime: str, priority_class: str | None = None) -> dict[s
     return job
 
 
-def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{JOB_NAME}={name}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _running(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
-    pods = _pods(dev_cluster, namespace, name)
-    return len(pods) == 3 and all(p["status"].get("phase") == "Running" for p in pods)
-
-
 @pytest.fixture
 def three_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
-    cq = queues(dev_cluster, namespace, "3", memory="8Gi")
-    try:
+    """Room for one mpijob (3 CPUs) on the labelled flavor; the ClusterQueue's name."""
+    with kind_queues(dev_cluster, namespace, MPIJOB, "3", memory="8Gi") as cq:
         yield cq
-    finally:
-        dev_cluster.kubectl("delete", RESOURCE, "--all", "-n", namespace, "--wait=false", check=False)
 
 
 def test_the_sample_runs_on_the_flavors_nodes_and_the_next_waits_suspended(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
     check_the_second_waits_until_the_first_is_done(
-        dev_cluster, namespace, three_cpus, MPIJOB, sample, lambda n: _pods(dev_cluster, namespace, n),
-        lambda n: _running(dev_cluster, namespace, n), [("launcher", 1), ("worker", 2)])
+        dev_cluster, namespace, three_cpus, MPIJOB, sample, [("launcher", 1), ("worker", 2)])
 
 
 def test_a_higher_priority_mpijob_preempts_a_running_one_and_both_succeed(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
-    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, MPIJOB, sample,
-                                         lambda n: _running(dev_cluster, namespace, n))
+    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, MPIJOB, sample)

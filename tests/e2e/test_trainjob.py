@@ -23,7 +23,7 @@ from .jobs_common import (
     OperatorKind,
     check_a_higher_priority_one_preempts,
     check_the_second_waits_until_the_first_is_done,
-    queues,
+    kind_queues,
     workloads_owned_by,
 )
 
@@ -33,7 +33,8 @@ RESOURCE = "trainjobs.trainer.kubeflow.org"
 COMPLETE_AFTER = "pod-complete.stage.kwok.x-k8s.io/delay"
 TRAINJOB_NAME = "jobset.sigs.k8s.io/jobset-name"
 KUEUE_PATCH = "kueue.x-k8s.io/manager"
-TRAINJOB = OperatorKind(RESOURCE, "TrainJob", "Complete", lambda tj: tj["spec"].get("suspend") is True)
+TRAINJOB = OperatorKind(RESOURCE, "TrainJob", "Complete", lambda tj: tj["spec"].get("suspend") is True,
+                        TRAINJOB_NAME, pod_count=2)
 
 
 def trainjob(name: str, runtime: str, priority_class: str | None = None) -> dict[str, Any]:
@@ -53,23 +54,11 @@ def trainjob(name: str, runtime: str, priority_class: str | None = None) -> dict
                      "runtimePatches": [run_time]}}
 
 
-def _pods(dev_cluster: DevCluster, namespace: str, name: str) -> list[dict[str, Any]]:
-    pods = dev_cluster.get_json("pods", "-n", namespace, "-l", f"{TRAINJOB_NAME}={name}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _running(dev_cluster: DevCluster, namespace: str, name: str) -> bool:
-    pods = _pods(dev_cluster, namespace, name)
-    return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
-
-
 @pytest.fixture
 def three_cpus(dev_cluster: DevCluster, namespace: str) -> Iterator[str]:
-    cq = queues(dev_cluster, namespace, "3", memory="8Gi")
-    try:
+    """Room for one trainjob (3 CPUs) on the labelled flavor; the ClusterQueue's name."""
+    with kind_queues(dev_cluster, namespace, TRAINJOB, "3", memory="8Gi") as cq:
         yield cq
-    finally:
-        dev_cluster.kubectl("delete", RESOURCE, "--all", "-n", namespace, "--wait=false", check=False)
 
 
 def test_the_webhook_adds_kueues_runtime_patch_and_the_jobset_has_no_workload(
@@ -86,11 +75,9 @@ def test_the_webhook_adds_kueues_runtime_patch_and_the_jobset_has_no_workload(
 def test_a_trainjob_runs_through_its_jobset_and_the_next_waits_suspended(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
     check_the_second_waits_until_the_first_is_done(
-        dev_cluster, namespace, three_cpus, TRAINJOB, trainjob, lambda n: _pods(dev_cluster, namespace, n),
-        lambda n: _running(dev_cluster, namespace, n), [("node", 2)])
+        dev_cluster, namespace, three_cpus, TRAINJOB, trainjob, [("node", 2)])
 
 
 def test_a_higher_priority_trainjob_preempts_a_running_one_and_both_complete(
         dev_cluster: DevCluster, namespace: str, three_cpus: str) -> None:
-    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, TRAINJOB, trainjob,
-                                         lambda n: _running(dev_cluster, namespace, n))
+    check_a_higher_priority_one_preempts(dev_cluster, namespace, three_cpus, TRAINJOB, trainjob)

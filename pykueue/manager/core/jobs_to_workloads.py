@@ -29,12 +29,10 @@ def workload_name(kind: str, group: str, owner_name: str, owner_uid: str, extra:
 
 
 def queue_name(obj: Mapping[str, Any]) -> str:
-    """The LocalQueue an object asks for: its queue-name label, else the deprecated annotation
-    of the same key (Kueue still reads it), else ""."""
-    meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    return str(labels.get(keys.QUEUE_NAME) or annotations.get(keys.QUEUE_NAME_ANNOTATION) or "")
+    """The LocalQueue an object asks for: its queue-name label, else "". Kueue v0.19 reads only
+    the label; the annotation of the same key, which v0.12 still read, names no queue."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(keys.QUEUE_NAME) or "")
 
 
 def _max_execution_seconds(label: Any) -> int | None:
@@ -71,8 +69,12 @@ def owned_workload(obj: dict[str, Any], name: str, podsets: list[dict[str, Any]]
     }
     if meta.get("creationTimestamp"):
         wl_meta["creationTimestamp"] = meta["creationTimestamp"]
-    if extra_annotations:
-        wl_meta["annotations"] = extra_annotations
+    annotations = dict(extra_annotations or {})
+    # Kueue's PropagateAdmissionGatedByAnnotation: the job's admission gates hold its Workload.
+    if gated_by := str((meta.get("annotations") or {}).get(keys.ADMISSION_GATED_BY) or ""):
+        annotations[keys.ADMISSION_GATED_BY] = gated_by
+    if annotations:
+        wl_meta["annotations"] = annotations
     # Pod sets whose template asks for a topology carry it as topologyRequest, as Kueue's
     # job reconcilers write it: the scheduler reads the request from the Workload.
     return with_topology_requests({"apiVersion": keys.API_VERSION, "kind": "Workload", "metadata": wl_meta,

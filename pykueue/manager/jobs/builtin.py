@@ -6,6 +6,7 @@ A new built-in kind is its package under ``pykueue/manager/jobs/`` (whose ``kind
 
 from __future__ import annotations
 
+from pykueue.manager.jobs.appwrapper.kind import KIND as APP_WRAPPER
 from pykueue.manager.jobs.batchjob.kind import KIND as JOB
 from pykueue.manager.jobs.deployment.kind import KIND as DEPLOYMENT
 from pykueue.manager.jobs.jaxjob.kind import KIND as JAX_JOB
@@ -25,6 +26,7 @@ from pykueue.manager.jobs.trainjob.kind import KIND as TRAIN_JOB
 from pykueue.manager.jobs.xgboostjob.kind import KIND as XGBOOST_JOB
 
 BUILTIN = (JOB, JOBSET, PYTORCH_JOB, TF_JOB, XGBOOST_JOB, PADDLE_JOB, JAX_JOB, MPI_JOB, TRAIN_JOB,
-           RAY_JOB, RAY_CLUSTER, RAY_SERVICE, LEADER_WORKER_SET, DEPLOYMENT, STATEFUL_SET, LWS_POD)
+           RAY_JOB, RAY_CLUSTER, RAY_SERVICE, APP_WRAPPER, LEADER_WORKER_SET, DEPLOYMENT, STATEFUL_SET,
+           LWS_POD)
 for _kind in BUILTIN:
     register(_kind)

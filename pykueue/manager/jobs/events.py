@@ -4,7 +4,8 @@ Kueue's jobframework reconciler, after each action on a job: ``CreatedWorkload``
 created the job's Workload, ``Started`` once it unsuspended the job (on each pod for pods),
 ``Stopped`` once it suspended it again (why: the Workload's eviction message, or that it is
 not admitted, or missing), ``FinishedWorkload`` once it declared the Workload finished,
-``DeletedWorkload`` for a Workload that no longer matches the job, ``UpdatedAdmissionCheck``
+``DeletedWorkload`` for a Workload that no longer matches the job, ``UpdatedWorkload`` when the
+job's admission gates were copied to its Workload, ``UpdatedAdmissionCheck``
 with what the pending admission checks of a suspended job's Workload say, and ``Deleted``
 once it deleted a job whose Workload it had deactivated (``afterDeactivatedByKueue``). All
 Normal; the reporting controller is ``<integration name>-kueue-controller``
@@ -49,6 +50,12 @@ def deleted_workload(integration: Integration, subject: Mapping[str, Any],
                      workload: Mapping[str, Any]) -> EventRecord:
     return EventRecord(_ref(subject), "DeletedWorkload",
                        f"Deleted not matching Workload: {workload_key(workload)}", reporter(integration))
+
+
+def updated_admission_gates(integration: Integration, subject: Mapping[str, Any], value: str) -> EventRecord:
+    """The job's admission gates were copied to its Workload (Kueue's UpdatedWorkload)."""
+    return EventRecord(_ref(subject), "UpdatedWorkload", f'Updated workload AdmissionGatedBy to "{value}"',
+                       reporter(integration))
 
 
 def finished_workload(integration: Integration, subject: Mapping[str, Any], workload_key: str) -> EventRecord:

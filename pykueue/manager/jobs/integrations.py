@@ -33,8 +33,6 @@ class Integration:
 KNOWN_ELSEWHERE: tuple[Integration, ...] = (
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
-    Integration("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper",
-                "appwrappers", prebuilt=True),
 )
 
 

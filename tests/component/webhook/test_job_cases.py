@@ -61,12 +61,12 @@ def test_03_unmanaged_job_untouched(webhook: WebhookServer) -> None:
     assert response["allowed"] and "patch" not in response
 
 
-def test_legacy_queue_name_annotation_counts_like_the_label(webhook: WebhookServer) -> None:
-    # Kueue still reads the deprecated annotation form, and the reconciler builds the
-    # Workload from it: the webhook must not let such a Job start unsuspended.
+def test_the_old_queue_name_annotation_names_no_queue(webhook: WebhookServer) -> None:
+    # Kueue v0.19 reads only the label (v0.12 still read the annotation of the same key): a
+    # Job named a queue by the annotation alone is not managed: it runs, with no Workload.
     obj = job(annotations={keys.QUEUE_NAME_ANNOTATION: "queue"})
-    assert mutate(webhook, obj)["spec"]["suspend"] is True
-    assert [w["spec"]["queueName"] for w in workloads_for(obj)] == ["queue"]
+    assert mutate(webhook, obj)["spec"].get("suspend") is not True
+    assert workloads_for(obj) == []
 
 
 def test_04_default_local_queue_labels_and_suspends(webhook: WebhookServer) -> None:

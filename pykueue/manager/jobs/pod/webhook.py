@@ -60,12 +60,13 @@ def kueue_pod(pod: JSON) -> bool:
     return any(k in pod_labels for k in KUEUE_LABELS) or any(k in pod_annotations for k in KUEUE_ANNOTATIONS)
 
 
-def group_name(pod: JSON) -> tuple[str, str]:
-    value = labels(pod).get(keys.POD_GROUP_NAME)
-    if value:
-        return value, label_path(keys.POD_GROUP_NAME)
+def group_name(pod: JSON, identifier_annotations: bool) -> tuple[str, str]:
+    """The pod's group name and the field it is read from, as Kueue's GetPodGroupName: the
+    annotation first when the WorkloadIdentifierAnnotations gate is on, else the label."""
     value = annotations_of(pod).get(keys.POD_GROUP_NAME, "")
-    return value, annotation_path(keys.POD_GROUP_NAME)
+    if identifier_annotations and value:
+        return value, annotation_path(keys.POD_GROUP_NAME)
+    return labels(pod).get(keys.POD_GROUP_NAME, ""), label_path(keys.POD_GROUP_NAME)
 
 
 class PodWebhook:
@@ -115,7 +116,8 @@ class PodWebhook:
         managed = labels(obj).get(keys.MANAGED)
         if managed is not None and managed != "true":
             errors.append(forbidden(label_path(keys.MANAGED), 'managed label value can only be "true"'))
-        name, name_path = group_name(obj)
+        annotations_gate = ctx.gate("WorkloadIdentifierAnnotations")
+        name, name_path = group_name(obj, annotations_gate)
         total = annotations_of(obj).get(keys.POD_GROUP_TOTAL_COUNT)
         total_path = annotation_path(keys.POD_GROUP_TOTAL_COUNT)
         if name and total is None:
@@ -131,7 +133,6 @@ class PodWebhook:
         if name:
             errors += dns_subdomain_errors(name, name_path)
             # Kueue's validatePrebuiltWorkloadName: read and named as every kind reads it.
-            annotations_gate = ctx.gate("WorkloadIdentifierAnnotations")
             prebuilt = prebuilt_workload_name(obj, annotations_gate)
             if prebuilt and prebuilt != name:
                 errors.append(invalid(prebuilt_workload_path(obj, annotations_gate), prebuilt,
@@ -143,7 +144,7 @@ class PodWebhook:
                 old, obj, ctx, new_suspended=is_suspended(obj), old_suspended=is_suspended(old),
                 group=self.group, kind=self.kind,
             )
-            old_name, _ = group_name(old)
+            old_name, _ = group_name(old, annotations_gate)
             if old_name and old_name != name:
                 errors.append(invalid(name_path, name, "field is immutable"))
             old_retry = annotations_of(old).get(keys.RETRIABLE_IN_GROUP)

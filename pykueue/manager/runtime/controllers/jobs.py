@@ -595,6 +595,7 @@ class JobReconciler:
                 if create:
                     await self._create_workload(lc, job, wl)
                 continue
+            await self._follow_admission_gates(lc, job, wl, current)
             held = bool((current.get("status") or {}).get("admission"))
             # A pending Workload follows its job's queue name (mJWQN: the label came later) and
             # maximum execution time (its label may change while the job is suspended; Kueue
@@ -620,6 +621,21 @@ class JobReconciler:
                 subject = self._subject(lc, job)
                 if isinstance(lc, JobLifecycle) and subject is not None:  # as Kueue's jobframework
                     self.events.record(job_events.deleted_workload(lc.integration, subject, surplus))
+
+    async def _follow_admission_gates(self, lc: WorkloadOwner, job: JSON, wanted: JSON,
+                                      current: JSON) -> None:
+        """Kueue's UpdateAdmissionGatedBy: the Workload carries its job's admission gates as
+        they change (a gate removed lets it queue), with an event on the job."""
+        if not self.policy.gates.enabled("AdmissionGatedBy"):
+            return
+        value = str((meta(wanted).get("annotations") or {}).get(keys.ADMISSION_GATED_BY) or "")
+        if value == str((meta(current).get("annotations") or {}).get(keys.ADMISSION_GATED_BY) or ""):
+            return
+        path = res.WORKLOADS.object_path(meta(current)["name"], meta(current)["namespace"])
+        await self.client.patch(path, {"metadata": {"annotations": {keys.ADMISSION_GATED_BY: value or None}}})
+        subject = self._subject(lc, job)
+        if isinstance(lc, JobLifecycle) and subject is not None:
+            self.events.record(job_events.updated_admission_gates(lc.integration, subject, value))
 
     def _hold(self, desired: list[JSON], why: str | None) -> None:
         """Put the job's Workloads on hold (``why``: the condition's message) or lift the
