@@ -65,6 +65,11 @@ def too_many(path: str, detail: str) -> FieldError:
     return _error(path, "TooMany", detail)
 
 
+def too_many_items(path: str, actual: int, limit: int) -> FieldError:
+    """Kubernetes' ``field.TooMany`` of a list: how many there are and the most allowed."""
+    return _error(path, f"Too many: {actual}", f"must have at most {limit} items")
+
+
 def aggregate(errors: Iterable[FieldError]) -> str:
     """Kubernetes' aggregate (ErrorList.ToAggregate): an error printed the same as an
     earlier one is dropped; one error as is, several inside ``[...]`` joined by ``, ``."""

@@ -1,12 +1,12 @@
 """The third-party operators the dev cluster runs: Kubeflow's training operator, LWS,
-JobSet, Kubeflow Trainer (v2), the MPI operator and the AppWrapper controller, at the versions
-Kueue v0.19.2 pins.
+JobSet, Kubeflow Trainer (v2), the MPI operator, the AppWrapper controller and KubeRay, at the
+versions Kueue v0.19.2 pins.
 
 pykueue integrates with the training operator's kinds (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
-JAXJob), LeaderWorkerSet, JobSet, TrainJob, MPIJob and AppWrapper, but it only suspends and
-resumes those objects; their pods come from the operators. ``dev up`` therefore runs the real
-controllers (built from the Go modules pinned under ``go/``) as host processes, the way it runs
-pykueue itself:
+JAXJob), LeaderWorkerSet, JobSet, TrainJob, MPIJob, AppWrapper and KubeRay's RayJob, RayCluster
+and RayService, but it only suspends and resumes those objects; their pods come from the
+operators. ``dev up`` therefore runs the real controllers (built from the Go modules pinned under
+``go/``) as host processes, the way it runs pykueue itself:
 
 * each connects with a client certificate of the cluster CA; its user name is bound to
   the ClusterRole of ``manifests/dev/operators-rbac.yaml``, so a right an operator lacks
@@ -21,7 +21,8 @@ pykueue itself:
   has none). The MPI operator serves no webhook; it runs behind our own main too
   (``go/mpi-operator/main.go``), since its command always elects a leader; so does the
   AppWrapper controller (``go/appwrapper/main.go``), whose command reads its configuration
-  from a ConfigMap and serves its webhooks on a fixed port of every interface;
+  from a ConfigMap and serves its webhooks on a fixed port of every interface. KubeRay runs
+  its own command, without webhooks as its release deploys it;
 * objects an operator's release installs with it (Trainer's ``torch-distributed``
   ClusterTrainingRuntime) are applied once its webhooks are registered.
 
@@ -258,6 +259,17 @@ def _trainer_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> l
     return [str(binary), f"--kubeconfig={files.kubeconfig}", f"--config={files.config}"]
 
 
+def _kuberay_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
+    # Its release's flags (RayClusterStatusConditions is on by default since v1.3), with
+    # leader election off and probes and metrics on loopback; no webhooks, as its release
+    # deploys it (they need ENABLE_WEBHOOKS and a fixed port 9443).
+    return [str(binary), f"--kubeconfig={files.kubeconfig}",
+            "--enable-leader-election=false",
+            f"--metrics-addr={LOOPBACK}:{ports.metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{ports.health}",
+            "--log-stdout-encoder=console"]
+
+
 def _mpi_operator_argv(binary: Path, files: OperatorFiles, ports: OperatorPorts) -> list[str]:
     return [str(binary), f"--kubeconfig={files.kubeconfig}",
             f"--metrics-bind-address={LOOPBACK}:{ports.metrics}",
@@ -357,6 +369,13 @@ OPERATORS: tuple[Operator, ...] = (
                             ("CREATE", "UPDATE"), version="v1beta2"),),
         metrics_scheme="http",
         argv=_appwrapper_argv,
+    ),
+    Operator(
+        "kuberay-operator",
+        mutating=(),
+        validating=(),
+        metrics_scheme="http",
+        argv=_kuberay_argv,
     ),
 )
 BINARY_NAMES = tuple(op.name for op in OPERATORS)

@@ -50,6 +50,9 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("trainer-controller", "trainer",
              "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
     GoBinary("mpi-operator", "mpi-operator", "."),
+    # KubeRay's operator (RayJob, RayCluster, RayService), its own command declared as a tool:
+    # its flags turn leader election off and move its probes and metrics to loopback.
+    GoBinary("kuberay-operator", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
     # The AppWrapper controller behind our own main (see its main.go for why).
     GoBinary("appwrapper-controller", "appwrapper", "."),
     # Kueue's scheduler benchmark manager, the reference of ``kueue_perf --manager kueue``,
@@ -77,6 +80,7 @@ _PINS: tuple[tuple[str, str, str], ...] = (
     ("jobset", "jobset", "sigs.k8s.io/jobset"),
     ("trainer", "trainer", "github.com/kubeflow/trainer/v2"),
     ("mpi-operator", "mpi-operator", "github.com/kubeflow/mpi-operator"),
+    ("kuberay", "kuberay", "github.com/ray-project/kuberay/ray-operator"),
     ("appwrapper", "appwrapper", "github.com/project-codeflare/appwrapper"),
     ("kueue", "kueue", "sigs.k8s.io/kueue"),
     ("kueuectl", "kueuectl", "sigs.k8s.io/kueue"),

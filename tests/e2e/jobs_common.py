@@ -101,11 +101,13 @@ def cpu_usage(status: dict[str, Any]) -> str | None:
 class OperatorKind:
     """How the e2e tests of a job kind its operator runs read it: the kubectl resource, the
     owner kind of its Workload, the condition of success, where it is suspended, and the
-    label its operator puts on its pods (valued with its name) with how many it runs."""
+    label its operator puts on its pods (valued with its name) with how many it runs. A kind
+    that never ends on kwok (``done`` None: a Ray cluster or service, a RayJob whose job needs
+    a live Ray head) is ended by deleting it instead."""
 
     resource: str
     kind: str
-    done: str
+    done: str | None
     suspended: Callable[[dict[str, Any]], bool]
     pod_label: str = ""
     pod_count: int = 0
@@ -132,7 +134,21 @@ class OperatorKind:
 
     def is_done(self, obj: dict[str, Any]) -> bool:
         """Has it ended as ``done`` says (a condition; a kind that reports a phase overrides this)?"""
-        return condition(obj, self.done)
+        return self.done is not None and condition(obj, self.done)
+
+    def end(self, dev_cluster: DevCluster, namespace: str, name: str) -> None:
+        """Wait until it is done and its Workload Finished; for a kind that never ends, delete
+        it and wait until its Workload and its pods are gone."""
+        if self.done is not None:
+            wait_until(f"{name} to be {self.done}",
+                       lambda: self.is_done(self.get(dev_cluster, namespace, name)), 150.0)
+            wait_until(f"{name}'s Workload Finished",
+                       lambda: condition(self.workload(dev_cluster, namespace, name), "Finished"), 60.0)
+            return
+        dev_cluster.kubectl("delete", self.resource, name, "-n", namespace, "--wait=false")
+        wait_until(f"{name}'s Workload deleted with it",
+                   lambda: not workloads_owned_by(dev_cluster, namespace, self.kind, name), 60.0)
+        wait_until(f"{name}'s pods gone", lambda: not self.pods(dev_cluster, namespace, name), 60.0)
 
 
 @contextmanager
@@ -156,7 +172,8 @@ def check_the_second_waits_until_the_first_is_done(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
         make: Callable[[str, str], dict[str, Any]], podsets: list[tuple[str, int]]) -> None:
     """``make(name, run time)``: the first runs on the flavor's nodes with ``podsets``; the
-    second waits suspended, without pods, for quota; both end, their Workloads finish and the
+    second waits suspended, without pods, for quota; both end (a kind that never ends is
+    deleted, and the second runs once the first is gone), their Workloads finish or go and the
     quota is free again."""
     def pods(name: str) -> list[dict[str, Any]]:
         return kind.pods(dev_cluster, namespace, name)
@@ -175,11 +192,10 @@ def check_the_second_waits_until_the_first_is_done(
                lambda: waits_for_quota(kind.workload(dev_cluster, namespace, "second")), 60.0)
     assert kind.suspended(kind.get(dev_cluster, namespace, "second"))
     assert pods("second") == []
-    for name in ("first", "second"):
-        wait_until(f"{name} to be {kind.done}",
-                   lambda n=name: kind.is_done(kind.get(dev_cluster, namespace, n)), 150.0)
-        wait_until(f"{name}'s Workload Finished",
-                   lambda n=name: condition(kind.workload(dev_cluster, namespace, n), "Finished"), 60.0)
+    kind.end(dev_cluster, namespace, "first")
+    if kind.done is None:  # the second runs once the first is gone
+        wait_until(f"the second {kind.kind}'s pods running", lambda: running("second"), 90.0)
+    kind.end(dev_cluster, namespace, "second")
     wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
 
 
@@ -187,7 +203,8 @@ def check_a_higher_priority_one_preempts(
         dev_cluster: DevCluster, namespace: str, cq: str, kind: OperatorKind,
         make: Callable[[str, str, str | None], dict[str, Any]]) -> None:
     """``make(name, run time, priority class)``: a running low-priority object is preempted
-    (Evicted, suspended again) by an urgent one of the same kind, then both end."""
+    (Evicted, suspended again) by an urgent one of the same kind, then both end (a kind that
+    never ends runs again once the urgent one is deleted, and is deleted in turn)."""
     def running(name: str) -> bool:
         return kind.running(dev_cluster, namespace, name)
 
@@ -208,10 +225,15 @@ def check_a_higher_priority_one_preempts(
             return evicted and kind.suspended(kind.get(dev_cluster, namespace, "low"))
 
         wait_until(f"the low-priority {kind.kind} preempted and suspended again", preempted, 60.0)
-        wait_until(f"the urgent {kind.kind} to be {kind.done}",
-                   lambda: kind.is_done(kind.get(dev_cluster, namespace, "urgent")), 150.0)
-        wait_until(f"the preempted {kind.kind} to run again and be {kind.done}",
-                   lambda: kind.is_done(kind.get(dev_cluster, namespace, "low")), 180.0)
+        if kind.done is None:
+            wait_until(f"the urgent {kind.kind} running", lambda: running("urgent"), 90.0)
+            kind.end(dev_cluster, namespace, "urgent")
+            wait_until(f"the preempted {kind.kind} running again", lambda: running("low"), 90.0)
+            kind.end(dev_cluster, namespace, "low")
+        else:
+            kind.end(dev_cluster, namespace, "urgent")
+            wait_until(f"the preempted {kind.kind} to run again and be {kind.done}",
+                       lambda: kind.is_done(kind.get(dev_cluster, namespace, "low")), 180.0)
         wait_until("no quota used", lambda: cq_cpu_usage(dev_cluster, cq) == "0", 30.0)
     finally:
         dev_cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", high, "--wait=false",

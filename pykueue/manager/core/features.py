@@ -43,6 +43,7 @@ DEFAULTS: Final[Mapping[str, bool]] = {
     "MultiKueueIncrementalDispatcherRespectConfigOrder": True,  # beta since v0.19
     "LWSImmutableGroupSize": True,
     "FinishOrphanedWorkloads": True,  # beta since v0.18
+    "ValidateRayAndSparkJobUpdates": True,  # beta since v0.18
     # Servers
     "TLSOptions": True,  # beta since v0.16: the Configuration's tls section
     # Metrics

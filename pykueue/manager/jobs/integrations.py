@@ -31,11 +31,6 @@ class Integration:
 
 # Kinds Kueue integrates that pykueue does not run: an object they own is theirs to queue.
 KNOWN_ELSEWHERE: tuple[Integration, ...] = (
-    Integration("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs", prebuilt=True, elastic=True),
-    Integration("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters",
-                prebuilt=True, elastic=True),
-    Integration("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices",
-                prebuilt=True, elastic=True),
     Integration("sparkoperator.k8s.io/sparkapplication", "sparkoperator.k8s.io", "v1beta2",
                 "SparkApplication", "sparkapplications"),
 )

@@ -197,6 +197,11 @@ class ScalesBySlices(Protocol):
         """The pods the admitted slice lets start, written without their gate."""
         ...
 
+    def pods_reported(self, job: Mapping[str, Any]) -> int:
+        """How many live pods the job's own status (or spec) says it has: more than a pod list
+        shows means the list lags, and the ungater looks again."""
+        ...
+
 
 @runtime_checkable
 class RemovesFinalizers(Protocol):

@@ -179,5 +179,8 @@ class BatchJobLifecycle(TopLevelOwner):
         granted = _workload_count(workload) or 0
         return [Replace(p) for p in pods_to_ungate(pods, granted)]
 
+    def pods_reported(self, job: Mapping[str, Any]) -> int:
+        return int((job.get("status") or {}).get("active") or 0)
+
 
 LIFECYCLE = BatchJobLifecycle()

@@ -165,6 +165,11 @@ class JobReconciler:
         self._adopter_of: dict[str, set[str]] = {}
         # job UID -> keys of Workloads labelled with it (surplus detection).
         self._by_job_uid: dict[str, set[str]] = {}
+        # Slices this reconciler created that its Workload informer has not shown yet, by job
+        # UID: a slice's name follows the job's generation, so a second reconcile racing the
+        # informer would otherwise make another one (KubeRay edits a RayJob's spec right after
+        # its creation, and a new generation means a new name, not a 409).
+        self._unseen_slices: dict[str, dict[str, JSON]] = {}
         # prebuilt Workload key "ns/name" -> the job keys that run under it (MultiKueue workers).
         self._prebuilt: dict[str, set[str]] = {}
         self._prebuilt_of: dict[str, str] = {}
@@ -326,6 +331,11 @@ class JobReconciler:
                 self._by_job_uid.get(uid, set()).discard(key)
             else:
                 self._by_job_uid.setdefault(uid, set()).add(key)
+            unseen = self._unseen_slices.get(uid)
+            if unseen is not None:
+                unseen.pop(str(m.get("name")), None)
+                if not unseen:
+                    del self._unseen_slices[uid]
         for job_key in self.job_keys_of(obj):
             self.queue.add(job_key)
         orphaned = event != EventType.DELETED and is_orphaned(obj)
@@ -644,10 +654,16 @@ class JobReconciler:
         informer = self.informers["Workload"]
         uid = str(meta(job).get("uid") or "")
         slices = [w for k in sorted(self._by_job_uid.get(uid, ())) if (w := informer.get(k)) is not None]
+        unseen = self._unseen_slices.get(uid, {})
+        for seen in [n for n in unseen if any(meta(w).get("name") == n for w in slices)]:
+            del unseen[seen]
+        slices += list(unseen.values())
         existing = [w for w in slices if not condition_true(w, keys.WorkloadCondition.FINISHED)]
         plan = plan_slices(desired, existing)
         if plan.create is not None and create:
-            await self._create_workload(lc, job, plan.create)
+            created = await self._create_workload(lc, job, plan.create)
+            if created is not None and uid:
+                self._unseen_slices.setdefault(uid, {})[str(meta(created).get("name"))] = created
         for wl in plan.update:
             m = wl["metadata"]
             await self.client.replace(res.WORKLOADS.object_path(m["name"], m["namespace"]), wl)
@@ -660,7 +676,10 @@ class JobReconciler:
         """Let the elastic job's pods start up to its admitted slice's count (Kueue's
         ElasticJobUngater). Read from the API: the job's pods are not watched here."""
         workload = self.informers["Workload"].get(f"{ns}/{name}")
-        if workload is None or not is_admitted(workload) or bool((job.get("spec") or {}).get("suspend")):
+        # Where the job keeps its switch is the kind's to say (a RayService's is in its cluster spec).
+        suspended = lc.is_suspended(job) if isinstance(lc, JobLifecycle) \
+            else bool((job.get("spec") or {}).get("suspend"))
+        if workload is None or not is_admitted(workload) or suspended:
             return None
         reply = await self.client.get(res.PODS.collection_path(ns), {"labelSelector": lc.pods_selector(job)})
         # A list's items carry no apiVersion/kind; the writes below need them.
@@ -669,9 +688,10 @@ class JobReconciler:
         self._time_gates(pods, await self._apply(lc.ungate(workload, pods)), workload)
         # Pods the job counts but the list did not show yet (it may lag a moment): look again.
         live = sum(1 for p in pods if pod_live(p))
-        return UNGATE_RETRY_S if int((job.get("status") or {}).get("active") or 0) > live else None
+        return UNGATE_RETRY_S if lc.pods_reported(job) > live else None
 
-    async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> None:
+    async def _create_workload(self, lc: WorkloadOwner, job: JSON, wl: JSON) -> JSON | None:
+        """Create it; the object the API returned, or None when it already existed."""
         wl["metadata"].pop("creationTimestamp", None)
         spec = wl["spec"]
         ref = spec.get("priorityClassRef") or {}
@@ -690,11 +710,12 @@ class JobReconciler:
         except ApiError as exc:
             if not exc.already_exists:
                 raise
-            return
+            return None
         self._observe_creation(lc, job, created)
         subject = self._subject(lc, job)
         if subject is not None:
             self.events.record(job_events.created_workload(lc.integration, subject, wl))
+        return created
 
     def _observe_creation(self, lc: WorkloadOwner, job: JSON, created: JSON) -> None:
         """Kueue's ``kueue_workload_creation_latency_seconds``: only for a job still at its first
