@@ -394,6 +394,7 @@ def _podset_errors(spec: JSON, annotations: Mapping[str, Any]) -> list[FieldErro
                 errors.append(invalid(f"{p}.minCount", mc, "must be between 1 and count"))
             if annotations.get(keys.ELASTIC_JOB) == "true":
                 errors.append(invalid(f"{p}.minCount", mc, "cannot be combined with an elastic job"))
+        errors += _slice_size_errors(_d(d.get("topologyRequest")), f"{p}.topologyRequest")
         pod_spec = _d(_d(d.get("template")).get("spec"))
         for kind in ("initContainers", "containers"):
             for c, container in enumerate(_l(pod_spec.get(kind))):
@@ -413,6 +414,28 @@ def _podset_errors(spec: JSON, annotations: Mapping[str, Any]) -> list[FieldErro
                         _non_negative(q, raw, rpath, errors)
     if with_min > 1:
         errors.append(invalid("spec.podSets", with_min, "at most one podSet can use minCount"))
+    return errors
+
+
+def _slice_size_errors(request: JSON, path: str) -> list[FieldError]:
+    """Kueue's validateTASSliceSize (gate TASValidateWorkloadSliceSize, on since v0.19): a slice
+    topology and its size come together, and sizes are positive."""
+    errors: list[FieldError] = []
+    size = request.get("podSetSliceSize")
+    if request.get("podSetSliceRequiredTopology") is not None:
+        if size is None:
+            errors.append(required(f"{path}.podSetSliceSize",
+                                   "must be set when podSetSliceRequiredTopology is specified"))
+        elif isinstance(size, int) and size <= 0:
+            errors.append(invalid(f"{path}.podSetSliceSize", size, "must be greater than 0"))
+    elif size is not None:
+        errors.append(forbidden(f"{path}.podSetSliceSize",
+                                "may not be set when podSetSliceRequiredTopology is not specified"))
+    for i, constraint in enumerate(_l(request.get("podsetSliceRequiredTopologyConstraints"))):
+        layer_size = _d(constraint).get("size")
+        if isinstance(layer_size, int) and layer_size <= 0:
+            errors.append(invalid(f"{path}.podsetSliceRequiredTopologyConstraints[{i}].size", layer_size,
+                                  "must be greater than 0"))
     return errors
 
 
