@@ -15,8 +15,9 @@ PATH = "spec.podSets[0].topologyRequest"
 def _workload(request: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
             "metadata": {"name": "w", "namespace": "ns"},
-            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "topologyRequest": request,
-                                                      "template": {"spec": {"containers": [{"name": "c"}]}}}]}}
+            "spec": {"queueName": "lq", "podSets": [{
+                "name": "main", "count": 2, "topologyRequest": request,
+                "template": {"spec": {"containers": [{"name": "c"}]}}}]}}
 
 
 @pytest.mark.parametrize("request_,want", [
@@ -25,7 +26,8 @@ def _workload(request: dict[str, Any]) -> dict[str, Any]:
     ({"required": "rack", "podSetSliceRequiredTopology": "host"},
      [f"{PATH}.podSetSliceSize: Required value: must be set when podSetSliceRequiredTopology is specified"]),
     ({"required": "rack", "podSetSliceSize": 1},
-     [f"{PATH}.podSetSliceSize: Forbidden: may not be set when podSetSliceRequiredTopology is not specified"]),
+     [f"{PATH}.podSetSliceSize: Forbidden: may not be set when podSetSliceRequiredTopology is not "
+      "specified"]),
     ({"required": "rack", "podSetSliceRequiredTopology": "host", "podSetSliceSize": 0},
      [f"{PATH}.podSetSliceSize: Invalid value: 0: must be greater than 0"]),
 ])
