@@ -58,7 +58,12 @@ class CycleApplier:
         heads = self._pending.heads(take=True)
         if not heads:
             return CycleResult([])
-        return self._scheduler.schedule(heads, self._snapshot())
+        wfpr = self._config.wait_for_pods_ready
+        # blockAdmission admits nothing after an admission until its pods are ready.
+        followers = 0 if wfpr and wfpr.block_admission else self._config.scheduling.followers_per_cycle
+        return self._scheduler.schedule(heads, self._snapshot(),
+                                        follow=self._pending.follower if followers > 0 else None,
+                                        followers=followers)
 
     def _blocked(self) -> bool:
         wfpr = self._config.wait_for_pods_ready
@@ -104,6 +109,10 @@ class CycleApplier:
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
+        for key, cq in result.untried:
+            rec = self._workloads.get(key)
+            if rec is not None:
+                self._pending.put_back(rec, cq)
         self._pending.hold_requeues()
         self._reserved_in = {}
         try:
