@@ -14,6 +14,7 @@ reports ``[-]name failed``.
 
 from __future__ import annotations
 
+import gzip
 import inspect
 import ssl
 from collections.abc import Awaitable, Callable
@@ -39,6 +40,23 @@ class Exposition(Protocol):
     def exposition(self) -> bytes: ...
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# The fastest level: the page's repeated label sets compress about 30:1 at it already.
+GZIP_LEVEL = 1
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` header admits gzip (named or ``*``, without ``q=0``)."""
+    for item in accept_encoding.split(","):
+        coding, *params = (part.strip().lower() for part in item.split(";"))
+        if coding not in ("gzip", "*"):
+            continue
+        q = next((p.removeprefix("q=") for p in params if p.startswith("q=")), "1")
+        try:
+            return float(q) > 0
+        except ValueError:
+            return False
+    return False
+    return False
 
 # Scrapers and kubelets send GETs without bodies and keep a connection or two each: a few
 # dozen at once is already a crowd. Probes have limits of their own (they are served on their
@@ -97,7 +115,14 @@ def build_app(metrics: Exposition | None = None, health: HealthChecks | None = N
         async def serve_metrics(request: web.Request) -> web.Response:
             if metrics_guard is not None and (refused := await metrics_guard(request)) is not None:
                 return refused
-            return web.Response(body=metrics.exposition(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+            body = metrics.exposition()
+            headers = {"Content-Type": PROMETHEUS_CONTENT_TYPE, "Vary": "Accept-Encoding"}
+            if accepts_gzip(request.headers.get("Accept-Encoding", "")):
+                # As Kueue's (Go's promhttp) handler does for a scraper that asks: at 1,000
+                # ClusterQueues the page is about 22 MB of text and 0.7 MB compressed.
+                body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+                headers["Content-Encoding"] = "gzip"
+            return web.Response(body=body, headers=headers)
         app.router.add_get("/metrics", serve_metrics)
     if health is not None:
         app.router.add_get("/healthz", _probe_handler(health, live=True))

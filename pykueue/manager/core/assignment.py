@@ -114,6 +114,9 @@ class Decision:
 @dataclass
 class CycleResult:
     decisions: list[Decision]
+    # Followers (see ``Scheduler.schedule``) popped but not admitted: (key, ClusterQueue), put
+    # back in their queues unchanged, as if never popped.
+    untried: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def admitted(self) -> list[Decision]:

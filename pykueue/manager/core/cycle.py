@@ -281,7 +281,11 @@ class Scheduler:
             if held is not None:
                 usage.add_all(held[0], held[1].usage, sign=-1)
 
-    def schedule(self, heads: Sequence[Entry], snap: Snapshot) -> CycleResult:
+    def schedule(self, heads: Sequence[Entry], snap: Snapshot,
+                 follow: Callable[[str], Entry | None] | None = None, followers: int = 0) -> CycleResult:
+        """Decide on ``heads`` (one per ClusterQueue). With ``follow`` (pops the next workload
+        of a queue), up to ``followers`` more of each queue whose head was admitted are tried
+        after all heads (see :meth:`_followers`)."""
         assigner = FlavorAssigner(snap, self.preemption, self.ignore_undeclared)
         for entry in heads:
             self._nominate(entry, snap, assigner)
@@ -359,4 +363,67 @@ class Scheduler:
                 victims.update(taken_over)  # finished as this is applied: no one's victim
                 decisions.append(Decision(key, e.cluster_queue, Outcome.ADMIT, assignment=a,
                                           replaces=e.replaces))
-        return CycleResult(decisions)
+        untried: list[tuple[str, str]] = []
+        if follow is not None and followers > 0:
+            admitted = [d.cluster_queue for d in decisions if d.outcome == Outcome.ADMIT]
+            self._followers(snap, assigner, usage, freed, list(dict.fromkeys(admitted)), follow, followers,
+                            decisions, untried)
+        return CycleResult(decisions, untried)
+
+    def _followers(self, snap: Snapshot, assigner: FlavorAssigner, usage: Usage, freed: Usage,
+                   queues: list[str], follow: Callable[[str], Entry | None], limit: int,
+                   decisions: list[Decision], untried: list[tuple[str, str]]) -> None:
+        """More admissions of the queues whose head was admitted, a round of one per queue at
+        a time (in the order their heads were), each taken only while it fits on the cycle's
+        view within its queue's nominal quota, with no preemption or partial counts; a queue's
+        first follower that does not stops that queue, and goes back untried.
+
+        In Kueue each of these would be its queue's head in one of the next cycles, and would be
+        admitted there the same way: an entry within nominal quota goes before every borrowing
+        one (and under fair sharing has no share to lose to), needs no victims, and takes nothing
+        that another queue's nominal quota guarantees. Only the waiting for those cycles is saved
+        (kubernetes-sigs/kueue#14477). Node capacity (TAS) is checked again as the cycle is
+        applied, as for heads of different queues."""
+        active = queues
+        for _ in range(limit):
+            still: list[str] = []
+            for cq in active:
+                e = follow(cq)
+                if e is None:
+                    continue
+                a = self._follower_assignment(e, snap, assigner)
+                node = snap.nodes[cq]
+                if a is None or not all(usage.get(node, fr) + v <= node.quota(fr).nominal
+                                        for fr, v in a.usage.items() if v) \
+                        or not _fits(node, usage, a.usage) or not _fits(node, freed, a.usage):
+                    untried.append((e.workload.key, cq))
+                    continue
+                usage.add_all(node, a.usage)
+                freed.add_all(node, a.usage)
+                decisions.append(Decision(e.workload.key, cq, Outcome.ADMIT, assignment=a))
+                still.append(cq)
+            if not still:
+                return
+            active = still
+
+    def _follower_assignment(self, entry: Entry, snap: Snapshot,
+                             assigner: FlavorAssigner) -> Assignment | None:
+        """A follower's full assignment when it fits without borrowing or preemption (against
+        the snapshot; the caller checks the cycle's view), else None."""
+        if entry.replaces is not None or entry.preempting:
+            return None  # the paths of a head: taken over quota, or victims to wait for
+        cq = snap.cluster_queues.get(entry.cluster_queue)
+        if cq is None or entry.workload.invalid_resources:
+            return None
+        labels = snap.namespaces.get(entry.workload.namespace,
+                                     {"kubernetes.io/metadata.name": entry.workload.namespace})
+        if not label_selector_matches(cq.namespace_selector, labels):
+            return None
+        a = assigner.assign(entry.workload, cq, entry.priority)
+        if a.mode != Mode.FIT or a.borrowing:
+            return None
+        a = self._place_topology(snap, entry, a)
+        if a.mode != Mode.FIT:
+            return None
+        entry.assignment = a
+        return a

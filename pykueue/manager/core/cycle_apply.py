@@ -90,7 +90,11 @@ class CycleApplier:
             self._progress = {k: p for k, p in self._progress.items() if k in self._workloads}
         for entry in heads:
             entry.resume = self._resume(entry)
-        return self._scheduler.schedule(heads, snap)
+        wfpr = self._config.wait_for_pods_ready
+        # blockAdmission admits nothing after an admission until its pods are ready.
+        followers = 0 if wfpr and wfpr.block_admission else self._config.scheduling.followers_per_cycle
+        return self._scheduler.schedule(heads, snap, follow=self._pending.follower if followers > 0 else None,
+                                        followers=followers)
 
     def _resume(self, entry: Entry) -> tuple[dict[str, int], ...] | None:
         """The entry's scan progress if still current (Kueue's lastAssignmentOutdated)."""
@@ -171,6 +175,10 @@ class CycleApplier:
     def apply_cycle(self, result: CycleResult) -> bool:
         """Apply decisions; True if anything changed beyond putting heads back."""
         progress = False
+        for key, cq in result.untried:
+            rec = self._workloads.get(key)
+            if rec is not None:
+                self._pending.put_back(rec, cq)
         self._pending.hold_requeues()
         self._reserved_in = {}
         try:

@@ -131,11 +131,29 @@ class PendingQueues:
             key = q.pop() if take else q.peek()
             if key is None:
                 continue
-            rec = self._workloads[key]
-            heads.append(Entry(rec.wl, name, rec.priority, rec.queue_ts,
-                               preempting=rec.preempting and self._config.prioritize_preemptors,
-                               replaces=rec.wl.replaces if self._config.workload_slices else None))
+            heads.append(self._entry(self._workloads[key], name))
         return heads
+
+    def _entry(self, rec: WorkloadRecord, cq: str) -> Entry:
+        return Entry(rec.wl, cq, rec.priority, rec.queue_ts,
+                     preempting=rec.preempting and self._config.prioritize_preemptors,
+                     replaces=rec.wl.replaces if self._config.workload_slices else None)
+
+    def follower(self, cq: str) -> Entry | None:
+        """Pop the next workload of ``cq``'s queue for the cycle under way (its head was
+        admitted); None when none is waiting there (parked ones are not)."""
+        q = self.queues.get(cq)
+        if q is None or not q.active_count or cq in self._cache.inactive:
+            return None
+        if self.afs is not None and self._afs_enabled(cq):
+            return None  # each admission changes its LocalQueue's usage, so the order: re-sorted first
+        key = q.pop()
+        return None if key is None else self._entry(self._workloads[key], cq)
+
+    def put_back(self, rec: WorkloadRecord, cq: str) -> None:
+        """A follower the cycle did not admit goes back where it was popped from."""
+        if rec.cluster_queue == cq and rec.status == PENDING:
+            self.queue(cq).push(rec.key, self.sort_key(rec), self.shape(rec, cq))
 
     def requeue_decided(self, rec: WorkloadRecord, d: Decision) -> bool:
         """A head decided on goes back to its queue: to the heap (to be tried again at once,

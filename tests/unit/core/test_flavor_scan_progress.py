@@ -13,14 +13,18 @@ past it. The cases without churn are scenario files
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pykueue.manager.core.config import config_from
+from pykueue.manager.core.engine import QueueingCore
+from pykueue.manager.core.settings import SchedulingSettings
 from pykueue.manager.core.workload_state import ADMITTED
 from pykueue.manager.scenario.loader import load
-from pykueue.manager.scenario.runner import Simulation
+from pykueue.manager.scenario.runner import START, Simulation
 
 SCENARIO = (
     Path(__file__).resolve().parents[2]
@@ -31,10 +35,15 @@ SCENARIO = (
 )
 
 
-def _simulation(gate: bool) -> tuple[Simulation, dict[str, Any]]:
+def _simulation(gate: bool, one_head_a_cycle: bool = False) -> tuple[Simulation, dict[str, Any]]:
+    """``one_head_a_cycle``: no followers (Kueue's one head per queue and cycle), so that each
+    cycle of the test is one scan of one workload."""
     scenario = load([SCENARIO])
     scenario.config["featureGates"] = {"FlavorFungibilityPreserveScanProgress": gate}
     sim = Simulation(scenario)
+    if one_head_a_cycle:
+        config = replace(config_from(scenario.config), scheduling=SchedulingSettings(followers_per_cycle=0))
+        sim.core = QueueingCore(config, now=START, topology=sim.tas)
     cq: dict[str, Any] = {}
     for obj in scenario.objects:
         if obj.get("kind") == "ClusterQueue":
@@ -69,7 +78,7 @@ def test_generation_churn_discards_the_progress_unless_the_gate_keeps_it(
 
 
 def test_the_progress_is_resumed_in_the_next_cycle_only_after_the_stop() -> None:
-    sim, _ = _simulation(True)
+    sim, _ = _simulation(True, one_head_a_cycle=True)
     core = sim.core
     first = core.next_cycle()  # the blocker is the only head: admitted on flavor-1
     core.apply_cycle(first)

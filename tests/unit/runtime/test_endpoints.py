@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import datetime
+import gzip
 import ipaddress
 import ssl
 from pathlib import Path
 
 import aiohttp
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykueue.kube.endpoints import HealthChecks, build_app, start_site
+from pykueue.kube.endpoints import HealthChecks, accepts_gzip, build_app, start_site
 from pykueue.manager.runtime.metrics import KueueMetrics
 
 
@@ -94,3 +96,33 @@ async def test_metrics_over_https_when_given_a_certificate(tmp_path: Path) -> No
             assert plain_status != 200, "plain HTTP must not be served on the TLS port"
     finally:
         await runner.cleanup()
+
+
+async def test_metrics_are_gzipped_only_for_a_scraper_that_asks() -> None:
+    metrics = KueueMetrics()
+    metrics.report_pending("cq", 5, 1)
+    runner, port = await start_site(build_app(metrics=metrics), "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        async with aiohttp.ClientSession(auto_decompress=False) as http:
+            async with http.get(url, headers={"Accept-Encoding": "gzip"}) as resp:
+                assert resp.headers["Content-Encoding"] == "gzip"
+                zipped = await resp.read()
+            async with http.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"}) as resp:
+                assert "Content-Encoding" not in resp.headers
+                plain = await resp.read()
+            async with http.get(url, skip_auto_headers=["Accept-Encoding"]) as resp:
+                assert "Content-Encoding" not in resp.headers
+                assert b"kueue_pending_workloads{" in await resp.read()
+    finally:
+        await runner.cleanup()
+    assert gzip.decompress(zipped) == plain
+    assert len(zipped) < len(plain)
+
+
+@pytest.mark.parametrize(("header", "gzipped"), [
+    ("gzip", True), ("deflate, gzip;q=0.5", True), ("*", True), ("GZIP", True),
+    ("", False), ("deflate", False), ("gzip;q=0", False), ("gzip;q=0.0, *;q=0", False), ("gzip;q=x", False),
+])
+def test_accept_encoding_is_read_as_http_says(header: str, gzipped: bool) -> None:
+    assert accepts_gzip(header) is gzipped

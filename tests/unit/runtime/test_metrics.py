@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
 import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
@@ -264,3 +265,36 @@ def test_every_declared_family_is_written_by_a_helper_the_product_calls() -> Non
         helpers = writers.get(family.name, set())
         assert helpers, f"{family.name}: no helper writes it"
         assert helpers & called, f"{family.name}: {sorted(helpers)} never called"
+
+
+def _samples_of(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], str]:
+    """Every sample of a page, its value as a string (NaN compares); ``le`` as a number (Go
+    writes ``1``, prometheus_client ``1.0``)."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            labels = tuple(sorted((k, str(float(v)) if k == "le" else v) for k, v in s.labels.items()))
+            out[(s.name, labels)] = str(float(s.value))
+    return out
+
+
+def test_the_page_has_exactly_prometheus_clients_samples() -> None:
+    """The page is written by pykueue's own renderer; prometheus_client's (the reference for
+    the same registry) must find the same samples in it, escapes and odd values included."""
+    metrics = KueueMetrics()
+    exercise_every_family(metrics)
+    metrics.report_pending('a "quoted"\\queue\nwith a newline', 3, 0)
+    metrics.cluster_queue_resources("c", "cq", "f", "cpu", nominal=0.25, reservation=1e20, usage=0,
+                                    borrowing_limit=None, lending_limit=math.nan)
+    for seconds in (0.5, 3.0, 3.0, 99999.0):
+        metrics.admitted_workload("cq", "high", seconds, checks_wait_s=seconds / 3)
+    metrics.waited("workload-status", 2e-7)
+    metrics.withdrawn("cq", 4)
+    page = metrics.exposition().decode()
+    reference = prometheus_client.generate_latest(metrics.registry).decode()
+    assert _samples_of(page) == _samples_of(reference)
+    assert len(_samples_of(page)) > 350
+    assert 'kueue_admission_wait_time_seconds_bucket{cluster_queue="cq",priority_class="high",' \
+           'replica_role="standalone",le="5"} 3\n' in page
+    helps = [line.split()[2] for line in page.splitlines() if line.startswith("# TYPE ")]
+    assert helps == [line.split()[2] for line in reference.splitlines() if line.startswith("# TYPE ")]

@@ -126,7 +126,7 @@ def test_admissions_and_wait_times_are_counted_once() -> None:
                   priority_class="") == 2
     # w0 was created at the epoch, w1 a second later; both admitted 10 s after the epoch.
     assert _value(metrics, "kueue_admission_wait_time_seconds_sum", **labels) == 19.0
-    assert _value(metrics, "kueue_admission_wait_time_seconds_bucket", le="10.0", **labels) == 2
+    assert _value(metrics, "kueue_admission_wait_time_seconds_bucket", le="10", **labels) == 2
     assert _value(metrics, "kueue_admission_checks_wait_time_seconds_sum", **labels) == 0.0
 
     core.advance_clock(core.now + 5.0)

@@ -7,6 +7,7 @@ import asyncio
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, cast
 
 from pykueue.kube.backoff import Backoff
@@ -16,6 +17,7 @@ from pykueue.kube.merge_patch import apply_merge_patch
 from pykueue.kube.ratelimit import TokenBucket
 from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.reasons import FlavorVerdict, Miss, Pending, PendingReason, PodSetMiss
+from pykueue.manager.core.settings import TUNED, SchedulingSettings
 from pykueue.manager.core.workload_state import FINISHED
 from pykueue.manager.runtime.controllers import manager as manager_module
 from pykueue.manager.runtime.controllers.manager import (
@@ -152,9 +154,10 @@ def _holds_quota(obj: dict[str, Any]) -> bool:
     return conditions.get("QuotaReserved") == "True" and conditions.get("Finished") != "True"
 
 
-def _setup(config: CoreConfig | None = None) -> tuple[QueueManager, FakeApi]:
+def _setup(config: CoreConfig | None = None,
+           scheduling: SchedulingSettings = TUNED) -> tuple[QueueManager, FakeApi]:
     objects = _objects()
-    manager = QueueManager(KubeClient(object()), config)
+    manager = QueueManager(KubeClient(object()), config, scheduling=scheduling)
     api = FakeApi(objects[3:])
     manager.client = cast(KubeClient, api)
     for obj in objects:
@@ -377,11 +380,12 @@ def test_pending_notices_give_way_while_admissions_wait_for_a_writer() -> None:
 
 def test_no_cycle_starts_while_the_writers_are_behind(monkeypatch: Any) -> None:
     """The core decides no further ahead than the writers carry: with a backlog limit of
-    one, the first admission holds the next cycle until a writer takes it."""
+    one, the first admission holds the next cycle until a writer takes it (one admission a
+    cycle here: without followers, which would admit w1 in w0's cycle)."""
     monkeypatch.setattr(manager_module, "WRITE_BACKLOG_LIMIT", 1)
 
     async def go() -> None:
-        manager, api = _setup()
+        manager, api = _setup(scheduling=replace(TUNED, followers_per_cycle=0))
         await manager.schedule_once()  # w0 admitted and queued; no writer runs yet
         assert manager.status_writes.urgent_waiting == 1
         holding = {k for k, r in manager.core.all_workloads().items() if r.holds_quota}

@@ -132,6 +132,10 @@ RELEASE_WAIT_S = 10.0
 # How long a term ending gracefully (SIGTERM, cancelled) finishes in-flight writes before
 # the Lease is released: within the Lease, so no other leader can write meanwhile.
 DRAIN_S = 5.0
+# Events queued at shutdown (most of them waiting for the Events' own request budget) are
+# sent for at most this long, then dropped, as Kueue's event broadcaster drops its queue:
+# they inform, they decide nothing. Two seconds of it were most of a stop (kueue_perf).
+EVENTS_DRAIN_S = 0.5
 QUEUE_STATUS_WRITERS = 4
 PENDING_MESSAGE_INTERVAL_S = 3.0
 # A pending notice (see pending_notice) or a queue status write waits while less than
@@ -360,7 +364,7 @@ class QueueManager:
         for informer in self.informers.values():
             await informer.stop()
         await self.topology.stop()
-        await self.events.stop()
+        await self.events.stop(timeout_s=EVENTS_DRAIN_S)
 
     async def lead(self) -> None:
         """Leader-only work: scheduling and queue status, after all informers synced."""
