@@ -55,9 +55,35 @@ def validate_update_at_all(obj: Mapping[str, Any], old: Mapping[str, Any], ctx: 
     return managed_by_kueue(obj, ctx) or (ctx.gate("ValidateRayAndSparkJobUpdates") and bool(queue_name(old)))
 
 
-class RayClusterWebhook:
+class RayKindWebhook:
+    """What the three Ray kinds' webhooks share: a create is checked by the kind's
+    ``_create``; an update, when Kueue validates it at all, by the job update rules first."""
+
+    group: str
+    kind: str
+
+    def suspended(self, obj: Mapping[str, Any]) -> bool:
+        raise NotImplementedError
+
+    def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
+        raise NotImplementedError
+
+    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
+        if old is None:
+            return self._create(obj, ctx)
+        if not validate_update_at_all(obj, old, ctx):
+            return []
+        errors = validate_job_on_update(old, obj, ctx, new_suspended=self.suspended(obj),
+                                        old_suspended=self.suspended(old), group=self.group, kind=self.kind)
+        return errors + self._create(obj, ctx)
+
+
+class RayClusterWebhook(RayKindWebhook):
     integration = RAYCLUSTER.name
     group, kind = GROUP, "RayCluster"
+
+    def suspended(self, obj: Mapping[str, Any]) -> bool:
+        return is_suspended(obj)
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
         apply_job_defaults(obj, ctx, _spec, is_suspended, KUBERAY_CONTROLLER)
@@ -65,21 +91,6 @@ class RayClusterWebhook:
             gate_templates(_spec(obj))
         return obj
 
-    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        if old is None:
-            return self._create(obj, ctx)
-        if not validate_update_at_all(obj, old, ctx):
-            return []
-        errors = validate_job_on_update(
-            old,
-            obj,
-            ctx,
-            new_suspended=is_suspended(obj),
-            old_suspended=is_suspended(old),
-            group=self.group,
-            kind=self.kind,
-        )
-        return errors + self._create(obj, ctx)
 
     def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []

@@ -25,8 +25,8 @@ from pykueue.manager.jobs.raycluster.common import (
     cluster_spec_errors,
     topology_errors,
 )
-from pykueue.manager.jobs.raycluster.webhook import managed_by_kueue, validate_update_at_all
-from pykueue.manager.jobs.validation import validate_job_on_create, validate_job_on_update
+from pykueue.manager.jobs.raycluster.webhook import RayKindWebhook, managed_by_kueue
+from pykueue.manager.jobs.validation import validate_job_on_create
 
 from .lifecycle import RAYJOB
 
@@ -42,29 +42,17 @@ def _spec(job: JSON) -> JSON:
     return spec
 
 
-class RayJobWebhook:
+class RayJobWebhook(RayKindWebhook):
     integration = RAYJOB.name
     group, kind = GROUP, "RayJob"
+
+    def suspended(self, obj: Mapping[str, Any]) -> bool:
+        return is_suspended(obj)
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
         apply_job_defaults(obj, ctx, _spec, is_suspended, KUBERAY_CONTROLLER)
         return obj
 
-    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        if old is None:
-            return self._create(obj, ctx)
-        if not validate_update_at_all(obj, old, ctx):
-            return []
-        errors = validate_job_on_update(
-            old,
-            obj,
-            ctx,
-            new_suspended=is_suspended(obj),
-            old_suspended=is_suspended(old),
-            group=self.group,
-            kind=self.kind,
-        )
-        return errors + self._create(obj, ctx)
 
     def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []

@@ -25,8 +25,8 @@ from pykueue.manager.jobs.raycluster.common import (
     gate_templates,
     topology_errors,
 )
-from pykueue.manager.jobs.raycluster.webhook import managed_by_kueue, validate_update_at_all
-from pykueue.manager.jobs.validation import elastic_enabled, validate_job_on_create, validate_job_on_update
+from pykueue.manager.jobs.raycluster.webhook import RayKindWebhook, managed_by_kueue
+from pykueue.manager.jobs.validation import elastic_enabled, validate_job_on_create
 
 from .lifecycle import CLUSTER_CONFIG, RAYSERVICE, cluster_spec
 
@@ -37,9 +37,12 @@ def is_suspended(job: Mapping[str, Any]) -> bool:
     return cluster_spec(job).get("suspend") is True
 
 
-class RayServiceWebhook:
+class RayServiceWebhook(RayKindWebhook):
     integration = RAYSERVICE.name
     group, kind = GROUP, "RayService"
+
+    def suspended(self, obj: Mapping[str, Any]) -> bool:
+        return is_suspended(obj)
 
     def default(self, obj: JSON, ctx: AdmissionContext) -> JSON:
         apply_default_local_queue(obj, ctx)
@@ -54,21 +57,6 @@ class RayServiceWebhook:
             gate_templates(spec.setdefault(CLUSTER_CONFIG, {}))
         return obj
 
-    def validate(self, obj: JSON, old: JSON | None, ctx: AdmissionContext) -> list[FieldError]:
-        if old is None:
-            return self._create(obj, ctx)
-        if not validate_update_at_all(obj, old, ctx):
-            return []
-        errors = validate_job_on_update(
-            old,
-            obj,
-            ctx,
-            new_suspended=is_suspended(obj),
-            old_suspended=is_suspended(old),
-            group=self.group,
-            kind=self.kind,
-        )
-        return errors + self._create(obj, ctx)
 
     def _create(self, obj: JSON, ctx: AdmissionContext) -> list[FieldError]:
         errors: list[FieldError] = []
