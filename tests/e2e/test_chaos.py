@@ -43,7 +43,7 @@ from .test_queueing import _condition, _cq_cpu_usage, _queues
 
 pytestmark = pytest.mark.e2e
 
-ROUNDS = 20
+ROUNDS = 12
 JOBS_PER_ROUND = 3
 QUOTA_CPUS = 3
 SEED = 20260101
