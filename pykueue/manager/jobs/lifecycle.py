@@ -351,6 +351,23 @@ class TopLevelOwner:
         return build_workloads(dict(job), self.related)  # by the object's registered kind
 
 
+class SuspendedBySpec:
+    """The switch of a kind whose ``spec.suspend`` holds it (a Job, JobSet, TrainJob, AppWrapper,
+    RayCluster, RayJob): suspended while it is true, stopped by setting it."""
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+        spec = job.get("spec")
+        return isinstance(spec, Mapping) and spec.get("suspend") is True
+
+    def is_active(self, job: Mapping[str, Any]) -> bool:
+        return not self.is_suspended(job)
+
+    def stop(self, job: Mapping[str, Any]) -> list[Action]:
+        out = copy.deepcopy(dict(job))
+        out.setdefault("spec", {})["suspend"] = True
+        return [Replace(out)]
+
+
 # -- admission -> podset infos ---------------------------------------------------------------
 
 

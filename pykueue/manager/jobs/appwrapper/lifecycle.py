@@ -32,6 +32,7 @@ from pykueue.manager.jobs.lifecycle import (
     PodSetInfo,
     Replace,
     StartConflict,
+    SuspendedBySpec,
     TopLevelOwner,
     condition_true,
 )
@@ -64,7 +65,7 @@ def _pod_set_info(info: PodSetInfo) -> JSON:
     return out
 
 
-class AppWrapperLifecycle(TopLevelOwner):
+class AppWrapperLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = Integration("workload.codeflare.dev/appwrapper", GROUP, VERSION, KIND,
                                            "appwrappers", prebuilt=True)
     # The AppWrapper controller leaves an AppWrapper alone whose spec.managedBy names another.
@@ -73,12 +74,6 @@ class AppWrapperLifecycle(TopLevelOwner):
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)
         return workload_name(KIND, GROUP, str(m.get("name")), str(m.get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return (job.get("spec") or {}).get("suspend") is True
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
 
     def still_running(self, job: Mapping[str, Any]) -> bool:
         # Kueue's IsActive: the controller holds the quota until the wrapped objects are gone.
@@ -95,11 +90,6 @@ class AppWrapperLifecycle(TopLevelOwner):
         for comp, comp_sets in zip(components(out), sets, strict=True):
             comp["podSetInfos"] = [_pod_set_info(next(given)) for _ in comp_sets]
         out.setdefault("spec", {})["suspend"] = False
-        return [Replace(out)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:

@@ -27,6 +27,7 @@ from pykueue.manager.jobs.lifecycle import (
     Finished,
     PodSetInfo,
     Replace,
+    SuspendedBySpec,
     TopLevelOwner,
     condition_message,
     condition_true,
@@ -105,19 +106,13 @@ def _own_generated_labels(template: JSON, job: Mapping[str, Any]) -> JSON:
     return template
 
 
-class BatchJobLifecycle(TopLevelOwner):
+class BatchJobLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = Integration("batch/job", "batch", "v1", "Job", "jobs",
                                            prebuilt=True, elastic=True)
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",), _scrub_for_worker)
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         return workload_name("Job", "batch", str(meta(job).get("name")), str(meta(job).get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return bool(_spec(job).get("suspend"))
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
 
     def still_running(self, job: Mapping[str, Any]) -> bool:
         return int((job.get("status") or {}).get("active") or 0) > 0
@@ -132,11 +127,6 @@ class BatchJobLifecycle(TopLevelOwner):
         spec["suspend"] = False
         if _accepts_partial_admission(job):
             _set_parallelism(spec, job, info.count)  # no more pods than were admitted
-        return [Replace(out)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:

@@ -24,6 +24,7 @@ from pykueue.manager.jobs.lifecycle import (
     Finished,
     PodSetInfo,
     Replace,
+    SuspendedBySpec,
     TopLevelOwner,
     condition_message,
     condition_true,
@@ -70,7 +71,7 @@ def _names(jobset: Mapping[str, Any]) -> list[str]:
     return [str(rj.get("name") or "") for rj in replicated_jobs(jobset)]
 
 
-class JobSetLifecycle(TopLevelOwner):
+class JobSetLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = Integration("jobset.x-k8s.io/jobset", GROUP, "v1alpha2", "JobSet", "jobsets",
                                            prebuilt=True)
     # The JobSet controller leaves a JobSet alone whose spec.managedBy names another controller.
@@ -79,12 +80,6 @@ class JobSetLifecycle(TopLevelOwner):
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)
         return workload_name("JobSet", GROUP, str(m.get("name")), str(m.get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
 
     def still_running(self, job: Mapping[str, Any]) -> bool:
         statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
@@ -100,11 +95,6 @@ class JobSetLifecycle(TopLevelOwner):
             base = workload_template(workload, name) or spec.get("template") or {}
             spec["template"] = merge_into_template(base, pairs[name])
         out["spec"]["suspend"] = False
-        return [Replace(out)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:

@@ -27,6 +27,7 @@ from pykueue.manager.jobs.lifecycle import (
     Finished,
     PodSetInfo,
     Replace,
+    SuspendedBySpec,
     TopLevelOwner,
 )
 from pykueue.manager.jobs.multikueue.adapter import SpecCopyAdapter
@@ -80,19 +81,13 @@ def ungate_by_podset(workload: Mapping[str, Any], pods: list[JSON]) -> list[Acti
     ]
 
 
-class RayClusterLifecycle(TopLevelOwner):
+class RayClusterLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = RAYCLUSTER
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",))
 
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)
         return workload_name("RayCluster", GROUP, str(m.get("name")), str(m.get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return cluster_spec(job).get("suspend") is True
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
 
     def still_running(self, job: Mapping[str, Any]) -> bool:
         return (job.get("status") or {}).get("state") == READY
@@ -104,11 +99,6 @@ class RayClusterLifecycle(TopLevelOwner):
         spec = out.setdefault("spec", {})
         spec["suspend"] = False
         start_cluster(spec, infos)
-        return [Replace(out)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:

@@ -34,6 +34,7 @@ from pykueue.manager.jobs.lifecycle import (
     PodSetInfo,
     Replace,
     StartConflict,
+    SuspendedBySpec,
     TopLevelOwner,
     merge_into_template,
     restored_template,
@@ -109,7 +110,7 @@ def expected_count(job: Mapping[str, Any]) -> int:
     return expected_podsets(cluster_spec(job)) + (1 if submission_mode(job) == K8S_JOB_MODE else 0)
 
 
-class RayJobLifecycle(TopLevelOwner):
+class RayJobLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = RAYJOB
     multikueue: SpecCopyAdapter = SpecCopyAdapter(("spec",))
 
@@ -124,12 +125,6 @@ class RayJobLifecycle(TopLevelOwner):
     def workload_name(self, job: Mapping[str, Any]) -> str:
         m = meta(job)
         return workload_name("RayJob", GROUP, str(m.get("name")), str(m.get("uid", "")))
-
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return get_path(job, "spec", "suspend") is True
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
 
     def still_running(self, job: Mapping[str, Any]) -> bool:
         return str(get_path(job, "status", "jobDeploymentStatus") or "") not in _NOT_RUNNING
@@ -147,11 +142,6 @@ class RayJobLifecycle(TopLevelOwner):
         start_cluster(cluster, infos[: expected_podsets(cluster)])
         if submission_mode(job) == K8S_JOB_MODE:
             spec["submitterPodTemplate"] = merge_into_template(submitter_template(job), infos[-1])
-        return [Replace(out)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
         return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:

@@ -34,6 +34,7 @@ from pykueue.manager.jobs.lifecycle import (
     PodSetInfo,
     Replace,
     StartConflict,
+    SuspendedBySpec,
     TopLevelOwner,
     condition_message,
     condition_true,
@@ -105,7 +106,7 @@ def _active(job: Mapping[str, Any]) -> bool:
     return any(int_or((s or {}).get("active"), 0) > 0 for s in statuses if isinstance(s, dict))
 
 
-class TrainJobLifecycle(TopLevelOwner):
+class TrainJobLifecycle(SuspendedBySpec, TopLevelOwner):
     integration: Integration = Integration("trainer.kubeflow.org/trainjob", GROUP, VERSION, KIND,
                                            "trainjobs", prebuilt=True)
     # The trainer leaves a TrainJob alone whose spec.managedBy names MultiKueue.
@@ -138,12 +139,6 @@ class TrainJobLifecycle(TopLevelOwner):
         m = meta(job)
         return workload_name(KIND, GROUP, str(m.get("name")), str(m.get("uid", "")))
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return spec_of(job).get("suspend") is True
-
-    def is_active(self, job: Mapping[str, Any]) -> bool:
-        return not self.is_suspended(job)
-
     def still_running(self, job: Mapping[str, Any]) -> bool:
         return _active(job)
 
@@ -161,11 +156,6 @@ class TrainJobLifecycle(TopLevelOwner):
         started["spec"]["suspend"] = False
         # First the patches while still suspended, then the switch (see the module docstring).
         return [Replace(patched), Replace(started)]
-
-    def stop(self, job: Mapping[str, Any]) -> list[Action]:
-        out = copy.deepcopy(dict(job))
-        out.setdefault("spec", {})["suspend"] = True
-        return [Replace(out)]
 
     def restore(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> list[Action]:
         if not self.is_suspended(job) or _active(job):
