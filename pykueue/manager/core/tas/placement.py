@@ -712,29 +712,9 @@ class PlacementSearch:
             if level == self.slice_level:
                 dom.slice, dom.slice_wl = dom.state // size, dom.state_wl // size
             return
-        cap = slices = leader = 0
-        contributor = False
-        min_diff = min_slice_diff = 1 << 62
         for child in dom.children:
             self._refill(child, level + 1, leader_required)
-            cap += child.state
-            slices += child.slice
-            if not leader_required or child.leader > 0:
-                contributor = True
-                min_diff = min(min_diff, child.state - child.state_wl)
-                min_slice_diff = min(min_slice_diff, child.slice - child.slice_wl)
-            leader = max(leader, child.leader)
-        dom.state = cap
-        slices_wl = 0
-        if contributor:
-            dom.state_wl = cap - min_diff
-            slices_wl = slices - min_slice_diff
-        else:
-            dom.state_wl = 0
-        dom.leader = leader
-        if level == self.slice_level:
-            slices, slices_wl = dom.state // size, dom.state_wl // size
-        dom.slice, dom.slice_wl = slices, slices_wl
+        self._fill_parent(dom, None, leader_required, level == self.slice_level)
 
     def _prune(self, domains: Sequence[Domain], threshold: int, level: int, leader_required: bool) -> None:
         for dom in domains:
