@@ -44,6 +44,7 @@ from .kueue_perf_config import (
     queue_plans,
     topology_objects,
 )
+from .webhook_latency import percentile
 
 DEEP_CLASS = "deep"
 
@@ -54,13 +55,6 @@ class _Finish:
     seq: int
     key: str = field(compare=False)
     admission: int = field(compare=False)
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _quick(config: GeneratorConfig) -> GeneratorConfig:
@@ -151,10 +145,10 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], followers: int) ->
         "deep_admissions_per_min": round(len(deep_waits) / span_min, 1),
         "cycles_per_min": round(deep_cycles / span_min, 1),
         "cycles": cycles,
-        "deep_wait_p50_s": round(_pct(deep_waits, 0.5), 3),
-        "deep_wait_p90_s": round(_pct(deep_waits, 0.9), 3),
-        "shallow_wait_p50_s": round(_pct(shallow_waits, 0.5), 3),
-        "shallow_wait_p90_s": round(_pct(shallow_waits, 0.9), 3),
+        "deep_wait_p50_s": round(percentile(deep_waits, 0.5), 3),
+        "deep_wait_p90_s": round(percentile(deep_waits, 0.9), 3),
+        "shallow_wait_p50_s": round(percentile(shallow_waits, 0.5), 3),
+        "shallow_wait_p90_s": round(percentile(shallow_waits, 0.9), 3),
         "end_s": round(now, 3),
     }
 
