@@ -217,25 +217,31 @@ class Scheduler:
                 (f, r) for i in failed for r, f in assignment.podsets[i].flavors.items()}
         return assignment
 
-    def _nominate(self, entry: Entry, snap: Snapshot, assigner: FlavorAssigner) -> None:
+    @staticmethod
+    def _inadmissible(entry: Entry, snap: Snapshot) -> PendingReason | None:
+        """Why the entry cannot be considered at all in its ClusterQueue, if it cannot."""
         cq_name = entry.cluster_queue
         cq = snap.cluster_queues.get(cq_name)
         if cq is None or cq_name not in snap.nodes:
-            entry.inadmissible = PendingReason(Pending.CLUSTER_QUEUE_GONE, cq_name)
-            return
+            return PendingReason(Pending.CLUSTER_QUEUE_GONE, cq_name)
         why = snap.inactive.get(cq_name)
         if why is not None:
-            entry.inadmissible = why
-            return
+            return why
         labels = snap.namespaces.get(entry.workload.namespace,
                                      {"kubernetes.io/metadata.name": entry.workload.namespace})
         if not label_selector_matches(cq.namespace_selector, labels):
-            entry.inadmissible = PendingReason(Pending.NAMESPACE_MISMATCH, cq_name)
-            entry.requeue_reason = NAMESPACE_MISMATCH
-            return
+            return PendingReason(Pending.NAMESPACE_MISMATCH, cq_name)
         invalid = entry.workload.invalid_resources
         if invalid:
-            entry.inadmissible = PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
+            return PendingReason(Pending.INVALID_RESOURCES, detail=invalid)
+        return None
+
+    def _nominate(self, entry: Entry, snap: Snapshot, assigner: FlavorAssigner) -> None:
+        why = self._inadmissible(entry, snap)
+        if why is not None:
+            entry.inadmissible = why
+            if why.kind is Pending.NAMESPACE_MISMATCH:
+                entry.requeue_reason = NAMESPACE_MISMATCH
             return
         replaced = self._replaced_slice(snap, entry)
         if replaced is None:
@@ -412,14 +418,9 @@ class Scheduler:
         the snapshot; the caller checks the cycle's view), else None."""
         if entry.replaces is not None or entry.preempting:
             return None  # the paths of a head: taken over quota, or victims to wait for
-        cq = snap.cluster_queues.get(entry.cluster_queue)
-        if cq is None or entry.workload.invalid_resources:
+        if self._inadmissible(entry, snap) is not None:
             return None
-        labels = snap.namespaces.get(entry.workload.namespace,
-                                     {"kubernetes.io/metadata.name": entry.workload.namespace})
-        if not label_selector_matches(cq.namespace_selector, labels):
-            return None
-        a = assigner.assign(entry.workload, cq, entry.priority)
+        a = assigner.assign(entry.workload, snap.cluster_queues[entry.cluster_queue], entry.priority)
         if a.mode != Mode.FIT or a.borrowing:
             return None
         a = self._place_topology(snap, entry, a)
