@@ -35,7 +35,7 @@ from pykueue.manager.core.config import CoreConfig
 from pykueue.manager.core.engine import QueueingCore
 from pykueue.manager.core.settings import IMMEDIATE, TUNED
 from pykueue.manager.core.tas_hook import TasPlacer
-from pykueue.manager.core.workload_state import ADMITTED
+from pykueue.manager.core.workload_state import ADMITTED, WorkloadView
 
 from .kueue_perf_config import (
     CLASS_LABEL,
@@ -54,6 +54,7 @@ from .kueue_perf_config import (
 CONFIGS = Path(__file__).parent / "configs" / "kueue_perf"
 LATENCIES_MS = (0, 50, 100, 150, 200, 300, 500, 1000)
 QUICK_LATENCIES_MS = (0, 300)
+SETTLE_MS = round(TUNED.publish_settle_s * 1000)
 
 
 @dataclass(order=True)
@@ -63,6 +64,19 @@ class _Event:
     key: str = field(compare=False)
     obj: dict[str, Any] | None = field(compare=False, default=None)  # set for a creation
     admission: int = field(compare=False, default=0)  # for a finish: which admission it ends
+    publish: bool = field(compare=False, default=False)  # that admission's publication, not its end
+
+
+def _record(core: QueueingCore, key: str) -> WorkloadView:
+    rec = core.workload(key)
+    assert rec is not None, key  # the run never deletes a workload
+    return rec
+
+
+def _finish(core: QueueingCore, key: str, now_ms: int, latency_ms: int, seq: int, admission: int) -> _Event:
+    """The end of a published admission: its run time and the latency after it."""
+    run_ms = int(_record(core, key).wl.source["metadata"]["labels"][RUNNING_TIME_LABEL])
+    return _Event(now_ms + run_ms + latency_ms, seq, key, admission=admission)
 
 
 def _creations(plans: list[QueuePlan]) -> list[_Event]:
@@ -82,12 +96,15 @@ def _creations(plans: list[QueuePlan]) -> list[_Event]:
 
 
 def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
-             requeue_batch_ms: int = 0) -> dict[str, Any]:
+             requeue_batch_ms: int = 0, settle_ms: int = 0) -> dict[str, Any]:
     """Run every workload of ``plans`` through the core; each finishes ``latency_ms`` after
-    its run time (counted from each admission). With ``requeue_batch_ms``, parked workloads
-    are requeued in batches as the manager does: that long, or longer for a cohort tree of
-    many ClusterQueues or parked shapes by the manager's own per-queue and per-group periods
-    (0: at once, as simulate does)."""
+    its run time (counted from each admission's publication). With ``requeue_batch_ms``,
+    parked workloads are requeued in batches as the manager does: that long, or longer for a
+    cohort tree of many ClusterQueues or parked shapes by the manager's own per-queue and
+    per-group periods (0: at once, as simulate does). With ``settle_ms``, a reservation the
+    core says may soon be taken back (``QueueingCore.publish_wait``) is published that long
+    after it was made, as the manager writes it, and its job starts then; a preemption
+    before that withdraws it (counted in ``withdrawn``, not in ``evictions``)."""
     started = time.process_time()
     tas: TasPlacer | None = None
     if config.topology is not None:
@@ -99,7 +116,9 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
         for node in nodes:
             tas.apply({**node, "status": {**node["status"], "conditions": ready}})
     batch_s = requeue_batch_ms / 1000
-    core_config = CoreConfig(scheduling=replace(TUNED, requeue_batch_s=batch_s) if batch_s else IMMEDIATE)
+    scheduling = replace(TUNED, requeue_batch_s=batch_s) if batch_s else IMMEDIATE
+    scheduling = replace(scheduling, publish_settle_s=settle_ms / 1000)
+    core_config = CoreConfig(scheduling=scheduling, withdraw_unpublished=True)
     core = QueueingCore(core_config, now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:
@@ -112,7 +131,7 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
     created: dict[str, int] = {}
     first_admitted: dict[str, int] = {}
     admissions: dict[str, int] = {}
-    end_ms = finished = 0
+    end_ms = finished = withdrawn = 0
     while events or core.next_deadline() is not None:
         due = core.next_deadline()
         if due is not None and (not events or due * 1000 < events[0].at_ms):
@@ -126,7 +145,16 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
             if ev.obj is not None:
                 core.apply_workload(ev.obj)
                 created[ev.key] = now_ms
-            elif ev.admission == admissions.get(ev.key) and core.workload(ev.key).status == ADMITTED:
+            elif ev.publish:
+                if ev.admission != admissions.get(ev.key):
+                    continue
+                if _record(core, ev.key).status != ADMITTED:
+                    withdrawn += 1  # taken back before it was published
+                    continue
+                core.publish(ev.key)
+                seq += 1
+                heapq.heappush(events, _finish(core, ev.key, now_ms, latency_ms, seq, ev.admission))
+            elif ev.admission == admissions.get(ev.key) and _record(core, ev.key).status == ADMITTED:
                 core.finish(ev.key)  # not when evicted since: that admission ended already
                 end_ms, finished = now_ms, finished + 1
         for d in core.run_until_idle():
@@ -135,18 +163,24 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
                 continue
             admissions[d.key] = admissions.get(d.key, 0) + 1
             first_admitted.setdefault(d.key, now_ms)
-            run_ms = int(rec.wl.source["metadata"]["labels"][RUNNING_TIME_LABEL])
             seq += 1
-            ends = _Event(now_ms + run_ms + latency_ms, seq, d.key, admission=admissions[d.key])
-            heapq.heappush(events, ends)
+            wait_ms = math.ceil(core.publish_wait(d.key) * 1000)
+            if wait_ms > 0:
+                heapq.heappush(events, _Event(now_ms + wait_ms, seq, d.key, admission=admissions[d.key],
+                                              publish=True))
+                continue
+            core.publish(d.key)
+            heapq.heappush(events, _finish(core, d.key, now_ms, latency_ms, seq, admissions[d.key]))
     per_workload = {k: len(r.evictions) for k, r in core.all_workloads().items()}
     tta: dict[str, list[int]] = {}
     for key, at in first_admitted.items():
-        cls = core.workload(key).wl.source["metadata"]["labels"][CLASS_LABEL]
+        cls = _record(core, key).wl.source["metadata"]["labels"][CLASS_LABEL]
         tta.setdefault(cls, []).append(at - created[key])
     return {
         "latency_ms": latency_ms, "requeue_batch_ms": requeue_batch_ms,
+        "settle_ms": settle_ms,
         "evictions": sum(per_workload.values()),
+        "withdrawn": withdrawn,
         "evicted_workloads": sum(1 for n in per_workload.values() if n),
         "most_evictions_of_one": max(per_workload.values(), default=0),
         "finished": finished,
@@ -163,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the first cohort only, latencies 0 and 300 ms")
     parser.add_argument("--latency-ms", type=int, action="append", default=None,
                         help="a latency to run (repeatable; default 0-1000 ms in eight steps)")
+    parser.add_argument("--settle-ms", type=int, action="append", default=None,
+                        help="how long a contestable reservation stays unpublished (repeatable; "
+                             f"default 0 and the manager's {SETTLE_MS} ms)")
     parser.add_argument("--requeue-batch-ms", type=int, default=0,
                         help="requeue parked workloads in batches of this period, as the manager "
                              "does (0, the default: at once)")
@@ -177,17 +214,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         plans = [p for p in plans if p.cohort == plans[0].cohort]
     latencies = args.latency_ms or (QUICK_LATENCIES_MS if args.quick else LATENCIES_MS)
-    if any(v < 0 for v in latencies) or args.requeue_batch_ms < 0:
-        print("eviction_latency: --latency-ms and --requeue-batch-ms must not be negative", file=sys.stderr)
+    settles = args.settle_ms or [0, SETTLE_MS]
+    if any(v < 0 for v in (*latencies, *settles)) or args.requeue_batch_ms < 0:
+        print("eviction_latency: --latency-ms, --settle-ms and --requeue-batch-ms must not be negative",
+              file=sys.stderr)
         return 2
     runs = []
-    for latency in latencies:
-        run = simulate(config, plans, latency, args.requeue_batch_ms)
-        runs.append(run)
-        print(f"latency {latency} ms: {run['evictions']} evictions of {run['evicted_workloads']} workloads "
-              f"(at most {run['most_evictions_of_one']} of one), last finish at {run['end_s']} s, "
-              f"core CPU {run['core_cpu_s']} s",
-              file=sys.stderr)
+    for settle in settles:
+        for latency in latencies:
+            run = simulate(config, plans, latency, args.requeue_batch_ms, settle)
+            runs.append(run)
+            print(f"settle {settle} ms, latency {latency} ms: {run['evictions']} evictions of "
+                  f"{run['evicted_workloads']} workloads (at most {run['most_evictions_of_one']} of one), "
+                  f"{run['withdrawn']} withdrawn, last finish at {run['end_s']} s, "
+                  f"core CPU {run['core_cpu_s']} s",
+                  file=sys.stderr)
     workloads = sum(ws.count * len(ws.workloads) for p in plans for ws in p.queues.workloads_sets)
     metrics = {"config": path.stem, "workloads": workloads, "runs": runs}
     env = {"python": platform.python_version(), "machine": platform.machine(), "quick": args.quick}

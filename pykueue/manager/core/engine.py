@@ -140,6 +140,42 @@ class QueueingCore:
         taking it back is an eviction. Returns whether the reservation was unpublished."""
         return self._lifecycle.publish(key)
 
+    def publish_wait(self, key: str) -> float:
+        """Seconds the reservation of ``key`` should stay unpublished yet; 0: write it now.
+
+        A reservation that may soon be taken back settles for the scheduling settings'
+        ``publish_settle_s`` from when it was made: one made in a ClusterQueue that preempts
+        within itself and has queued a workload of higher priority before, or one that
+        borrows where a sibling may reclaim. A preemption decided meanwhile withdraws it
+        (``CoreConfig.withdraw_unpublished``), so no job is started only to be stopped."""
+        settle = self._config.scheduling.publish_settle_s
+        rec = self._workloads.get(key)
+        if (settle <= 0 or rec is None or not rec.unpublished or not rec.holds_quota
+                or rec.reserved_at is None or rec.took_over is not None or rec.wl.replaces is not None):
+            return 0.0
+        wait = rec.reserved_at + settle - self._clock.now
+        return wait if wait > 0 and self._contestable(rec) else 0.0
+
+    def _contestable(self, rec: WorkloadRecord) -> bool:
+        """Some workload may preempt ``rec``'s reservation under its queues' policies."""
+        name = rec.cluster_queue or ""
+        cq = self._cache.cq_defs.get(name)
+        if cq is None:
+            return False
+        if (cq.policy("withinClusterQueue") != "Never"
+                and self._pending.top_priority.get(name, rec.priority) > rec.priority):
+            return True
+        if rec.assignment is None or not rec.assignment.borrowing:
+            return False
+        if self._config.fair_sharing is not None:
+            return True
+        node = self._cache.nodes.get(name)
+        while node is not None and node.parent is not None:
+            node = node.parent
+        siblings = node.cluster_queues() if node is not None else ()
+        return any(c.name != name and self._cache.cq_defs[c.name].policy("reclaimWithinCohort") != "Never"
+                   for c in siblings if c.name in self._cache.cq_defs)
+
     def job_stopped(self, key: str) -> bool:
         """The job of an evicted workload has no active pods left: release its quota and
         requeue (or deactivate) it. False if it was not waiting for that."""

@@ -46,6 +46,9 @@ class PendingQueues:
         # (ClusterQueue, shape) -> tier of the latest NoFit that parked the shape.
         self.no_fit_tiers: dict[tuple[str, int], str] = {}
         self._requeue_due: set[str] = set()  # roots with a batched requeue timer running
+        # ClusterQueue -> the highest priority of any workload ever queued there: who may come
+        # back to preempt within it (see QueueingCore.publish_wait).
+        self.top_priority: dict[str, int] = {}
         # While a cycle is applied: trees whose quota was freed, requeued once it is applied.
         self._freed_roots: dict[str, QuotaNode] | None = None
         # Admission fair sharing: LocalQueue usage, sampled on the core's clock.
@@ -109,6 +112,8 @@ class PendingQueues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
         if target is not None:
+            if rec.priority > self.top_priority.get(target, rec.priority - 1):
+                self.top_priority[target] = rec.priority
             q = self.queue(target)
             skey = self.sort_key(rec)
             if q.is_parked(rec.key) and not unpark:

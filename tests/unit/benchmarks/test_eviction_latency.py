@@ -40,6 +40,20 @@ def test_holding_quota_until_the_next_one_comes_evicts_each_at_most_once() -> No
     assert run["tta_ms"]["large"] > 0  # the next large one waits for the quota instead
 
 
+def test_settling_reservations_withdraws_the_gap_fillers_instead_of_evicting_them() -> None:
+    """Published only after the manager's settle time, the medium ones that fill a large
+    one's gap are taken back unseen when the next large one comes: far fewer evictions,
+    none of the same workload twice, every workload still run."""
+    config = parse_config(_shape())
+    at_once = simulate(config, queue_plans(config), latency_ms=0)
+    settled = simulate(config, queue_plans(config), latency_ms=0, settle_ms=300)
+    assert settled["finished"] == at_once["finished"] == 2 * (70 + 20 + 8)
+    assert at_once["withdrawn"] == 0 and settled["withdrawn"] > 0
+    assert settled["evictions"] * 3 <= at_once["evictions"]
+    assert settled["most_evictions_of_one"] <= 1
+    assert settled["settle_ms"] == 300
+
+
 def test_cli_prints_the_json_line_last(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--quick", "--latency-ms", "0"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

@@ -584,6 +584,10 @@ class QueueManager:
         only its release (if the stored copy still holds a reservation)."""
         namespace, name = key.split("/", 1)
         path = res.WORKLOADS.object_path(name, namespace, "status")
+        if not release_only:
+            settle = self.core.publish_wait(key)
+            if settle > 0 and not self._stored_reserved(key):
+                return settle  # it may yet be withdrawn unseen (QueueingCore.publish_wait)
         current, trusted = self._current_workload(key)
         for _ in range(MAX_CONFLICT_RETRIES):
             rec = self.core.workload(key)
