@@ -6,7 +6,8 @@ the core on a clock that each cycle advances by the CPU time the cycle took (dec
 applied), so the core's own speed sets the pace: one core, no API, every reservation seen at
 once. Workloads are created at the generator's times and finish their run time after each
 admission. Run twice: ``followers`` 0 (Kueue's one head per ClusterQueue per cycle) and the
-manager's setting (``settings.FOLLOWERS_PER_CYCLE``).
+manager's setting (``settings.FOLLOWERS_PER_CYCLE``). The core runs the config's
+``fairSharing`` (on for ``deep-queue``), with Kueue's default preemption strategies.
 
 Reported per run: the deep queue's admissions per minute (from its first creation to its
 last first admission), cycles per minute (cycles over the run until the deep queue was
@@ -44,6 +45,7 @@ from .kueue_perf_config import (
     queue_plans,
     topology_objects,
 )
+from .kueue_perf_managers import FAIR_SHARING_STRATEGIES
 from .webhook_latency import percentile
 
 DEEP_CLASS = "deep"
@@ -78,8 +80,9 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], followers: int) ->
     ready = [{"type": "Ready", "status": "True"}]
     for node in nodes:
         tas.apply({**node, "status": {**node["status"], "conditions": ready}})
-    core = QueueingCore(CoreConfig(scheduling=replace(TUNED, followers_per_cycle=followers)), now=0.0,
-                        topology=tas)
+    fair = FAIR_SHARING_STRATEGIES if config.fair_sharing else None  # the config's fairSharing
+    scheduling = replace(TUNED, followers_per_cycle=followers)
+    core = QueueingCore(CoreConfig(scheduling=scheduling, fair_sharing=fair), now=0.0, topology=tas)
     core.apply(flavor_object(config))
     for plan in plans:
         for obj in plan.objects(config.flavor.name):
@@ -140,6 +143,7 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], followers: int) ->
     span_min = max(1e-9, ((deep_done_at or now) - deep_start) / 60)
     return {
         "followers_per_cycle": followers,
+        "fair_sharing": core.config.fair_sharing is not None,
         "deep_workloads": deep_total,
         "deep_admitted": len(deep_waits),
         "deep_admissions_per_min": round(len(deep_waits) / span_min, 1),

@@ -24,6 +24,13 @@ the budget on this generator).
 ``external`` measures the manager already running (the dev cluster's) from outside via
 ``/proc`` (for the shared CI cluster). The managers are in ``kueue_perf_managers``.
 
+Measures beyond Kueue's checker (``kueue_perf_recorder``): per workload class the p50/p90
+time to admission (``tta_p50_ms``, ``tta_p90_ms``; never-admitted workloads left out and
+counted in ``never_admitted``) and ``admissions_per_min``; per run ``scheduling_cycles``
+(each manager's ``kueue_admission_attempts_total``, one per scheduling cycle in both) and
+``cycles_per_min`` over the manager's wall. A generator config with ``fairSharing: true``
+(our extension, see ``kueue_perf_config``) runs both managers with Kueue's fair sharing.
+
 Without ``--qps`` both client settings run, Kueue's harness 50/100 and the production
 default 300/500. The JSON line's top-level metrics are the last pykueue run (or the last
 run), ``runs`` lists every run, ``compare`` the pykueue/Kueue ratios (``kueue_perf_results``).
@@ -538,7 +545,17 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
         "usage_pct": None if spec.mode == "floor" else usage.get("cq", next(iter(usage.values()), 0.0)),
         "usage_pct_by_class": usage,
         "admitted_usage_pct": rec.admitted_usage_pct(),
-        "tta_ms": rec.time_to_admission_ms(), "manager_cpu_s": round(stats.cpu_s, 2),
+        "tta_ms": rec.time_to_admission_ms(),
+        # Percentiles over the workloads admitted; those never admitted are counted apart.
+        "tta_p50_ms": rec.time_to_admission_pct_ms(0.5), "tta_p90_ms": rec.time_to_admission_pct_ms(0.9),
+        "never_admitted": rec.never_admitted(), "admissions_per_min": rec.admissions_per_min(),
+        # Kueue's kueue_admission_attempts_total (one per cycle), over the manager's wall.
+        "scheduling_cycles": stats.scheduling_cycles,
+        "cycles_per_min": None if stats.scheduling_cycles is None or not stats.wall_s
+        else round(stats.scheduling_cycles * 60.0 / stats.wall_s, 1),
+        # The config's fairSharing as the manager ran it (None: not a manager we configure).
+        "fair_sharing": config.fair_sharing if spec.mode in ("own", "kueue") else None,
+        "manager_cpu_s": round(stats.cpu_s, 2),
         "manager_mcpu": round(stats.cpu_s * 1000 / stats.wall_s) if stats.wall_s else None,
         "manager_peak_rss_mb": round(stats.peak_rss_mb, 1), "api_requests": stats.api_requests,
         "api_requests_by_verb": stats.api_requests_by_verb, "throttled_s": stats.throttled_s,
@@ -613,7 +630,7 @@ class Bench:
         assert spec.qps is not None and spec.burst is not None
         if spec.mode == "own":
             return OwnManager(self.kubeconfig, spec.qps, spec.burst, self.workdir, spec.tag,
-                              metrics_token=self.metrics_token)
+                              metrics_token=self.metrics_token, fair_sharing=self.config.fair_sharing)
         if spec.mode == "floor":
             return FloorManager(self.kubeconfig, self.config.flavor.name, spec.qps, spec.burst, self.workdir,
                                 spec.tag)
@@ -661,7 +678,7 @@ class Bench:
                 tops.append(m)
             timelines[spec.label] = result["timeline"]
             _log(f"  wall {m['wall_s']}s usage {m['usage_pct']}% (admitted {m['admitted_usage_pct']}%) "
-                 f"tta {m['tta_ms']} "
+                 f"tta {m['tta_ms']} p90 {m['tta_p90_ms']} cycles/min {m['cycles_per_min']} "
                  f"cpu {m['manager_cpu_s']}s rss {m['manager_peak_rss_mb']}MB "
                  f"requests {m['api_requests']} evictions {m['evictions']} "
                  f"(victims chosen {m['preemptions_decided']})")
@@ -739,15 +756,17 @@ def _output_path(args: argparse.Namespace, name: str) -> Path:
     return RESULTS / f"kueue_perf-{name}.json"
 
 
-def _kueue_binaries(version: str, specs: list[RunSpec], limiter: str) -> dict[tuple[float, int], Path]:
-    """minimalkueue of Kueue ``version`` for each client setting of the Kueue runs (built now)."""
+def _kueue_binaries(version: str, specs: list[RunSpec], limiter: str,
+                    fair_sharing: bool = False) -> dict[tuple[float, int], Path]:
+    """minimalkueue of Kueue ``version`` for each client setting of the Kueue runs (built now),
+    with fair sharing when the config asks for it."""
     binaries: dict[tuple[float, int], Path] = {}
     for spec in specs:
         if spec.mode == "kueue" and spec.qps is not None and spec.burst is not None:
             key = (spec.qps, spec.burst)
             if key not in binaries:
                 binaries[key] = kueue_minimal.binary(version, spec.qps, spec.burst, limiter=limiter,
-                                                     report=_log)
+                                                     fair_sharing=fair_sharing, report=_log)
     return binaries
 
 
@@ -785,7 +804,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     limiter = args.kueue_limiter or SHARED
     try:
-        binaries = _kueue_binaries(kueue_version, specs, limiter) if "kueue" in modes else {}
+        binaries = _kueue_binaries(kueue_version, specs, limiter, config.fair_sharing) \
+            if "kueue" in modes else {}
     except BuildError as exc:
         print(f"kueue_perf: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1

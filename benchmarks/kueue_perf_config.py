@@ -7,6 +7,14 @@ layout follows Kueue's generator too: ClusterQueue ``<queueClass>-<setIdx>-<i>-<
 in an implicit cohort, a Namespace and a LocalQueue of the same name, Workload
 ``<class>-<setIdx>-<n>-<templateIdx>`` created directly (no Job) with its runtime and class
 as labels. Pure: parsing and object building only, so it is unit-tested without a cluster.
+
+One extension of ours, absent from Kueue's format: a top-level ``fairSharing: true`` (a
+boolean; default false) runs the cohorts under Kueue's fair sharing. The generated objects
+do not change (a cohort is a fair-sharing one by the manager's Configuration, not by a
+field of its own); the managers do: pykueue's gets a Configuration with ``fairSharing``
+(Kueue's default preemption strategies), and Kueue's ``minimalkueue``, which takes no
+Configuration, is built with fair sharing wired into its cache, controllers and scheduler
+(see ``devcluster.kueue_minimal``).
 """
 
 from __future__ import annotations
@@ -96,6 +104,7 @@ class GeneratorConfig:
     cohorts: tuple[CohortSet, ...]
     flavor: Flavor
     topology: Topology | None = None
+    fair_sharing: bool = False  # our ``fairSharing: true`` (see the module's docstring)
 
     @property
     def workload_count(self) -> int:
@@ -208,7 +217,10 @@ def parse_config(data: Any) -> GeneratorConfig:
                     str(rf.get("topologyName") or ""))
     if topology is not None and flavor.topology_name != topology.name:
         raise ConfigError(f"resourceFlavor.topologyName must name the topology {topology.name!r}")
-    return GeneratorConfig(tuple(cohorts), flavor, topology)
+    fair_sharing = d.get("fairSharing", False)
+    if not isinstance(fair_sharing, bool):
+        raise ConfigError(f"fairSharing must be true or false, not {fair_sharing!r}")
+    return GeneratorConfig(tuple(cohorts), flavor, topology, fair_sharing)
 
 
 def load_config(path: str | Path) -> GeneratorConfig:

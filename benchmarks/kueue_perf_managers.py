@@ -9,16 +9,18 @@ manager's figure at its own size). All are started the same way: with the cluste
 kubeconfig, waited for until they work, and stopped by a signal at the end of the run.
 
 * pykueue: ``pykueue manager`` without webhooks or leader election, ``clientConnection``
-  from the run's QPS/burst; ready when ``/readyz`` answers; API requests from the count it
-  logs on shutdown; its ``/metrics`` (status-write timings) read with a bearer token that
-  may ``get /metrics``, which it asks kube-apiserver about.
+  from the run's QPS/burst (and ``fairSharing`` when the generator config asks for it);
+  ready when ``/readyz`` answers; API requests from the count it logs on shutdown; its
+  ``/metrics`` (status-write timings, scheduling cycles) read with a bearer token that may
+  ``get /metrics``, which it asks kube-apiserver about.
 * the floor (``kueue_perf_floor``): admits every workload on sight; ready when it logs so;
   API requests from the same shutdown line as pykueue's.
 * Kueue: ``minimalkueue`` (client limits compiled in, see ``devcluster.kueue_minimal``);
   it serves no health probe, so it counts as ready once its metrics server answers and its
   ResourceFlavor controller has put Kueue's finalizer on the run's flavor (its caches are
   synced and its controllers run); stopped with SIGINT like Kueue's runner does; API
-  requests from client-go's ``rest_client_requests_total`` on its metrics port, read just
+  requests from client-go's ``rest_client_requests_total`` and scheduling cycles from
+  ``kueue_admission_attempts_total`` on its metrics port (``--metricsPort``), read just
   before the stop.
 """
 
@@ -56,6 +58,8 @@ EVENT_COUNTS = ("recorded", "created", "series_updates", "rate_limited", "droppe
 _CLIENT_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\}\s+(\S+)", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 STATUS_QUEUE = "workload-status"  # the name of pykueue's status-write work queue
+# Kueue's default fairSharing.preemptionStrategies (the v1beta2 Configuration requires the list).
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
 @dataclass
@@ -75,6 +79,9 @@ class ManagerStats:
     # pykueue's Events: recorded, created, series updates, rate-limited, dropped, failed.
     events: dict[str, int] | None = None
     withdrawn_reservations: int | None = None
+    # Scheduling cycles: Kueue's kueue_admission_attempts_total, read at the stop (see
+    # ``scheduling_cycles``); None when the page was not read.
+    scheduling_cycles: int | None = None
 
 
 class Manager(Protocol):
@@ -174,6 +181,19 @@ def preemption_counts(metrics_text: str, withdrawals: bool) -> tuple[int, int | 
     return preempted + withdrawn, withdrawn
 
 
+ADMISSION_ATTEMPTS = "kueue_admission_attempts_total"
+
+
+def scheduling_cycles(metrics_text: str) -> int:
+    """Scheduling cycles a manager ran, from its ``kueue_admission_attempts_total`` (all
+    ``result`` series; 0 when it has none yet). Kueue's scheduler adds one per cycle that
+    got heads (a cycle whose cache snapshot failed is not counted); pykueue's manager adds
+    one per cycle whose heads it decided on (every head gets a decision, so: every cycle
+    with heads). Admissions of followers, which pykueue takes after a queue's admitted head
+    in the same cycle, are part of that one cycle. The two counts so mean the same."""
+    return counter_total(metrics_text, ADMISSION_ATTEMPTS) or 0
+
+
 def client_requests(metrics_text: str) -> tuple[int, dict[str, int]]:
     """Total and per-method (lower case) of client-go's ``rest_client_requests_total``."""
     by_method: dict[str, int] = {}
@@ -254,18 +274,27 @@ class OwnManager:
     """``pykueue manager`` as a child process; ``metrics_token`` reads its ``/metrics``."""
 
     def __init__(self, kubeconfig: Path, qps: float, burst: int, workdir: Path, tag: str = "",
-                 metrics_token: str | None = None) -> None:
+                 metrics_token: str | None = None, *, fair_sharing: bool = False) -> None:
         self.kubeconfig, self.qps, self.burst, self.workdir = kubeconfig, qps, burst, workdir
         self.metrics_token = metrics_token
+        self.fair_sharing = fair_sharing
         self.child = _ChildProcess("pykueue manager", workdir / f"pykueue-qps{int(qps)}{tag}.log")
         self.metrics_port = 0
 
+    def configuration(self) -> dict[str, Any]:
+        """The Kueue Configuration it runs with: no leader election, the run's client limits,
+        and with ``fair_sharing`` Kueue's fair sharing with its default preemption strategies
+        (in v1beta2 the section's presence turns it on)."""
+        config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                                  "namespace": "kueue-system", "leaderElection": {"leaderElect": False},
+                                  "clientConnection": {"qps": self.qps, "burst": self.burst}}
+        if self.fair_sharing:
+            config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
+        return config
+
     async def start(self) -> None:
-        config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                  "namespace": "kueue-system", "leaderElection": {"leaderElect": False},
-                  "clientConnection": {"qps": self.qps, "burst": self.burst}}
         path = self.child.log_path.with_suffix(".yaml")
-        path.write_text(json.dumps(config))
+        path.write_text(json.dumps(self.configuration()))
         health = free_port()
         self.metrics_port = free_port()
         self.child.spawn([sys.executable, "-m", "pykueue", "manager", "--kubeconfig", str(self.kubeconfig),
@@ -288,6 +317,7 @@ class OwnManager:
         if text is not None:
             stats.status_writes = status_write_timings(text)
             stats.preemptions_decided, stats.withdrawn_reservations = preemption_counts(text, True)
+            stats.scheduling_cycles = scheduling_cycles(text)
         return stats
 
 
@@ -359,6 +389,7 @@ class KueueManager:
         if text is not None:
             stats.api_requests, stats.api_requests_by_verb = client_requests(text)
             stats.preemptions_decided, _ = preemption_counts(text, False)
+            stats.scheduling_cycles = scheduling_cycles(text)
         return stats
 
 

@@ -12,6 +12,11 @@ clock, not the objects' second-resolution condition times) and its checker deriv
 * the run is over once generation is done and no Active ClusterQueue reports pending or
   reserving workloads.
 
+Beyond the checker, per workload class: the 50th and 90th percentiles of the time to
+admission over the workloads admitted (the mean above counts a never-admitted workload as 0,
+as Kueue's summary does; the percentiles leave them out and ``never_admitted`` counts them),
+and admissions per minute (see :meth:`Recorder.admissions_per_min`).
+
 Beside the checker's usage, which counts quota as each manager reports it in ClusterQueue
 status (reservations still waiting for their admission write included, sampled only when
 the manager writes the status), ``admitted_usage_pct`` is computed from what the recorder
@@ -34,6 +39,7 @@ from pykueue.api.wire import JSON
 from pykueue.manager.core.resources import pod_requests
 
 from .kueue_perf_config import CLASS_LABEL
+from .webhook_latency import percentile
 
 
 def _true(obj: JSON, kind: str) -> bool:
@@ -216,6 +222,52 @@ class Recorder:
             tta = 0.0 if w.admitted_ms is None else w.admitted_ms - w.first_ms
             totals.setdefault(w.class_name, []).append(tta)
         return {c: int(sum(v) / len(v)) for c, v in totals.items()}
+
+    def _admission_waits(self) -> dict[str, list[float]]:
+        """Per workload class, the time to admission of each workload admitted (the class is
+        there, with no waits, when none of its workloads was)."""
+        waits: dict[str, list[float]] = {}
+        for w in self.workloads.values():
+            waits.setdefault(w.class_name, [])
+            if w.admitted_ms is not None:
+                waits[w.class_name].append(w.admitted_ms - w.first_ms)
+        return waits
+
+    def time_to_admission_pct_ms(self, q: float) -> dict[str, int | None]:
+        """The ``q`` percentile (nearest rank below) of the time to admission per workload class,
+        over the workloads admitted: a workload never admitted is left out (see
+        :meth:`never_admitted`), not counted 0 as the mean does; None for a class none of whose
+        workloads was admitted."""
+        return {c: int(percentile(v, q)) if v else None for c, v in self._admission_waits().items()}
+
+    def never_admitted(self) -> dict[str, int]:
+        """Per workload class, the workloads never seen admitted."""
+        out: dict[str, int] = {}
+        for w in self.workloads.values():
+            out[w.class_name] = out.get(w.class_name, 0) + (w.admitted_ms is None)
+        return out
+
+    def admissions_per_min(self) -> dict[str, float | None]:
+        """Per workload class, its workloads admitted over the span from the class's first
+        creation (its first workload's first observed event) to its last first admission (a
+        readmission after an eviction does not count again), in minutes; None when none was
+        admitted or that span is zero. A class admitted as fast as it is created shows its
+        creation rate; one that queues, the rate its manager drains it at."""
+        first: dict[str, float] = {}
+        last: dict[str, float] = {}
+        admitted: dict[str, int] = {}
+        for w in self.workloads.values():
+            c = w.class_name
+            first[c] = min(first.get(c, w.first_ms), w.first_ms)
+            admitted.setdefault(c, 0)
+            if w.admitted_ms is not None:
+                admitted[c] += 1
+                last[c] = max(last.get(c, w.admitted_ms), w.admitted_ms)
+        out: dict[str, float | None] = {}
+        for c, n in admitted.items():
+            span_ms = last.get(c, first[c]) - first[c]
+            out[c] = round(n * 60_000.0 / span_ms, 1) if n and span_ms > 0 else None
+        return out
 
     def evictions(self) -> int:
         return sum(len(w.causes) for w in self.workloads.values())

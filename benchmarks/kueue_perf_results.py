@@ -7,7 +7,9 @@ mode: ``own``, ``external`` or ``kueue``) become one entry of ``runs`` with ``ma
 run: the last pykueue run, or the last run when only Kueue ran. With both managers, the
 ``compare`` object gives, per client setting, each manager's medians over its rounds and
 pykueue's value divided by Kueue's (below 1 is less time, CPU, memory or requests for
-pykueue; above 1 is more usage).
+pykueue; above 1 is more usage, admissions or cycles per minute). Per-class measures
+(``tta_ms``, ``tta_p50_ms``, ``tta_p90_ms``, ``admissions_per_min``) get a median and a
+ratio per class; ``never_admitted`` a median per class only.
 
 Runs of the floor (``kueue_perf_floor``: admits on sight, no quota) are not managers and
 stay out of ``runs``: they go to ``floor_runs``, and ``floor`` gives, per client setting,
@@ -27,7 +29,13 @@ ENTRY_KEYS = ("manager", "version", "qps", "burst", "wall_s", "usage_pct", "tta_
 _COMPARED = {"wall_s": "wall", "usage_pct": "usage", "admitted_usage_pct": "admitted_usage",
              "manager_cpu_s": "manager_cpu",
              "manager_peak_rss_mb": "manager_peak_rss", "api_requests": "api_requests",
-             "evictions": "evictions"}
+             "evictions": "evictions", "scheduling_cycles": "scheduling_cycles",
+             "cycles_per_min": "cycles_per_min"}
+# Per-class measure (class -> value) -> its key among the ratios.
+_COMPARED_BY_CLASS = {"tta_ms": "tta", "tta_p50_ms": "tta_p50", "tta_p90_ms": "tta_p90",
+                      "admissions_per_min": "admissions_per_min"}
+# Per-class measures with medians but no ratio (a count that is mostly 0 on both sides).
+_MEDIAN_BY_CLASS = ("never_admitted",)
 
 
 def setting(qps: float | None, burst: int | None) -> str:
@@ -71,8 +79,9 @@ def ratio_to_reference(metrics: Mapping[str, Any], ref: Mapping[str, Any]) -> di
 
 def _medians(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {key: _median(r.get(key) for r in runs) for key in _COMPARED}
-    classes = sorted({c for r in runs for c in (r.get("tta_ms") or {})})
-    out["tta_ms"] = {c: _median((r.get("tta_ms") or {}).get(c) for r in runs) for c in classes}
+    for key in (*_COMPARED_BY_CLASS, *_MEDIAN_BY_CLASS):
+        classes = sorted({c for r in runs for c in (r.get(key) or {})})
+        out[key] = {c: _median((r.get(key) or {}).get(c) for r in runs) for c in classes}
     out["runs"] = len(runs)
     return out
 
@@ -86,7 +95,8 @@ def comparison(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             continue
         ours, ref = _medians(mine), _medians(theirs)
         ratio: dict[str, Any] = {name: _ratio(ours[k], ref[k]) for k, name in _COMPARED.items()}
-        ratio["tta"] = {c: _ratio(v, ref["tta_ms"].get(c)) for c, v in ours["tta_ms"].items()}
+        for measure, name in _COMPARED_BY_CLASS.items():
+            ratio[name] = {c: _ratio(v, ref[measure].get(c)) for c, v in ours[measure].items()}
         out[key] = {PYKUEUE: ours, KUEUE: ref, "ratio": ratio}
     return out
 

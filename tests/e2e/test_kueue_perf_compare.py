@@ -5,9 +5,10 @@ time), so it runs on a private dev cluster of its own (``PYKUEUE_DEV_STATE``), n
 shared one the other e2e tests use, and stops it at the end. One round at Kueue's harness
 limits (50/100; minimalkueue built with one token bucket for all its requests, as pykueue
 has: a few seconds on top of the minimalkueue ``make test`` builds), with the floor (a
-stand-in that admits on sight) before them; it checks the JSON line's shape, that both
-managers admitted and finished every workload, and that the floor did so with one patch
-each.
+stand-in that admits on sight) before them; it checks the JSON line's shape (the
+recorder's percentiles, admission rates and each manager's scheduling cycles included; no
+timings asserted), that both managers admitted and finished every workload, and that the
+floor did so with one patch each.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ def test_compare_runs_the_floor_and_both_managers_and_reports_each_run_and_the_r
         assert run["workloads"] == run["admitted_ever"] == run["finished"] == QUICK_WORKLOADS, run
         assert run["still_pending"] == 0 and run["still_admitted"] == 0 and run["errors"] == []
         assert set(run["tta_ms"]) == {"small", "medium", "large"}
+        for key in ("tta_p50_ms", "tta_p90_ms", "never_admitted", "admissions_per_min"):
+            assert set(run[key]) == {"small", "medium", "large"}, (key, run[key])
+        assert sum(run["never_admitted"].values()) == 0  # every workload was admitted
+        assert isinstance(run["scheduling_cycles"], int) and run["scheduling_cycles"] > 0
+        assert run["cycles_per_min"] is not None and run["fair_sharing"] is False
         assert run["wall_s"] > 0 and run["manager_cpu_s"] > 0 and run["manager_peak_rss_mb"] > 0
         assert 0 < run["usage_pct"] <= 600 and 0 < run["admitted_usage_pct"] <= 100
         assert run["api_requests"] > 0 and run["evictions"] >= 0
@@ -66,6 +72,14 @@ def test_compare_runs_the_floor_and_both_managers_and_reports_each_run_and_the_r
     ratio = m["compare"]["50/100"]["ratio"]
     assert ratio["wall"] == round(runs[0]["wall_s"] / runs[1]["wall_s"], 3)
     assert set(ratio["tta"]) == {"small", "medium", "large"}
+    for name in ("tta_p50", "tta_p90", "admissions_per_min"):
+        assert set(ratio[name]) == {"small", "medium", "large"}, name
+    assert "cycles_per_min" in ratio and "scheduling_cycles" in ratio
+    for manager in ("pykueue", "kueue"):
+        medians = m["compare"]["50/100"][manager]
+        for key in ("tta_p50_ms", "tta_p90_ms", "never_admitted", "admissions_per_min"):
+            assert set(medians[key]) == {"small", "medium", "large"}, (manager, key)
+        assert medians["cycles_per_min"] is not None and medians["scheduling_cycles"] is not None
     (floor,) = m["floor_runs"]
     assert floor["manager"] == "floor" and floor["evictions"] == 0 and floor["errors"] == []
     assert floor["workloads"] == floor["admitted_ever"] == floor["finished"] == QUICK_WORKLOADS, floor

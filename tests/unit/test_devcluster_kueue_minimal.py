@@ -143,6 +143,17 @@ def test_other_limits_build_a_generated_module_once_per_pair(monkeypatch: pytest
     assert first.parent == tmp_path / "cache" / "bin" / "kueue-k"
     assert first.name.startswith("minimalkueue-qps300-burst500_")
     assert len(built) == 3
+    # Fair sharing is a variant of its own, even at the harness limits (no unpatched build).
+    (source / kueue_minimal.MAIN_GO).write_text(WIRING)
+    fair = kueue_minimal.binary("v0.19.2", 50, 100, fair_sharing=True, report=lambda _: None)
+    plain = kueue_minimal.binary("v0.19.2", 300, 500, limiter=kueue_minimal.SHARED, report=lambda _: None)
+    fair_shared = kueue_minimal.binary("v0.19.2", 300, 500, limiter=kueue_minimal.SHARED, fair_sharing=True,
+                                       report=lambda _: None)
+    assert fair.name.startswith("minimalkueue-qps50-burst100-fairsharing_")
+    assert fair_shared.name.startswith("minimalkueue-qps300-burst500-shared-fairsharing_")
+    assert len({fair, plain, fair_shared, shared}) == 4 and len(built) == 6
+    assert "scheduler.WithFairSharing(fairSharing)" in (built[5][2] / "main.go").read_text()  # type: ignore[operator]
+    assert "WithFairSharing" not in (built[4][2] / "main.go").read_text()  # type: ignore[operator]
     assert "RateLimiter" in (built[2][2] / "main.go").read_text()  # type: ignore[operator]
     binary, _, module_dir = built[0]
     assert binary.package == "." and module_dir is not None
@@ -150,3 +161,63 @@ def test_other_limits_build_a_generated_module_once_per_pair(monkeypatch: pytest
     assert (module_dir / "go.sum").read_text() == (base / "go.sum").read_text()
     assert (module_dir / "go.mod").read_text().startswith(
         "module pykueue.dev/devcluster/minimalkueue-qps300-burst500\n")
+
+
+# The lines the fair-sharing patch touches, in the form of minimalkueue's main.go.
+WIRING = """package main
+
+import (
+\t"fmt"
+
+\tconfigapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+)
+
+func run() int {
+\tkubeConfig.QPS = 50
+\tkubeConfig.Burst = 100
+\tcCache := schdcache.New(mgr.GetClient())
+\tqueues := qcache.NewManager(mgr.GetClient(), cCache, requeuer, qcache.WithPreemptionExpectations(p))
+\tif _, err := core.SetupControllers(mgr, queues, cCache, &configapi.Configuration{}, opts); err != nil {
+\t\treturn 1
+\t}
+\tif *enableTAS {
+\t\tif _, err := tas.SetupControllers(mgr, queues, cCache, &configapi.Configuration{}, nil); err != nil {
+\t\t\treturn 1
+\t\t}
+\t}
+\tsched := scheduler.New(
+\t\tqueues,
+\t\tcCache,
+\t\tscheduler.WithPreemptionExpectations(preemptionExpectations),
+\t)
+\treturn 0
+}
+"""
+
+
+def test_fair_sharing_is_wired_into_the_cache_the_controllers_and_the_scheduler() -> None:
+    patched = kueue_minimal.patch_main(WIRING, 50, 100, fair_sharing=True)
+    section = ("\tfairSharing := &configapi.FairSharing{PreemptionStrategies: []configapi.PreemptionStrategy{"
+               "configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare}}\n")
+    cache = "\tcCache := schdcache.New(mgr.GetClient(), schdcache.WithFairSharing(true))\n"
+    assert section + cache in patched
+    assert patched.count("&configapi.Configuration{FairSharing: fairSharing}") == 2
+    assert "&configapi.Configuration{}" not in patched
+    assert "\t\tscheduler.WithPreemptionExpectations(preemptionExpectations),\n" \
+           "\t\tscheduler.WithFairSharing(fairSharing),\n\t)\n" in patched
+    assert "qcache.WithPreemptionExpectations(p))\n" in patched  # the queue manager's option untouched
+    assert "WithFairSharing" not in kueue_minimal.patch_main(WIRING, 50, 100)
+    both = kueue_minimal.patch_main(WIRING, 300, 500, kueue_minimal.SHARED, fair_sharing=True)
+    assert "kubeConfig.RateLimiter" in both and "scheduler.WithFairSharing(fairSharing)" in both
+
+
+@pytest.mark.parametrize("source", [
+    MAIN,
+    WIRING.replace("\tcCache := schdcache.New(mgr.GetClient())\n", ""),
+    WIRING.replace("\t\tscheduler.WithPreemptionExpectations(preemptionExpectations),\n", ""),
+    WIRING.replace("&configapi.Configuration{}", "cfg"),
+    WIRING.replace('\tconfigapi "sigs.k8s.io/kueue/apis/config/v1beta2"\n', ""),
+])
+def test_fair_sharing_refuses_a_main_go_of_another_shape(source: str) -> None:
+    with pytest.raises(BuildError, match="turn fair sharing on in"):
+        kueue_minimal.patch_main(source, 50, 100, fair_sharing=True)

@@ -32,7 +32,9 @@ parser.add_argument("--zap-log-level", default="default")
 args = parser.parse_args()
 open(args.kubeconfig + ".seen", "w").write(("tas" if args.enableTAS else "plain") + " " + args.zap_log_level)
 BODY = (b'rest_client_requests_total{code="200",host="h",method="GET"} 7\\n'
-        b'rest_client_requests_total{code="200",host="h",method="PUT"} 5\\n')
+        b'rest_client_requests_total{code="200",host="h",method="PUT"} 5\\n'
+        b'kueue_admission_attempts_total{result="success"} 3\\n'
+        b'kueue_admission_attempts_total{result="inadmissible"} 8\\n')
 class Metrics(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         time.sleep(0.5)  # a page that takes long to render
@@ -76,6 +78,7 @@ async def test_started_waited_for_read_and_stopped(stand_in: Path, tmp_path: Pat
     assert seen.read_text() == "tas 3" and polls >= 1
     stats = await manager.stop()
     assert stats.api_requests == 12 and stats.api_requests_by_verb == {"get": 7, "put": 5}
+    assert stats.scheduling_cycles == 11  # its kueue_admission_attempts_total
     assert stats.cpu_s >= 0.15 and stats.peak_rss_mb > 1
     # Its own peak, not floored by this (larger) test process as rusage's ru_maxrss would be.
     ours = peak_rss_mb(os.getpid())

@@ -35,6 +35,7 @@ def test_both_runs_admit_the_whole_deep_queue(capsys: pytest.CaptureFixture[str]
     assert (one["followers_per_cycle"], many["followers_per_cycle"] > 0) == (0, True)
     for run in (one, many):
         assert run["deep_admitted"] == run["deep_workloads"] > 0
+        assert run["fair_sharing"] is True  # the config's switch reaches the core
         assert {"deep_admissions_per_min", "cycles_per_min", "deep_wait_p50_s", "deep_wait_p90_s",
                 "shallow_wait_p50_s", "shallow_wait_p90_s"} <= run.keys()
     assert set(result["metrics"]["ratio_followers_to_one_head"]) == {

@@ -129,3 +129,23 @@ def test_kueue_generator_file_parses_unchanged(tmp_path: Path) -> None:
     config = load_config(path)
     assert config.workload_count == 6
     assert config.cohorts[0].queues_sets[0].nominal_quota == "8500"
+
+
+def test_fair_sharing_is_our_top_level_switch_off_by_default() -> None:
+    doc = {"cohorts": [{"className": "c", "count": 1, "queuesSets": [
+        {"className": "q", "count": 1, "nominalQuota": 1, "workloadsSets": [
+            {"count": 1, "workloads": [{"className": "s", "runtimeMs": 1, "request": 1}]}]}]}]}
+    assert parse_config(doc).fair_sharing is False
+    assert parse_config({**doc, "fairSharing": True}).fair_sharing is True
+    assert parse_config({**doc, "fairSharing": False}).fair_sharing is False
+    with pytest.raises(ConfigError, match="fairSharing must be true or false, not 'yes'"):
+        parse_config({**doc, "fairSharing": "yes"})
+    # The objects are the same either way: fair sharing is the managers' setting.
+    plain, fair = (queue_plans(parse_config(d))[0].objects("rf") for d in (doc, {**doc, "fairSharing": True}))
+    assert plain == fair
+
+
+def test_the_deep_queue_runs_fair_sharing_and_kueues_configs_do_not() -> None:
+    assert load_config(CONFIGS / "deep-queue.yaml").fair_sharing is True
+    for name in ("baseline", "large-scale", "tas", "quick"):
+        assert load_config(CONFIGS / f"{name}.yaml").fair_sharing is False, name

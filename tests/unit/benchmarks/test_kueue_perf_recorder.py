@@ -218,3 +218,46 @@ def test_preemption_trace_tells_when_the_first_admission_and_the_evictions_came(
     assert trace["first_admission_s"] == 2.5  # from the first creation, not the recorder's start
     at = (trace["evicted_at_s_p10"], trace["evicted_at_s_p50"], trace["evicted_at_s_p90"])
     assert at == (4, 60, 90)  # of 4, 20, 60, 90 s
+
+
+def test_tta_percentiles_leave_out_the_never_admitted_which_the_mean_counts_zero() -> None:
+    r = Recorder()
+    for i, wait in enumerate((100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)):
+        r.workload_event(1000, wl(f"d{i}", "deep"))
+        r.workload_event(1000 + wait, wl(f"d{i}", "deep", "QuotaReserved", "Admitted"))
+    r.workload_event(1000, wl("stuck-1", "deep"))
+    r.workload_event(1000, wl("stuck-2", "deep"))
+    r.workload_event(0, wl("s", "shallow"))  # never admitted: no percentile for its class
+    # Of the ten waits 100..1000 ms, nearest rank below: the 6th and the 10th.
+    assert r.time_to_admission_pct_ms(0.5) == {"deep": 600, "shallow": None}
+    assert r.time_to_admission_pct_ms(0.9) == {"deep": 1000, "shallow": None}
+    assert r.never_admitted() == {"deep": 2, "shallow": 1}
+    # Kueue's mean counts the two stuck ones as 0: 5,500 ms over 12 workloads.
+    assert r.time_to_admission_ms() == {"deep": 5500 // 12, "shallow": 0}
+
+
+def test_tta_percentiles_take_the_first_admission_of_a_readmitted_workload() -> None:
+    r = Recorder()
+    r.workload_event(0, wl("a", "c"))
+    r.workload_event(50, wl("a", "c", "Admitted"))
+    r.workload_event(60, wl("a", "c", "Evicted"))
+    r.workload_event(5000, wl("a", "c", "Admitted"))
+    assert r.time_to_admission_pct_ms(0.9) == {"c": 50}
+    assert r.never_admitted() == {"c": 0}
+
+
+def test_admissions_per_minute_span_the_first_creation_to_the_last_first_admission() -> None:
+    r = Recorder()
+    # Class "deep": created from 2 s, four admitted, the last first admission at 32 s: 4 in 0.5 min.
+    for i, (created, admitted) in enumerate(((2000, 3000), (2500, 10000), (3000, 20000), (4000, 32000))):
+        r.workload_event(created, wl(f"d{i}", "deep"))
+        r.workload_event(admitted, wl(f"d{i}", "deep", "Admitted"))
+    r.workload_event(33000, wl("d0", "deep", "Evicted"))
+    r.workload_event(90000, wl("d0", "deep", "Admitted"))  # readmitted: neither counted nor the end
+    r.workload_event(5000, wl("d9", "deep"))  # never admitted: not counted
+    # Class "fast": one admitted 600 ms after it was created: one in 0.01 min.
+    r.workload_event(100, wl("f", "fast"))
+    r.workload_event(700, wl("f", "fast", "Admitted"))
+    r.workload_event(0, wl("n", "never"))
+    r.workload_event(10, wl("z", "zero", "Admitted"))  # admitted on its first event: no span
+    assert r.admissions_per_min() == {"deep": 8.0, "fast": 100.0, "never": None, "zero": None}

@@ -263,3 +263,85 @@ def test_the_events_share_of_api_requests_comes_from_the_managers_exit_lines(tmp
                             "dropped": 0, "failed": 0}
     assert events_api_share(stats) == 0.1
     assert events_api_share(ManagerStats(1.0, 1.0, 1.0)) is None
+
+
+def test_compare_takes_per_class_medians_and_ratios_of_the_percentiles_and_rates_and_of_cycles() -> None:
+    def run(manager: str, wall: float, p90: int, rate: float, cycles: int | None,
+            stuck: int) -> dict[str, Any]:
+        extra = {"tta_p50_ms": {"deep": p90 // 2}, "tta_p90_ms": {"deep": p90, "shallow": 9000},
+                 "admissions_per_min": {"deep": rate, "shallow": None}, "never_admitted": {"deep": stuck},
+                 "scheduling_cycles": cycles,
+                 "cycles_per_min": None if cycles is None else round(cycles * 60 / wall, 1)}
+        mode = "kueue" if manager == "kueue" else "own"
+        return run_entry(manager, "v", _metrics(mode, 50.0, 100, wall, **extra), "")
+
+    runs = [run("pykueue", 60.0, 100, 600.0, 6000, 0), run("pykueue", 60.0, 300, 400.0, None, 2),
+            run("pykueue", 60.0, 200, 500.0, 3000, 1),
+            run("kueue", 120.0, 1000, 100.0, 1200, 0), run("kueue", 120.0, 2000, 50.0, 2400, 0)]
+    block = comparison(runs)["50/100"]
+    ours, theirs, ratio = block["pykueue"], block["kueue"], block["ratio"]
+    assert ours["tta_p90_ms"] == {"deep": 200.0, "shallow": 9000.0} and ours["tta_p50_ms"] == {"deep": 100.0}
+    assert theirs["tta_p90_ms"] == {"deep": 1500.0, "shallow": 9000.0}
+    assert ours["admissions_per_min"] == {"deep": 500.0, "shallow": None}  # no run measured "shallow"
+    assert ours["never_admitted"] == {"deep": 1.0} and "never_admitted" not in ratio
+    assert ours["scheduling_cycles"] == 4500.0  # the run whose page was not read is left out
+    assert (ours["cycles_per_min"], theirs["cycles_per_min"]) == (4500.0, 900.0)
+    assert ratio["tta_p90"] == {"deep": round(200 / 1500, 3), "shallow": 1.0}
+    assert ratio["tta_p50"] == {"deep": round(100 / 750, 3)}
+    assert ratio["admissions_per_min"] == {"deep": round(500 / 75, 3), "shallow": None}
+    assert ratio["cycles_per_min"] == 5.0 and ratio["scheduling_cycles"] == round(4500 / 1800, 3)
+    assert ratio["tta"] == {"large": 1.0, "small": 1.0}  # the mean's ratios as before
+
+
+def test_scheduling_cycles_are_the_admission_attempts_of_either_manager() -> None:
+    from benchmarks.kueue_perf_managers import scheduling_cycles
+
+    m = KueueMetrics()
+    assert scheduling_cycles(m.exposition().decode()) == 0  # no cycle yet
+    for admitted in (True, False, False):
+        m.admission_attempt(admitted, 0.001)
+    assert scheduling_cycles(m.exposition().decode()) == 3
+    kueue_page = """# TYPE kueue_admission_attempts_total counter
+kueue_admission_attempts_total{replica_role="standalone",result="inadmissible"} 1710
+kueue_admission_attempts_total{replica_role="standalone",result="success"} 540
+kueue_admission_attempt_duration_seconds_count{replica_role="standalone",result="success"} 540
+"""
+    assert scheduling_cycles(kueue_page) == 2250
+
+
+def test_pykueues_configuration_turns_fair_sharing_on_with_kueues_default_strategies(tmp_path: Path) -> None:
+    from benchmarks.kueue_perf_managers import OwnManager
+    from pykueue.manager.core.config import config_from
+
+    plain = OwnManager(tmp_path / "kubeconfig", 50.0, 100, tmp_path).configuration()
+    fair = OwnManager(tmp_path / "kubeconfig", 50.0, 100, tmp_path, fair_sharing=True).configuration()
+    assert "fairSharing" not in plain and config_from(plain).fair_sharing is None
+    assert fair == {**plain, "fairSharing": {"preemptionStrategies": [
+        "LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
+    assert config_from(fair).fair_sharing == ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    assert fair["clientConnection"] == {"qps": 50.0, "burst": 100}
+
+
+def test_the_configs_fair_sharing_reaches_both_managers(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    from benchmarks.kueue_perf_config import load_config
+    from benchmarks.kueue_perf_managers import KueueManager, OwnManager
+
+    built: list[tuple[float, int, str, bool]] = []
+
+    def fake_binary(version: str, qps: float, burst: int, *, limiter: str, fair_sharing: bool,
+                    report: object) -> Path:
+        built.append((qps, burst, limiter, fair_sharing))
+        return tmp_path / f"minimalkueue-{qps:g}"
+
+    monkeypatch.setattr(kueue_perf.kueue_minimal, "binary", fake_binary)
+    specs = kueue_perf.plan_runs(["own", "kueue"], [(50.0, 100), (300.0, 500)], 2)
+    binaries = kueue_perf._kueue_binaries("v0.19.2", specs, "shared", True)
+    assert built == [(50.0, 100, "shared", True), (300.0, 500, "shared", True)]  # once per setting
+    for name, fair in (("deep-queue", True), ("quick", False)):
+        config = load_config(kueue_perf.CONFIGS / f"{name}.yaml")
+        bench = kueue_perf.Bench(tmp_path / "kubeconfig", config, name, "", tmp_path, None, None, "v0.19.2",
+                                 binaries, "shared")
+        own = bench.manager(None, specs[0])  # type: ignore[arg-type]
+        assert isinstance(own, OwnManager) and own.fair_sharing is fair
+        assert isinstance(bench.manager(None, specs[1]), KueueManager)  # type: ignore[arg-type]
