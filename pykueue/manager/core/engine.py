@@ -140,8 +140,9 @@ class QueueingCore:
         taking it back is an eviction. Returns whether the reservation was unpublished."""
         return self._lifecycle.publish(key)
 
-    def publish_wait(self, key: str) -> float:
-        """Seconds the reservation of ``key`` should stay unpublished yet; 0: write it now.
+    def publish_wait(self, key: str, now: float | None = None) -> float:
+        """Seconds the reservation of ``key`` should stay unpublished at ``now`` (the core's
+        clock when None: a writer's clock runs on between cycles); 0: write it now.
 
         A reservation that may soon be taken back settles for the scheduling settings'
         ``publish_settle_s`` from when it was made: one made in a ClusterQueue that preempts
@@ -153,7 +154,7 @@ class QueueingCore:
         if (settle <= 0 or rec is None or not rec.unpublished or not rec.holds_quota
                 or rec.reserved_at is None or rec.took_over is not None or rec.wl.replaces is not None):
             return 0.0
-        wait = rec.reserved_at + settle - self._clock.now
+        wait = rec.reserved_at + settle - (self._clock.now if now is None else now)
         return wait if wait > 0 and self._contestable(rec) else 0.0
 
     def _contestable(self, rec: WorkloadRecord) -> bool:

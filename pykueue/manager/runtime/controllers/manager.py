@@ -585,7 +585,7 @@ class QueueManager:
         namespace, name = key.split("/", 1)
         path = res.WORKLOADS.object_path(name, namespace, "status")
         if not release_only:
-            settle = self.core.publish_wait(key)
+            settle = self.core.publish_wait(key, time.time())
             if settle > 0 and not self._stored_reserved(key):
                 return settle  # it may yet be withdrawn unseen (QueueingCore.publish_wait)
         current, trusted = self._current_workload(key)
