@@ -360,8 +360,3 @@ def ensure_bundle(
     tls_crt, tls_key = issue_serving(ca_crt, ca_key, dns_names, ip_addresses, at)
     return CertBundle(ca_crt, ca_key, tls_crt, tls_key, previous), reason[1]
 
-
-def service_dns_names(service: str, namespace: str) -> tuple[str, ...]:
-    """The names kube-apiserver may dial a Service by (it verifies ``<svc>.<ns>.svc``)."""
-    base = f"{service}.{namespace}"
-    return (service, base, f"{base}.svc", f"{base}.svc.cluster.local")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from pykueue.certs.authority import service_dns_names
+from pykueue.certs.names import service_dns_names
 from pykueue.certs.rotation import CertRotator
 from pykueue.kube.client import KubeClient
 from pykueue.kube.resources import SECRETS, ResourceRef

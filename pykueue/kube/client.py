@@ -1,27 +1,28 @@
-"""The manager's only door to kube-apiserver: a typed, rate-limited facade over kubernetes-asyncio.
+"""The manager's only door to kube-apiserver: typed, rate-limited JSON requests over aiohttp.
 
-kubernetes-asyncio is untyped and its generated model classes differ between core kinds and
-CRDs, so everything above this module speaks raw JSON dicts and REST paths (see
-``resources.ResourceRef``). Every request, watches included, first waits on the shared token
+Everything above this module speaks raw JSON dicts and REST paths (see
+``resources.ResourceRef``); no generated model classes are involved. The connection (TLS,
+session, credentials) comes from :mod:`pykueue.kube.connection`, configured by
+:mod:`pykueue.kube.kubeconfig`. Every request, watches included, first waits on the shared token
 bucket and is counted, so benchmarks can report how many calls a run cost.
 """
 
 from __future__ import annotations
 
 import os
-import urllib.request
 from collections import Counter
 from collections.abc import AsyncGenerator, Mapping
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from pykueue.api.wire import JSON
+from pykueue.kube import kubeconfig as kubeconfig_module
+from pykueue.kube.connection import DEFAULT_MAX_CONNECTIONS, Connection
+from pykueue.kube.kubeconfig import ClientConfig
 from pykueue.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 
 Query = Mapping[str, str | int | bool]
@@ -34,9 +35,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 # time (an answer with an error status raises ``ApiError`` instead).
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError, TimeoutError)
 
-# client-go allows this many idle-or-busy connections per host; each watch pins one, and the
-# library's default (5 x cores) would let a handful of informers starve ordinary requests.
-DEFAULT_MAX_CONNECTIONS = 100
 USER_AGENT = "pykueue"
 
 # orjson: decoding watch events and responses was about 8 % of the manager's CPU at large
@@ -125,9 +123,9 @@ class WriteFence:
 class KubeClient:
     """Rate-limited JSON requests and watch streams against one cluster."""
 
-    def __init__(self, api_client: Any, limiter: TokenBucket | None = None,
+    def __init__(self, connection: Connection, limiter: TokenBucket | None = None,
                  fence: WriteFence | None = None) -> None:
-        self._api = api_client
+        self._api = connection
         self.limiter = limiter if limiter is not None else TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
         self.fence = fence if fence is not None else WriteFence()
         self.requests_issued = 0
@@ -135,7 +133,7 @@ class KubeClient:
 
     @property
     def host(self) -> str:
-        return str(self._api.configuration.host)
+        return self._api.host
 
     def request_summary(self) -> str:
         """What this client cost kube-apiserver so far, in one line a benchmark parses."""
@@ -164,37 +162,27 @@ class KubeClient:
 
     async def _send(self, method: str, path: str, query: Query | None, body: Any, content_type: str,
                     timeout: tuple[float, float | None] | float | None, verb: str) -> aiohttp.ClientResponse:
-        """One request straight on the library's session (its TLS and connection pool).
-
-        The library's generic ``call_api`` walks every body to sanitize it and rebuilds its
-        parameters per call; for the raw JSON dicts used here that was about 40 % of a
-        small request's client CPU (measured on Binding POSTs). Credentials still come
-        from the library's configuration on each call, so refreshed tokens are used.
-        """
+        """One request on the connection's session; credentials are asked for on each call,
+        so a rotated token is used as soon as it is read."""
         self.fence.check(method, path)
         await self.limiter.acquire()
         self.fence.check(method, path)  # closed while this request waited for budget
         self.requests_issued += 1
         self.requests_by_verb[verb] += 1
-        configuration = self._api.configuration
-        rest = self._api.rest_client
+        connection = self._api
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
-        for setting in (await configuration.auth_settings()).values():
-            headers[setting["key"]] = setting["value"]  # BearerToken: a header by definition
-        url = configuration.host + path
+        headers.update(await connection.auth_headers())
+        url = connection.host + path
         if query:
             url += "?" + urlencode([(k, _query_value(v)) for k, v in query.items()])
         data = None if body is None else body if isinstance(body, (bytes, str)) else _dumps(body)
         extra: dict[str, Any] = {}
-        if rest.proxy:
-            extra["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            extra["server_hostname"] = rest.server_hostname
-        session: aiohttp.ClientSession = rest.pool_manager
-        return await session.request(method, url, data=data, headers=headers, timeout=_timeout(timeout),
-                                     **extra)
+        if connection.proxy:
+            extra["proxy"] = connection.proxy
+        if connection.server_hostname:
+            extra["server_hostname"] = connection.server_hostname
+        return await connection.session.request(method, url, data=data, headers=headers,
+                                                timeout=_timeout(timeout), **extra)
 
     async def request(self, method: str, path: str, *, query: Query | None = None, body: Any = None,
                       content_type: str = "application/json", timeout_s: float | None = 60.0) -> JSON:
@@ -294,65 +282,36 @@ async def connect(kubeconfig: str | os.PathLike[str] | None = None, *, context: 
 
     Without ``kubeconfig`` the in-cluster configuration is used when running in a pod
     (``KUBERNETES_SERVICE_HOST`` set), else the usual ``$KUBECONFIG`` / ``~/.kube/config``.
+    An unusable kubeconfig raises ``KubeconfigError`` (a ``ValueError``).
     """
-    configuration = Configuration()
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        config = kubeconfig_module.in_cluster()
     else:
-        await kube_config.load_kube_config(config_file=None if kubeconfig is None else os.fspath(kubeconfig),
-                                           context=context, client_configuration=configuration,
-                                           persist_config=False)
-    return _client(configuration, qps, burst, max_connections)
+        config = await kubeconfig_module.load(kubeconfig, context)
+    return _client(config, qps, burst, max_connections)
 
 
 async def connect_from_dict(kubeconfig: dict[str, Any], *, qps: float = DEFAULT_QPS,
                             burst: int = DEFAULT_BURST,
                             max_connections: int = DEFAULT_MAX_CONNECTIONS) -> KubeClient:
     """A client from a kubeconfig already read (another cluster's, from a Secret); its
-    current context. Embedded certificates are written to private temporary files by the
-    library, as for a kubeconfig file. An unusable kubeconfig raises ``ValueError``."""
-    configuration = Configuration()
+    current context. Embedded certificates are loaded from memory. An unusable kubeconfig
+    raises ``ValueError``."""
     try:
-        await kube_config.load_kube_config_from_dict(kubeconfig, client_configuration=configuration)
-    except kube_config.ConfigException as exc:
+        config = await kubeconfig_module.load_mapping(kubeconfig)
+        return _client(config, qps, burst, max_connections)
+    except kubeconfig_module.KubeconfigError as exc:
         raise ValueError(f"unusable kubeconfig: {exc}") from exc
-    return _client(configuration, qps, burst, max_connections)
 
 
 async def connect_with_certificate(server: str, *, ca_file: str | os.PathLike[str],
                                    cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str],
                                    qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST) -> KubeClient:
     """A client that authenticates with an X.509 client certificate (the dev cluster's admin)."""
-    configuration = Configuration(host=server.rstrip("/"))
-    configuration.ssl_ca_cert = os.fspath(ca_file)
-    configuration.cert_file = os.fspath(cert_file)
-    configuration.key_file = os.fspath(key_file)
-    return _client(configuration, qps, burst, DEFAULT_MAX_CONNECTIONS)
+    config = ClientConfig(host=server.rstrip("/"), ca_file=os.fspath(ca_file), cert_file=os.fspath(cert_file),
+                          key_file=os.fspath(key_file))
+    return _client(config, qps, burst, DEFAULT_MAX_CONNECTIONS)
 
 
-def _client(configuration: Configuration, qps: float, burst: int, max_connections: int) -> KubeClient:
-    configuration.connection_pool_maxsize = max_connections
-    api = ApiClient(configuration=configuration)
-    resolve_environment_once(api)
-    return KubeClient(api, TokenBucket(qps, burst))
-
-
-def resolve_environment_once(api: Any) -> None:
-    """Swap the library's HTTP session for one that does not consult the environment per call.
-
-    With ``trust_env`` aiohttp reads ~/.netrc and the proxy variables in a worker thread
-    on every request, a thread hand-off that cost a busy manager several per cent of its
-    CPU (and the extender a third of its CPU per bound pod). The proxy the environment
-    names for the API server (``HTTPS_PROXY``/``NO_PROXY`` ...) is resolved once here and
-    pinned instead, unless the kubeconfig sets its own; netrc credentials never apply
-    (the kubeconfig's do)."""
-    rest = api.rest_client
-    url = urlsplit(str(api.configuration.host))
-    if not rest.proxy and url.hostname and not urllib.request.proxy_bypass(url.hostname):
-        proxy = urllib.request.getproxies().get(url.scheme)
-        if proxy:
-            rest.proxy = proxy
-    old: aiohttp.ClientSession = rest.pool_manager
-    rest.pool_manager = aiohttp.ClientSession(connector=old.connector, trust_env=False,
-                                              read_bufsize=2**21)  # the library's value: big watch events
-    old.detach()
+def _client(config: ClientConfig, qps: float, burst: int, max_connections: int) -> KubeClient:
+    return KubeClient(Connection(config, max_connections), TokenBucket(qps, burst))

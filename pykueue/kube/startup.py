@@ -15,15 +15,15 @@ from pathlib import Path
 
 import aiohttp
 import yaml
-from kubernetes_asyncio.config.config_exception import ConfigException
 
 from pykueue.kube.client import ApiError
 
 log = logging.getLogger(__name__)
 
-# What the environment, not the code, makes a start-up step fail with.
+# What the environment, not the code, makes a start-up step fail with (an unusable kubeconfig
+# raises KubeconfigError, a ValueError).
 START_FAILURES: tuple[type[BaseException], ...] = (
-    OSError, ValueError, TimeoutError, yaml.YAMLError, ConfigException, aiohttp.ClientError, ApiError)
+    OSError, ValueError, TimeoutError, yaml.YAMLError, aiohttp.ClientError, ApiError)
 
 
 class StartupError(Exception):
@@ -49,8 +49,7 @@ def starting(step: str) -> Iterator[None]:
 
 
 def check_kubeconfig(path: str | None, error: type[Exception] = StartupError) -> None:
-    """A kubeconfig given but absent: raise ``error`` saying so (the client library reports
-    a missing key instead)."""
+    """A kubeconfig given but absent: raise ``error`` saying so."""
     if path is not None and not Path(path).is_file():
         raise error(f"kubeconfig {path} not found")
 

@@ -1,6 +1,6 @@
 """A small synchronous client for one command's few requests.
 
-The manager's client (``kube.client``) is asyncio over kubernetes-asyncio; loading it costs
+The manager's client (``kube.client``) is asyncio over aiohttp; loading it costs
 a short-lived command most of a second, and it takes neither kubectl's connection flags
 (impersonation, ``--server``, ``--token``) nor exec credential plugins. This one is the
 standard library's HTTP over TLS: each command makes a handful of requests.

@@ -27,7 +27,7 @@ from aiohttp import web
 from pykueue.api import keys
 from pykueue.api.access import ApiAccess
 from pykueue.certs import rotation
-from pykueue.certs.authority import service_dns_names
+from pykueue.certs.names import service_dns_names
 from pykueue.certs.rotation import CertRotator
 from pykueue.kube import resources as res
 from pykueue.kube.client import KubeClient

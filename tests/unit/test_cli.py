@@ -44,3 +44,22 @@ def test_a_command_whose_package_is_absent_says_so(monkeypatch: pytest.MonkeyPat
     assert main(["dev"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "pykueue dev: not part of this installation (run it from a source checkout)"
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """What another command needs stays out of a process: the manager loads neither the dev
+    cluster, the webhook, the certificate library nor kubernetes-asyncio (tens of MB)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import sys\n"
+              "from pykueue.cli import build_parser\n"
+              "build_parser(['manager', '--kubeconfig', 'k'])\n"
+              "watched = {'pykueue.manager.runtime.cli', 'pykueue.devcluster', 'pykueue.webhook.cli', "
+              "'pykueue.run', 'cryptography', 'kubernetes_asyncio'}\n"
+              "print(sorted(m for m in sys.modules if m in watched))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert result.stdout.strip() == "['pykueue.manager.runtime.cli']"

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio import client as kube
 
 from pykueue.api.events import EventRecord, ObjectReference
 from pykueue.kube.client import KubeClient
+from pykueue.kube.connection import Connection
 from pykueue.kube.events import EventRecorder, client_transport
+from pykueue.kube.kubeconfig import ClientConfig
 from pykueue.manager.jobs.events import created_workload
 from pykueue.manager.jobs.integrations import Integration
 
@@ -69,9 +70,7 @@ async def endpoint() -> AsyncIterator[tuple[EventsEndpoint, KubeClient]]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    configuration = kube.Configuration()
-    configuration.host = f"http://127.0.0.1:{port}"
-    async with KubeClient(kube.ApiClient(configuration)) as client:
+    async with KubeClient(Connection(ClientConfig(host=f"http://127.0.0.1:{port}"))) as client:
         yield server, client
     await runner.cleanup()
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from pykueue.certs.authority import ensure_bundle, issue_client, issue_serving, new_ca, self_signed_serving
 from pykueue.certs.rotation import require_client_certificates, server_context, write_pair
@@ -28,9 +27,11 @@ from pykueue.extender.app import ExtenderDeps
 from pykueue.extender.app import make_app as extender_app
 from pykueue.extender.server import serve as serve_extender
 from pykueue.kube.client import KubeClient
+from pykueue.kube.connection import Connection
 from pykueue.kube.endpoints import METRICS_LIMITS, HealthChecks, build_app, start_site
 from pykueue.kube.event_loop import run_main
 from pykueue.kube.http_limits import Listener
+from pykueue.kube.kubeconfig import ClientConfig
 from pykueue.kube.logging import configure_cli_logging
 from pykueue.kube.ratelimit import TokenBucket
 from pykueue.manager.runtime.cli import REVIEW_BURST, REVIEW_QPS
@@ -85,8 +86,7 @@ async def _serve(directory: Path, good_token: str) -> None:
     await api_runner.setup()
     api_site = web.TCPSite(api_runner, "127.0.0.1", 0)
     await api_site.start()
-    configuration = Configuration(host=f"http://127.0.0.1:{api_runner.addresses[0][1]}")
-    api = ApiClient(configuration)
+    api = Connection(ClientConfig(host=f"http://127.0.0.1:{api_runner.addresses[0][1]}"))
     reviewers = cluster_reviewers(KubeClient(api, TokenBucket(REVIEW_QPS, REVIEW_BURST)))
 
     # Webhook: a serving pair of its own CA, as the rotator keeps it.

@@ -16,8 +16,8 @@ from pykueue.certs.authority import (
     ensure_bundle,
     new_ca,
     renewal_reason,
-    service_dns_names,
 )
+from pykueue.certs.names import service_dns_names
 
 NAMES = service_dns_names("pykueue-webhook-service", "pykueue-system")
 T0 = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)

@@ -14,13 +14,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client as kube
 
 from pykueue.api import keys
 from pykueue.api.wire import JSON
 from pykueue.kube import resources as res
 from pykueue.kube.client import KubeClient
+from pykueue.kube.connection import Connection
 from pykueue.kube.informer import Informer
+from pykueue.kube.kubeconfig import ClientConfig
 from pykueue.manager.runtime.controllers import retention
 from pykueue.manager.runtime.controllers.finalizers import FINALIZER, FinalizerRelease
 from pykueue.manager.runtime.controllers.manager import QUEUE_STATUS_PERIOD_S, QueueManager
@@ -34,9 +35,7 @@ def _closed_port() -> int:
 
 @pytest.fixture
 async def unreachable() -> AsyncIterator[KubeClient]:
-    configuration = kube.Configuration()
-    configuration.host = f"http://127.0.0.1:{_closed_port()}"
-    async with KubeClient(kube.ApiClient(configuration)) as api:
+    async with KubeClient(Connection(ClientConfig(host=f"http://127.0.0.1:{_closed_port()}"))) as api:
         yield api
 
 

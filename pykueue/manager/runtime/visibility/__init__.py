@@ -6,13 +6,10 @@ in-memory queues instead of writing it into LocalQueue status. pykueue does the 
 aiohttp application built by :func:`make_app` from a :class:`PendingWorkloadsProvider`
 (the queue manager), an authenticator (the aggregator's front-proxy identity) and an
 authorizer (SubjectAccessReview against kube-apiserver). Nothing listens at import time.
+Serving it with certificates (``assembly``) is imported from its module, not from here: it
+loads the cryptography library, which a manager that serves no TLS does without.
 """
 
-from pykueue.manager.runtime.visibility.assembly import (
-    VisibilityServer,
-    build_visibility_server,
-    inject_ca_bundle,
-)
 from pykueue.manager.runtime.visibility.auth import (
     Authorizer,
     RequestAttributes,
@@ -36,8 +33,5 @@ __all__ = [
     "RequestHeaderAuthenticator",
     "RequestHeaderConfig",
     "UserInfo",
-    "VisibilityServer",
-    "build_visibility_server",
-    "inject_ca_bundle",
     "make_app",
 ]

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pykueue.certs import authority
+from pykueue.certs import names
 from pykueue.kube import tls_policy
 
 SERVICE_NAMESPACE = "pykueue-system"
@@ -27,7 +27,7 @@ SERVICE_NAME = "pykueue-visibility-server"
 
 def service_dns_names(service: str = SERVICE_NAME, namespace: str = SERVICE_NAMESPACE) -> tuple[str, ...]:
     """The names the visibility Service is dialled by, defaulting to pykueue's own Service."""
-    return authority.service_dns_names(service, namespace)
+    return names.service_dns_names(service, namespace)
 
 
 DEFAULT_DNS_NAMES = ("localhost", *service_dns_names())
@@ -46,6 +46,8 @@ def self_signed_serving_certificate(
     valid_for: datetime.timedelta = datetime.timedelta(days=365),
     now: datetime.datetime | None = None,
 ) -> ServingCertificate:
+    from pykueue.certs import authority  # cryptography: only a process that issues one pays for it
+
     cert_pem, key_pem = authority.self_signed_serving(SERVICE_NAME, dns_names, ip_addresses, now, valid_for)
     return ServingCertificate(cert_pem=cert_pem, key_pem=key_pem)
 
