@@ -59,12 +59,13 @@ IMMEDIATE = SchedulingSettings(followers_per_cycle=FOLLOWERS_PER_CYCLE)
 # requeue_batch_per_group_s: with many shapes per queue (Kueue's TAS shape), 0.1 s let heads
 #   take freed room a cycle before a queue within its nominal quota reclaimed it (7,346
 #   victims chosen, Kueue 16).
-# publish_settle_s: on Kueue's shapes a large workload is created every 1.2 s and runs 1 s, so
-#   the room it frees is filled by lower-priority ones that the next large one preempts
-#   within about 0.1-0.2 s (victims' time admitted, p50 133 ms and p90 201 ms, on quick).
-#   0.3 s covers that window: in the core alone (benchmarks/eviction_latency.py on quick)
-#   evictions fell from 102-146 to 18-30 at every finish latency up to 150 ms, for 0.2-0.4 s
-#   more time to admission of the lower classes.
+# publish_settle_s: off (0). On Kueue's shapes a large workload is created every 1.2 s and
+#   runs 1 s, so the room it frees is filled by lower-priority ones that the next large one
+#   preempts within about 0.1-0.2 s. Held 0.3 s, those reservations are taken back unseen:
+#   quick's evictions fell from 64-82 / 14-68 to 6-17 / 10-16 (50/100 / 300/500). But on the
+#   TAS shape the held reservations became the preferred victims of every preemption: 116
+#   evictions against 58 without, manager CPU 124 s against 95 s, wall 393 s against 337 s
+#   (benchmarks/README.md, History). Kept measurable (benchmarks/eviction_latency.py).
 TUNED = SchedulingSettings(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01,
                            requeue_batch_per_group_s=0.005, requeue_batch_max_s=1.0,
-                           followers_per_cycle=FOLLOWERS_PER_CYCLE, publish_settle_s=0.3)
+                           followers_per_cycle=FOLLOWERS_PER_CYCLE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any, cast
 
 from pykueue.kube.client import KubeClient
@@ -16,6 +17,7 @@ from pykueue.manager.runtime.controllers.manager import QueueManager
 from .test_status_writes import WORKLOADS, FakeApi
 
 API = "kueue.x-k8s.io/v1beta2"
+SETTLING = replace(TUNED, publish_settle_s=0.3)  # off in TUNED (see settings.py)
 
 
 def _queues() -> list[dict[str, Any]]:
@@ -41,7 +43,7 @@ def _workload(name: str, priority: int, second: int) -> dict[str, Any]:
 
 async def _after_a_higher_priority_one_ran() -> tuple[QueueManager, FakeApi]:
     """The queue once ran a priority-10 workload: lower ones admitted there are contestable."""
-    manager = QueueManager(KubeClient(object()), scheduling=TUNED)
+    manager = QueueManager(KubeClient(object()), scheduling=SETTLING)
     first = _workload("first-high", 10, 0)
     api = FakeApi([first])
     manager.client = cast(KubeClient, api)
@@ -87,7 +89,7 @@ def test_an_uncontested_reservation_is_written_once_the_settle_time_is_over() ->
         started = time.time()
         await manager.schedule_once()
         await api.until(lambda: bool([a for a in api.admissions.get("low", []) if a]))
-        assert time.time() - started >= TUNED.publish_settle_s - 0.01  # not before it settled
+        assert time.time() - started >= SETTLING.publish_settle_s - 0.01  # not before it settled
         low = manager.core.workload("ns/low")
         assert low is not None and low.status == ADMITTED and not low.unpublished
         await manager.status_writes.shutdown()
