@@ -21,7 +21,7 @@ import pytest
 
 from pykueue.api.keys import VISIBILITY_GROUP
 from pykueue.devcluster.aggregation import host_api_service_manifests
-from pykueue.kube.client import KubeClient
+from pykueue.kube.client import connect
 from pykueue.manager.runtime.visibility import OwnerReference, PendingWorkloadInfo
 from pykueue.manager.runtime.visibility.assembly import build_visibility_server, inject_ca_bundle
 from pykueue.manager.runtime.visibility.server import start
@@ -111,7 +111,7 @@ async def registered(dev_cluster: DevCluster) -> AsyncIterator[Registered]:
     previous = await asyncio.to_thread(_current_api_service, dev_cluster)
     if previous is not None:  # its caBundle would clash with the insecure registration below
         await asyncio.to_thread(dev_cluster.kubectl, "delete", "apiservice", API_SERVICE)
-    async with KubeClient(await dev_cluster.api_client()) as api:
+    async with await connect(dev_cluster.kubeconfig) as api:
         server = await build_visibility_server(api, Provider(),
                                                ("localhost", *service_dns_names(SERVICE, namespace)))
         runner, port = await start(server.app, server.ssl_context())
