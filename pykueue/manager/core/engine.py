@@ -171,9 +171,7 @@ class QueueingCore:
         if self._config.fair_sharing is not None:
             return True
         node = self._cache.nodes.get(name)
-        while node is not None and node.parent is not None:
-            node = node.parent
-        siblings = node.cluster_queues() if node is not None else ()
+        siblings = node.root().cluster_queues() if node is not None else ()
         return any(c.name != name and self._cache.cq_defs[c.name].policy("reclaimWithinCohort") != "Never"
                    for c in siblings if c.name in self._cache.cq_defs)
 

@@ -112,8 +112,7 @@ class PendingQueues:
             self.queues[rec.cluster_queue].remove(rec.key)
         rec.cluster_queue = target
         if target is not None:
-            if rec.priority > self.top_priority.get(target, rec.priority - 1):
-                self.top_priority[target] = rec.priority
+            self.top_priority[target] = max(rec.priority, self.top_priority.get(target, rec.priority))
             q = self.queue(target)
             skey = self.sort_key(rec)
             if q.is_parked(rec.key) and not unpark:
