@@ -297,23 +297,22 @@ class Recorder:
         its finish timers fired, how long its finish writes took, how long until the watch
         delivered them), how many preemptors were already there when their victim was
         admitted, and when the first admission and the evictions came."""
-        held = sorted(h for h, _ in self.preemptions)
+        held = [h for h, _ in self.preemptions]
         waited = [w for _, w in self.preemptions]
         # How long a workload stays admitted until seen finished (its runtime plus the
         # runner's and the API's lag): the window in which a newcomer may preempt it.
-        ran = sorted(w.finished_ms - w.admitted_ms for w in self.workloads.values()
-                     if not w.causes and w.finished_ms is not None and w.admitted_ms is not None)
-        writes, late = sorted(self.finish_writes_ms), sorted(self.finish_late_ms)
-        echo = sorted(self.finish_echo_ms)
+        ran = [w.finished_ms - w.admitted_ms for w in self.workloads.values()
+               if not w.causes and w.finished_ms is not None and w.admitted_ms is not None]
+        writes, late, echo = self.finish_writes_ms, self.finish_late_ms, self.finish_echo_ms
 
         def pct(values: list[float], q: float) -> int | None:
-            return int(values[min(len(values) - 1, int(q * len(values)))]) if values else None
+            return int(percentile(values, q)) if values else None
         # When, from the first creation, the first admission and the evictions were seen: a
         # manager that admits from the first second fills its queues with the first (small,
         # low-priority) arrivals, which the higher-priority ones created next then preempt.
         start = min((w.first_ms for w in self.workloads.values()), default=0.0)
         admitted = [w.admitted_ms for w in self.workloads.values() if w.admitted_ms is not None]
-        evicted_at = sorted((t - start) / 1000.0 for t in self.evicted_at_ms)
+        evicted_at = [(t - start) / 1000.0 for t in self.evicted_at_ms]
         return {"admitted_past_higher": self.admitted_past_higher,
                 "victim_admitted_ms_p50": pct(held, 0.5), "victim_admitted_ms_p90": pct(held, 0.9),
                 "held_ms_p50": pct(ran, 0.5), "held_ms_p90": pct(ran, 0.9),
