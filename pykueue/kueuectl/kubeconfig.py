@@ -16,9 +16,8 @@ from typing import Any
 
 import yaml
 
+from pykueue.kube.kubeconfig import SERVICE_ACCOUNT_DIR
 from pykueue.kueuectl.gotypes import parse_go_duration
-
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 class ConfigError(Exception):
