@@ -81,7 +81,8 @@ def _finish(core: QueueingCore, key: str, now_ms: int, latency_ms: int, seq: int
 
 def _creations(plans: list[QueuePlan]) -> list[_Event]:
     """Each workload at the time ``kueue_perf``'s generator creates it: every set of a
-    queue creates one workload per interval, the first after one interval."""
+    queue creates one workload per interval, the first after one interval; a backlog set
+    (``createBeforeStart``) all at time 0, there when the core starts."""
     events: list[_Event] = []
     for plan in plans:
         for set_idx, wset in enumerate(plan.queues.workloads_sets):
@@ -91,7 +92,8 @@ def _creations(plans: list[QueuePlan]) -> list[_Event]:
                     name = workload_name(template, set_idx, n, ti)
                     obj = workload_object(template, name, plan.name, plan.name)
                     key = f"{plan.name}/{name}"
-                    events.append(_Event(step * wset.creation_interval_ms, len(events), key, obj))
+                    at_ms = 0 if wset.before_start else step * wset.creation_interval_ms
+                    events.append(_Event(at_ms, len(events), key, obj))
     return events
 
 

@@ -147,6 +147,7 @@ class Runner:
         self.done = asyncio.Event()
         self.timeline: list[tuple[float, int, int, int]] = []
         self.t0 = time.monotonic()
+        self.started = self.t0  # when the manager was ready (see ``manager_started``)
         self._finishing: dict[str, asyncio.Task[None]] = {}
         self._admitted_at: dict[str, float] = {}
         self._finish_written_at: dict[str, float] = {}  # until the watch shows the finish
@@ -298,7 +299,7 @@ class Runner:
     async def _create(self, ref: res.ResourceRef, obj: dict[str, Any]) -> None:
         await self.client.create(ref.collection_path(obj["metadata"].get("namespace")), obj)
 
-    async def _generate_queue(self, plan: QueuePlan) -> None:
+    async def _create_queue_objects(self, plan: QueuePlan) -> None:
         cq, ns, lq = plan.objects(self.config.flavor.name)
         await self._create(res.CLUSTER_QUEUES, cq)
         try:
@@ -307,7 +308,30 @@ class Runner:
             if not exc.already_exists:  # kept from an earlier run (see ``cleanup``)
                 raise
         await self._create(res.LOCAL_QUEUES, lq)
-        await asyncio.gather(*(self._generate_set(plan, i) for i in range(len(plan.queues.workloads_sets))))
+
+    async def _generate_queue(self, plan: QueuePlan) -> None:
+        if not plan.has_backlog:  # a backlog's queue was made with it
+            await self._create_queue_objects(plan)
+        await asyncio.gather(*(self._generate_set(plan, i) for i, s in enumerate(plan.queues.workloads_sets)
+                               if not s.before_start))
+
+    async def create_backlog(self) -> None:
+        """Create the ``createBeforeStart`` sets with their queues; call before the manager starts.
+
+        Their workloads' waits and drain rate count from :meth:`manager_started`, so a
+        manager's own start-up is not charged to them twice (see ``Recorder.start_ms``)."""
+        async def backlog(plan: QueuePlan) -> None:
+            await self._create_queue_objects(plan)
+            sets = plan.queues.workloads_sets
+            await asyncio.gather(*(self._generate_set(plan, i) for i, s in enumerate(sets) if s.before_start))
+        plans = [p for p in self.plans if p.has_backlog]
+        if plans:
+            await asyncio.gather(*(backlog(p) for p in plans))
+            _log(f"  backlog created: {self.created} workloads")
+
+    def manager_started(self) -> None:
+        self.started = time.monotonic()
+        self.recorder.start_ms = self._now_ms()
 
     async def _generate_set(self, plan: QueuePlan, set_idx: int) -> None:
         wset = plan.queues.workloads_sets[set_idx]
@@ -331,19 +355,23 @@ class Runner:
             await self._create(res.TOPOLOGIES, topology)
         await self._create(res.RESOURCE_FLAVORS, flavor_object(self.config))
 
-    async def run(self) -> float:
-        """Generate, record until Kueue's stop condition; return the generation time."""
+    async def watch(self) -> None:
+        """Start recording: the clock of every figure starts here."""
         self.workloads.start()
         self.queues.start()
         await asyncio.gather(self.workloads.wait_synced(60.0), self.queues.wait_synced(60.0))
         self.t0 = time.monotonic()
+
+    async def run(self) -> float:
+        """Generate, record until Kueue's stop condition; return the generation time (from
+        the manager's start). :meth:`watch` must have been called."""
         sampler = asyncio.get_running_loop().create_task(self._sample())
         try:
             await asyncio.gather(*(self._generate_queue(p) for p in self.plans))
-            gen_s = time.monotonic() - self.t0
+            gen_s = time.monotonic() - self.started
             self.generation_done = True
             _log(f"  generation done: {self.created} workloads in {gen_s:.1f}s")
-            deadline = self.t0 + self.timeout_s
+            deadline = self.started + self.timeout_s
             while not self.done.is_set():
                 self._check_done()
                 if time.monotonic() > deadline:
@@ -360,8 +388,11 @@ class Runner:
             sampler.cancel()
             for task in self._finishing.values():
                 task.cancel()
-            await self.workloads.stop()
-            await self.queues.stop()
+            await self.stop_watching()
+
+    async def stop_watching(self) -> None:
+        await self.workloads.stop()
+        await self.queues.stop()
 
     async def _sample(self) -> None:
         while True:
@@ -520,10 +551,17 @@ async def run_once(kubeconfig: Path, config: GeneratorConfig, name: str, spec: R
                         until_finished=spec.mode == "floor")
         await runner.setup_cluster_scoped()
         manager = make(client, spec)
-        api_cpu0 = process_cpu_s(apiserver_pid) if apiserver_pid else 0.0
-        machine0 = machine_cpu_times()
-        runner_cpu0 = time.process_time()
-        await manager.start()
+        await runner.watch()
+        try:
+            await runner.create_backlog()
+            api_cpu0 = process_cpu_s(apiserver_pid) if apiserver_pid else 0.0
+            machine0 = machine_cpu_times()
+            runner_cpu0 = time.process_time()
+            await manager.start()
+            runner.manager_started()
+        except BaseException:
+            await runner.stop_watching()
+            raise
         try:
             gen_s = await runner.run()
         finally:

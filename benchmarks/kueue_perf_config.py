@@ -15,6 +15,11 @@ field of its own); the managers do: pykueue's gets a Configuration with ``fairSh
 (Kueue's default preemption strategies), and Kueue's ``minimalkueue``, which takes no
 Configuration, is built with fair sharing wired into its cache, controllers and scheduler
 (see ``devcluster.kueue_minimal``).
+
+A second: ``createBeforeStart: true`` on a workloads set (default false) creates that set's
+workloads, with their queues, before the manager starts, as the backlog a manager meets
+after a restart or an upgrade (kubernetes-sigs/kueue#14477); the other sets are created
+while it runs, as in Kueue's generator.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class WorkloadsSet:
     count: int
     creation_interval_ms: int
     workloads: tuple[WorkloadTemplate, ...]
+    before_start: bool = False  # our ``createBeforeStart`` (see the module's docstring)
 
 
 @dataclass(frozen=True)
@@ -172,8 +178,11 @@ def _workloads_set(raw: Any, where: str) -> WorkloadsSet:
     d = _mapping(raw, where)
     templates = tuple(_template(t, f"{where}.workloads[{i}]")
                       for i, t in enumerate(_list(d, "workloads", where)))
+    before = d.get("createBeforeStart", False)
+    if not isinstance(before, bool):
+        raise ConfigError(f"{where}: createBeforeStart must be true or false, not {before!r}")
     return WorkloadsSet(_field(d, "count", where, int), _field(d, "creationIntervalMs", where, int, 0),
-                        templates)
+                        templates, before)
 
 
 def _queues_set(raw: Any, where: str) -> QueuesSet:
@@ -261,6 +270,11 @@ class QueuePlan:
               "metadata": {"name": self.name, "namespace": self.name, "labels": {CLEANUP_LABEL: "true"}},
               "spec": {"clusterQueue": self.name}}
         return [cq, ns, lq]
+
+    @property
+    def has_backlog(self) -> bool:
+        """Whether any of its workload sets is created before the manager starts."""
+        return any(s.before_start for s in self.queues.workloads_sets)
 
 
 def queue_plans(config: GeneratorConfig, prefix: str = "") -> list[QueuePlan]:

@@ -4,7 +4,8 @@ Kueue's recorder timestamps every Workload and ClusterQueue event it observes (i
 clock, not the objects' second-resolution condition times) and its checker derives:
 
 * time to admission of a workload = first event with ``Admitted=True`` minus the
-  workload's first observed event; averaged per workload class (integer ms);
+  workload's first observed event (ours: or the manager's start, for a workload created
+  before it, see ``Recorder.start_ms``); averaged per workload class (integer ms);
 * ClusterQueue usage per queue class = sum over queues of the CPU in
   ``status.flavorsUsage[0].resources[0].total`` integrated between consecutive status
   events (mCPU x ms), divided by (sum of nominal quotas x (last - first event time of the
@@ -106,6 +107,12 @@ class Recorder:
     finish_late_ms: list[float] = field(default_factory=list)
     finish_echo_ms: list[float] = field(default_factory=list)
     _pending: dict[str, dict[int, int]] = field(default_factory=dict)  # queue -> priority -> count
+    # When the manager was ready: a workload created before (a backlog) waits from then, so
+    # that its wait and its class's drain rate are the manager's, not the harness's creates.
+    start_ms: float = 0.0
+
+    def _waits_from(self, w: WorkloadState) -> float:
+        return max(w.first_ms, self.start_ms)
 
     def workload_event(self, now_ms: float, obj: JSON) -> WorkloadState:
         meta = obj.get("metadata") or {}
@@ -219,7 +226,7 @@ class Recorder:
         """Average per workload class; a workload never admitted counts 0, as in Kueue's summary."""
         totals: dict[str, list[float]] = {}
         for w in self.workloads.values():
-            tta = 0.0 if w.admitted_ms is None else w.admitted_ms - w.first_ms
+            tta = 0.0 if w.admitted_ms is None else w.admitted_ms - self._waits_from(w)
             totals.setdefault(w.class_name, []).append(tta)
         return {c: int(sum(v) / len(v)) for c, v in totals.items()}
 
@@ -230,7 +237,7 @@ class Recorder:
         for w in self.workloads.values():
             waits.setdefault(w.class_name, [])
             if w.admitted_ms is not None:
-                waits[w.class_name].append(w.admitted_ms - w.first_ms)
+                waits[w.class_name].append(w.admitted_ms - self._waits_from(w))
         return waits
 
     def time_to_admission_pct_ms(self, q: float) -> dict[str, int | None]:
@@ -249,16 +256,18 @@ class Recorder:
 
     def admissions_per_min(self) -> dict[str, float | None]:
         """Per workload class, its workloads admitted over the span from the class's first
-        creation (its first workload's first observed event) to its last first admission (a
-        readmission after an eviction does not count again), in minutes; None when none was
-        admitted or that span is zero. A class admitted as fast as it is created shows its
-        creation rate; one that queues, the rate its manager drains it at."""
+        creation (its first workload's first observed event, or the manager's start for a
+        backlog created before it) to its last first admission (a readmission after an
+        eviction does not count again), in minutes; None when none was admitted or that span
+        is zero. A class admitted as fast as it is created shows its creation rate; one that
+        queues, the rate its manager drains it at."""
         first: dict[str, float] = {}
         last: dict[str, float] = {}
         admitted: dict[str, int] = {}
         for w in self.workloads.values():
             c = w.class_name
-            first[c] = min(first.get(c, w.first_ms), w.first_ms)
+            since = self._waits_from(w)
+            first[c] = min(first.get(c, since), since)
             admitted.setdefault(c, 0)
             if w.admitted_ms is not None:
                 admitted[c] += 1

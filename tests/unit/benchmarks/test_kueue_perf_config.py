@@ -149,3 +149,21 @@ def test_the_deep_queue_runs_fair_sharing_and_kueues_configs_do_not() -> None:
     assert load_config(CONFIGS / "deep-queue.yaml").fair_sharing is True
     for name in ("baseline", "large-scale", "tas", "quick"):
         assert load_config(CONFIGS / f"{name}.yaml").fair_sharing is False, name
+
+
+def test_create_before_start_is_our_workloads_set_switch_off_by_default() -> None:
+    doc = yaml.safe_load((CONFIGS / "quick.yaml").read_text())
+    assert not any(p.has_backlog for p in queue_plans(parse_config(doc)))
+    wset = doc["cohorts"][0]["queuesSets"][0]["workloadsSets"][0]
+    wset["createBeforeStart"] = True
+    plans = queue_plans(parse_config(doc))
+    assert plans[0].has_backlog and plans[0].queues.workloads_sets[0].before_start
+    wset["createBeforeStart"] = "yes"
+    message = "workloadsSets\\[0\\]: createBeforeStart must be true or false, not 'yes'"
+    with pytest.raises(ConfigError, match=message):
+        parse_config(doc)
+
+
+def test_the_deep_queues_backlog_is_there_before_the_manager() -> None:
+    plans = queue_plans(load_config(CONFIGS / "deep-queue.yaml"))
+    assert [p.queues.class_name for p in plans if p.has_backlog] == ["deep"]

@@ -261,3 +261,21 @@ def test_admissions_per_minute_span_the_first_creation_to_the_last_first_admissi
     r.workload_event(0, wl("n", "never"))
     r.workload_event(10, wl("z", "zero", "Admitted"))  # admitted on its first event: no span
     assert r.admissions_per_min() == {"deep": 8.0, "fast": 100.0, "never": None, "zero": None}
+
+
+def test_a_backlog_waits_from_the_managers_start() -> None:
+    r = Recorder()
+    # Two created before the manager was ready at 10 s, one after: the first two wait from
+    # 10 s, the third from its creation.
+    r.workload_event(1000, wl("b0", "deep"))
+    r.workload_event(2000, wl("b1", "deep"))
+    r.start_ms = 10000
+    r.workload_event(12000, wl("b2", "deep"))
+    r.workload_event(11000, wl("b0", "deep", "Admitted"))
+    r.workload_event(13000, wl("b1", "deep", "Admitted"))
+    r.workload_event(16000, wl("b2", "deep", "Admitted"))
+    # Waits of 1, 3 and 4 s.
+    assert r.time_to_admission_ms() == {"deep": 2666}
+    assert r.time_to_admission_pct_ms(0.5) == {"deep": 3000}
+    # Three admitted between the start at 10 s and 16 s: 30 a minute.
+    assert r.admissions_per_min() == {"deep": 30.0}
