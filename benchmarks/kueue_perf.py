@@ -152,6 +152,7 @@ class Runner:
         self._admitted_at: dict[str, float] = {}
         self._finish_written_at: dict[str, float] = {}  # until the watch shows the finish
         self._evicting: set[str] = set()
+        self._finish_phase: dict[str, str] = {}  # key -> where its latest finish stands
         self.workloads = Informer(client, res.WORKLOADS, label_selector=CLASS_LABEL)
         self.queues = Informer(client, res.CLUSTER_QUEUES, label_selector=CLASS_LABEL)
         self.workloads.add_handler(self._on_workload)
@@ -178,9 +179,14 @@ class Runner:
     def _on_workload(self, event: EventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event == EventType.DELETED:
             return
+        evictions = len(self.recorder.evicted_at_ms)
         state = self.recorder.workload_event(self._now_ms(), obj)
         meta = obj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        if len(self.recorder.evicted_at_ms) > evictions:
+            # Where this runner's finish of the victim stood: a victim held past its run
+            # time is one whose finish had not got through.
+            self.recorder.victim_finish_phase[self._finish_phase.get(key, "not admitted")] += 1
         if state.finished and key in self._finish_written_at:
             written = self._finish_written_at.pop(key)
             self.recorder.finish_echo_ms.append((time.monotonic() - written) * 1000.0)
@@ -201,6 +207,7 @@ class Runner:
                 self._finishing[key] = asyncio.get_running_loop().create_task(self._finish(key, runtime_s))
         elif not state.admitted:
             self._admitted_at.pop(key, None)
+            self._finish_phase.pop(key, None)
             self._cancel(key)
 
     def _cancel(self, key: str) -> None:
@@ -210,6 +217,7 @@ class Runner:
 
     async def _finish(self, key: str, runtime_s: float) -> None:
         due = self._admitted_at.get(key, time.monotonic()) + runtime_s
+        self._finish_phase[key] = "running"
         if due > time.monotonic():
             await asyncio.sleep(due - time.monotonic())
             self.recorder.finish_late_ms.append((time.monotonic() - due) * 1000.0)
@@ -263,9 +271,12 @@ class Runner:
         for attempt in range(WRITE_ATTEMPTS):
             patch = None if current is None else change(current)
             if patch is None:
+                self._phase(key, what, "not needed")
                 return False
+            self._phase(key, what, "writing" if attempt == 0 else "retrying")
             try:
                 await self.client.patch(res.WORKLOADS.object_path(name, ns, "status"), patch, JSON_PATCH)
+                self._phase(key, what, "written")
                 return True
             except ApiError as exc:
                 if exc.not_found:
@@ -278,7 +289,12 @@ class Runner:
                     return False
                 current = self.workloads.get(key)
         self.errors.append(f"could not {what} {key} in {WRITE_ATTEMPTS} attempts")
+        self._phase(key, what, "given up")
         return False
+
+    def _phase(self, key: str, what: str, phase: str) -> None:
+        if what == "finish":
+            self._finish_phase[key] = f"finish {phase}"
 
     def stuck(self) -> str:
         """What keeps a run from ending: admitted and pending workloads by class, with the

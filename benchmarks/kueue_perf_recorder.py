@@ -32,6 +32,7 @@ sequences; the runner in ``kueue_perf`` feeds it watch events.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,8 @@ class Recorder:
     finish_late_ms: list[float] = field(default_factory=list)
     finish_echo_ms: list[float] = field(default_factory=list)
     _pending: dict[str, dict[int, int]] = field(default_factory=dict)  # queue -> priority -> count
+    # Per eviction, where the runner's finish of its victim stood (set by the runner).
+    victim_finish_phase: Counter[str] = field(default_factory=Counter)
     # When the manager was ready: a workload created before (a backlog) waits from then, so
     # that its wait and its class's drain rate are the manager's, not the harness's creates.
     start_ms: float = 0.0
@@ -332,7 +335,8 @@ class Recorder:
                 "preemptor_unknown": waited.count(None),
                 "first_admission_s": round((min(admitted) - start) / 1000.0, 2) if admitted else None,
                 "evicted_at_s_p10": pct(evicted_at, 0.1), "evicted_at_s_p50": pct(evicted_at, 0.5),
-                "evicted_at_s_p90": pct(evicted_at, 0.9)}
+                "evicted_at_s_p90": pct(evicted_at, 0.9),
+                "victim_finish_phase": dict(sorted(self.victim_finish_phase.items()))}
 
     def counts(self) -> tuple[int, int, int]:
         """(pending, admitted and running, finished) right now, for the timeline plot."""

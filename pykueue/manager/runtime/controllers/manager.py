@@ -602,6 +602,13 @@ class QueueManager:
                     self._core_handler(EventType.MODIFIED, current, None)
                     return None
                 self._follow_others(current)  # a 409 may be a check controller's or the extender's
+            if rec.status != FINISHED and condition_true(current, keys.WorkloadCondition.FINISHED):
+                # Stored finished by its job's controller before the core saw it: what this
+                # write carries (most often an eviction decided on the older copy) is moot,
+                # and written it would mark a finished job preempted. The core takes the
+                # finish now, its quota released, as it would from the informer.
+                self._core_handler(EventType.MODIFIED, current, None)
+                return None
             if rec.holds_quota:
                 self._reserved_by_us.add(key)
             if rec.deactivation_unwritten and (current.get("spec") or {}).get("active", True) is not False:
