@@ -225,11 +225,6 @@ class CycleApplier:
                 if why:
                     d = replace(d, outcome=Outcome.PENDING, immediate=True, targets=(),
                                 pending=PendingReason(Pending.NO_LONGER_FITS))
-            if d.outcome == Outcome.PREEMPT and self._waits_to_preempt(rec, d):
-                # Back among the heads, first of its queue, holding its room each cycle;
-                # its victims keep running for now.
-                rec.preempting = True
-                d = replace(d, outcome=Outcome.PENDING, targets=(), immediate=True)
             if d.outcome == Outcome.PREEMPT:
                 rec.preempting = True
                 for target in d.targets:
@@ -253,26 +248,6 @@ class CycleApplier:
         if holder is not None:
             holder.drop_holds()  # a cycle's holds end with it; the next one decides again
         return progress
-
-    def _waits_to_preempt(self, rec: WorkloadRecord, d: Decision) -> bool:
-        """A preemption that would evict running jobs waits the scheduling settings'
-        ``preemption_patience_s`` first. Jobs at the end of their run are finishing as the
-        decision is made (their Finished on its way), and an eviction then throws away a
-        finished run and starts the job again; waiting, the preemptor gets their room as they
-        finish, or, once the wait is over, preempts as Kueue does, choosing again from what
-        still runs. Reservations not yet written (taken back unseen) and victims already
-        stopping need no wait."""
-        patience = self._config.scheduling.preemption_patience_s
-        if patience <= 0:
-            return False
-        running = False
-        for target in d.targets:
-            victim = self._workloads.get(target)
-            if victim is not None and victim.holds_quota and victim.stopping is None and not (
-                    victim.unpublished and victim.took_over is None):
-                running = True
-                break
-        return running and self._lifecycle.patience_left(rec, patience)
 
     def _preempt(self, rec: WorkloadRecord, d: Decision, target: str) -> bool:
         """Evict (or take back unseen) one target of ``rec``'s preemption; True if it did."""

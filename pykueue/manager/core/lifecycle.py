@@ -38,7 +38,7 @@ from .reasons import (
     PendingReason,
     checks_message,
 )
-from .timers import AFS_SAMPLE, BACKOFF, MAX_EXECUTION, PATIENCE, PODS_READY, REQUEUE, Clock, Timers
+from .timers import AFS_SAMPLE, BACKOFF, MAX_EXECUTION, PODS_READY, REQUEUE, Clock, Timers
 from .workload_state import ADMITTED, FINISHED, PENDING, QUOTA_RESERVED, Stopping, WorkloadRecord
 
 ON_HOLD = "OnHold"  # the QuotaReserved=False reason of a workload its job put on hold
@@ -390,7 +390,6 @@ class WorkloadLifecycle:
         assert d.assignment is not None
         self._changes.written.add(rec.key)
         rec.preempting = False
-        rec.preempt_wanted_since = None
         rec.generation += 1
         rec.status = QUOTA_RESERVED
         rec.cluster_queue = d.cluster_queue
@@ -464,7 +463,6 @@ class WorkloadLifecycle:
         """The workload stops competing: release its quota or take it out of its queue."""
         rec.generation += 1
         rec.preempting = False
-        rec.preempt_wanted_since = None
         if rec.holds_quota:
             self._release(rec)
         else:
@@ -713,21 +711,9 @@ class WorkloadLifecycle:
         rec.execution_timer = (rec.generation, due)
         self._timer(due, MAX_EXECUTION, rec)
 
-    def patience_left(self, rec: WorkloadRecord, patience_s: float) -> bool:
-        """Whether ``rec``, deciding now to evict running jobs, still waits for quota to free
-        (``preemption_patience_s`` from its first such decision); a timer wakes the scheduler
-        when the wait is over."""
-        now = self._clock.now
-        if rec.preempt_wanted_since is None:
-            rec.preempt_wanted_since = now
-            self._timers.add(now + patience_s, PATIENCE, rec.key)
-        return now < rec.preempt_wanted_since + patience_s
-
     def next_deadline(self) -> float | None:
         def current(kind: str, key: str, gen: int) -> bool:
             rec = self.workloads.get(key)
-            if kind == PATIENCE:  # not tied to a generation: the wait spans its decisions
-                return rec is not None and rec.preempt_wanted_since is not None
             return kind in (AFS_SAMPLE, REQUEUE) or (rec is not None and rec.generation == gen)
 
         return self._timers.next_due(current)
@@ -738,9 +724,6 @@ class WorkloadLifecycle:
         fired = 0
         while (due := self._timers.pop_due(self._clock.now)) is not None:
             kind, key, gen = due
-            if kind == PATIENCE:
-                fired += 1  # a cycle looks at the preemptor again (a head of its queue)
-                continue
             if kind == AFS_SAMPLE:
                 fired += self._pending.sample_due()
                 continue

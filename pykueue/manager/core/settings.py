@@ -39,12 +39,6 @@ class SchedulingSettings:
     # was made: a preemption decided meanwhile withdraws it unseen instead of evicting a job
     # that has just been started (see ``QueueingCore.publish_wait``). 0: written at once.
     publish_settle_s: float = 0.0
-    # A workload that would preempt running jobs first waits this long from its first such
-    # decision, holding the room it needs as a head of its queue: jobs finishing meanwhile
-    # may free it, so none is evicted at the end of its run (see
-    # ``CycleApplier._waits_to_preempt``). Reservations not yet written are taken back, and
-    # victims already stopping waited for, without waiting. 0: preempt at once, as Kueue.
-    preemption_patience_s: float = 0.0
 
 
 # followers_per_cycle: bounds a cycle's extra work (and writes) per queue; a queue of 536
@@ -74,4 +68,4 @@ IMMEDIATE = SchedulingSettings(followers_per_cycle=FOLLOWERS_PER_CYCLE)
 #   (benchmarks/README.md, History). Kept measurable (benchmarks/eviction_latency.py).
 TUNED = SchedulingSettings(requeue_batch_s=0.1, requeue_batch_per_queue_s=0.01,
                            requeue_batch_per_group_s=0.005, requeue_batch_max_s=1.0,
-                           followers_per_cycle=FOLLOWERS_PER_CYCLE, preemption_patience_s=0.5)
+                           followers_per_cycle=FOLLOWERS_PER_CYCLE)

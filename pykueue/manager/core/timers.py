@@ -17,7 +17,6 @@ BACKOFF = "backoff"
 PODS_READY = "podsReady"
 MAX_EXECUTION = "maxExecution"
 AFS_SAMPLE = "afsSample"
-PATIENCE = "preemptionPatience"  # a preemptor's patience runs out (SchedulingSettings)
 REQUEUE = "requeue"  # a batched requeue of a cohort tree (key: "Cohort/<root>" or "ClusterQueue/<name>")
 
 

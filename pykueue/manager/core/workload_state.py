@@ -62,8 +62,6 @@ class WorkloadRecord:
     pods_ready: bool = False
     generation: int = 0  # bumped on every transition; stale timers compare it
     preempting: bool = False  # chose victims and waits for their quota (sorts first in its queue)
-    # When it first would have evicted running jobs (``preemption_patience_s``); None once admitted.
-    preempt_wanted_since: float | None = None
     # Reason of the Preempted condition of each "Preempted" eviction, in order.
     preemption_reasons: list[str] = field(default_factory=list)
     preemption: Preemption | None = None  # the cause of the latest Preempted eviction

@@ -22,7 +22,7 @@ from pykueue.manager.runtime.controllers.manager import QueueManager
 from .core_access import owe_status_writes
 from .test_adoption import _admitted
 from .test_queue_status import _objects
-from .test_status_writes import AT_ONCE, WORKLOADS, FakeApi, _arrives
+from .test_status_writes import WORKLOADS, FakeApi, _arrives
 
 
 class Sent:
@@ -43,7 +43,7 @@ class Sent:
 
 def _manager(preemption: bool = False) -> tuple[QueueManager, FakeApi, Sent]:
     sent = Sent()
-    manager = QueueManager(KubeClient(object()), events=EventRecorder(sent, instance="test"), scheduling=AT_ONCE)
+    manager = QueueManager(KubeClient(object()), events=EventRecorder(sent, instance="test"))
     objects = _objects()
     for obj in objects[3:]:
         obj["metadata"]["uid"] = f"{obj['metadata']['name']}-uid"

@@ -149,10 +149,6 @@ class FakeApi:
             self.in_flight[base] -= 1
 
 
-# Preempts without waiting (TUNED's preemption patience: tests/unit/core/test_preemption_patience.py).
-AT_ONCE = replace(TUNED, preemption_patience_s=0.0)
-
-
 def _holds_quota(obj: dict[str, Any]) -> bool:
     conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
     return conditions.get("QuotaReserved") == "True" and conditions.get("Finished") != "True"
@@ -527,8 +523,8 @@ def test_a_stored_reservation_changing_waits_for_no_release() -> None:
 
 
 def _preempting_setup() -> tuple[QueueManager, FakeApi, dict[str, Any]]:
-    """w0 and w1 fill the queue; ``urgent`` (priority 10) may preempt either, at once."""
-    manager, api = _setup(scheduling=AT_ONCE)
+    """w0 and w1 fill the queue; ``urgent`` (priority 10) may preempt either."""
+    manager, api = _setup()
     cq = copy.deepcopy(_objects()[1])
     cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
     manager._core_handler(EventType.MODIFIED, cq, None)
