@@ -328,8 +328,13 @@ class Runner:
     async def _generate_queue(self, plan: QueuePlan) -> None:
         if not plan.has_backlog:  # a backlog's queue was made with it
             await self._create_queue_objects(plan)
-        await asyncio.gather(*(self._generate_set(plan, i) for i, s in enumerate(plan.queues.workloads_sets)
-                               if not s.before_start))
+        await self._generate_sets(plan, before_start=False)
+
+    async def _generate_sets(self, plan: QueuePlan, *, before_start: bool) -> None:
+        """The queue's workload sets created before the manager starts, or the others."""
+        sets = plan.queues.workloads_sets
+        await asyncio.gather(*(self._generate_set(plan, i) for i, s in enumerate(sets)
+                               if s.before_start == before_start))
 
     async def create_backlog(self) -> None:
         """Create the ``createBeforeStart`` sets with their queues; call before the manager starts.
@@ -338,8 +343,7 @@ class Runner:
         manager's own start-up is not charged to them twice (see ``Recorder.start_ms``)."""
         async def backlog(plan: QueuePlan) -> None:
             await self._create_queue_objects(plan)
-            sets = plan.queues.workloads_sets
-            await asyncio.gather(*(self._generate_set(plan, i) for i, s in enumerate(sets) if s.before_start))
+            await self._generate_sets(plan, before_start=True)
         plans = [p for p in self.plans if p.has_backlog]
         if plans:
             await asyncio.gather(*(backlog(p) for p in plans))
