@@ -61,9 +61,12 @@ def test_a_job_is_stopped_after_its_maximum_execution_time(dev_cluster: DevClust
                    ["spec"].get("suspend") is False, 30.0)
 
         def stopped() -> dict[str, Any] | None:
-            [w] = workloads_owned_by(dev_cluster, namespace, "Job", "limited")
+            # The Job is read first: a Workload read before it may predate the Evicted write
+            # that the Job's suspension follows.
             suspended = dev_cluster.get_json("job", "limited", "-n", namespace)["spec"].get("suspend")
-            return w if suspended and w["spec"].get("active") is False else None
+            [w] = workloads_owned_by(dev_cluster, namespace, "Job", "limited")
+            deactivated = w["spec"].get("active") is False and _condition(w, "Evicted")
+            return w if suspended and deactivated else None
 
         wl = wait_until("the Job stopped and its Workload deactivated", stopped, 60.0)
         evicted = _condition(wl, "Evicted")
