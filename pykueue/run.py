@@ -12,16 +12,13 @@ import argparse
 import importlib
 import logging
 import ssl
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from pykueue.api.access import ApiAccess
 from pykueue.certs.rotation import CertRotator
-from pykueue.kube.endpoints import server_ssl_context
 from pykueue.kube.logging import configure_cli_logging
 from pykueue.kube.startup import exit_code
 from pykueue.manager.runtime import cli as manager_cli
@@ -135,7 +132,6 @@ def _visibility(args: argparse.Namespace, settings: manager_cli.Settings) -> man
         # single caBundle, and whichever replica the aggregator reaches must match it.
         rotator = CertRotator(client=client, namespace=settings.namespace, secret_name=VISIBILITY_SECRET,
                               dns_names=dns, ip_addresses=("127.0.0.1",),
-                              cert_dir=Path(tempfile.mkdtemp(prefix="pykueue-visibility-")),
                               api_services=API_SERVICE_NAMES)  # one per served version
         app, context = await build_rotating_visibility_server(
             client, CorePendingWorkloads(manager.core), rotator, reviewers.authorizer)
@@ -171,9 +167,8 @@ def dashboard_listen(address: str) -> tuple[str, int]:
 
 def dashboard_tls(cert_dir: str | None) -> ssl.SSLContext:
     """The dashboard's server context when it is exposed: the pair in ``cert_dir``, else a
-    self-signed one (kept in that directory, or a private temporary one), as for /metrics."""
-    files = manager_cli.serving_pair(cert_dir, "pykueue-dashboard-")
-    return server_ssl_context(files["cert_file"], files["key_file"])
+    self-signed one (kept in that directory, or in memory only), as for /metrics."""
+    return manager_cli.serving_context(cert_dir)
 
 
 def _dashboard(args: argparse.Namespace, settings: manager_cli.Settings) -> manager_cli.ManagerExtra | None:

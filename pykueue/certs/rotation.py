@@ -12,7 +12,7 @@ Startup, every check period and every change of the Secret run :meth:`CertRotato
 3. publish the current and the previous CA together as ``caBundle`` on our
    Mutating/ValidatingWebhookConfigurations, the conversion stanza of our CRDs and our
    APIServices (compare-and-swap PUTs, skipped when already equal, so every replica may run it).
-4. only then write the pair to the cert directory and reload it into the live
+4. only then write the pair to the cert directory (when kept as files) and reload it into the live
    ``ssl.SSLContext``: no moment exists where this replica serves a certificate the apiserver
    does not trust yet, and replicas still serving the old pair stay trusted through the
    previous CA. Loading into the same context object changes only future handshakes:
@@ -125,7 +125,9 @@ class CertRotator:
     secret_name: str
     dns_names: Sequence[str]
     ip_addresses: Sequence[str]
-    cert_dir: Path
+    # Where the pair is also kept as files (a webhook's certDir, read by others); None keeps
+    # it in memory only, written to disk just for the moment of loading.
+    cert_dir: Path | None = None
     # The live server context, reloaded in place. Given one without key material, the first
     # reconcile loads the pair into it (so its other settings are the caller's).
     context: ssl.SSLContext | None = None
@@ -159,21 +161,26 @@ class CertRotator:
         read, saving a GET (None: read it)."""
         bundle, seen = await self._sync_secret(secret)
         if self.context is None:  # not serving yet: nothing can see the pair before the caBundles
-            self.context = server_context(*write_pair(self.cert_dir, bundle))
-            self._loaded = (bundle.tls_crt, bundle.tls_key)
+            self.context = tls_policy.server_context()
+            self._load(bundle)
         if self.client_ca:
             self._trust_client_cas(self.context, bundle)
         for secret_name, common_name in self.clients.items():
             await self._sync_client_secret(secret_name, common_name, bundle)
         await self.inject(bundle.trusted_cas)
-        cert_file, key_file = write_pair(self.cert_dir, bundle)
+        if self.cert_dir is not None:
+            write_pair(self.cert_dir, bundle)
         if self._loaded != (bundle.tls_crt, bundle.tls_key):
-            self.context.load_cert_chain(str(cert_file), str(key_file))
-            self._loaded = (bundle.tls_crt, bundle.tls_key)
+            self._load(bundle)
             log.info("serving certificate of Secret %s/%s loaded", self.namespace, self.secret_name)
         self.bundle, self._seen = bundle, seen
         self.ready = True
         return bundle
+
+    def _load(self, bundle: CertBundle) -> None:
+        assert self.context is not None
+        tls_policy.load_pair(self.context, bundle.tls_crt, bundle.tls_key)
+        self._loaded = (bundle.tls_crt, bundle.tls_key)
 
     def _trust_client_cas(self, context: ssl.SSLContext, bundle: CertBundle) -> None:
         """Accept callers of the current and the previous CA: a client still holding a pair of

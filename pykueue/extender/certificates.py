@@ -11,7 +11,6 @@ through :func:`secret_rotator`.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -44,9 +43,9 @@ def secret_rotator(client: KubeClient, namespace: str, *, secret: str = SERVER_S
     """A rotator keeping the serving pair (for ``localhost``, the addresses and the Service's
     DNS names) in ``secret`` and ``client_name``'s pair in ``client_secret``; it asks every
     caller for a certificate of its CA. Call ``reconcile`` before serving its ``context``.
-    The pair's files go to ``cert_dir`` (default: a new temporary directory)."""
+    The pair's files go to ``cert_dir`` (default: none, the pair is kept in memory)."""
     return CertRotator(
         client=client, namespace=namespace, secret_name=secret,
         dns_names=("localhost", *service_dns_names(service, namespace)), ip_addresses=tuple(ip_addresses),
-        cert_dir=cert_dir or Path(tempfile.mkdtemp(prefix="pykueue-extender-")),
+        cert_dir=cert_dir,
         client_ca=True, clients={client_secret: client_name})

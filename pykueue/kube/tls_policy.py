@@ -14,7 +14,9 @@ Kueue accepts.
 from __future__ import annotations
 
 import logging
+import os
 import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,3 +97,16 @@ def server_context() -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     _policy.apply(context)
     return context
+
+
+def load_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Load a certificate and key held in memory into ``context``. The ssl module reads key
+    material only from files: they live in a private directory for the call alone, so no
+    key is left on disk after the process (or a rotation) is done with it."""
+    with tempfile.TemporaryDirectory(prefix="pykueue-tls-") as directory:  # mode 0700
+        cert, key = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
+        with open(cert, "wb") as out:
+            out.write(cert_pem)
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            out.write(key_pem)
+        context.load_cert_chain(cert, key)

@@ -17,7 +17,7 @@ import logging
 import os
 import signal
 import socket
-import tempfile
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,22 +164,26 @@ def client_limits(config: dict[str, Any]) -> tuple[float, int]:
         raise ValueError(f"clientConnection: qps and burst must be numbers: {exc}") from exc
 
 
-def metrics_tls_files(settings: Settings) -> dict[str, str]:
-    """``cert_file``/``key_file`` for the metrics server, or nothing for plain HTTP.
+def metrics_tls(settings: Settings) -> ssl.SSLContext | None:
+    """The metrics server's TLS context, or None for plain HTTP.
 
     Like controller-runtime's secure metrics serving: the certificate in the cert directory
-    when one is there, else a self-signed one made at start-up (kept in that directory, or
-    a private temporary one).
+    when one is there, else a self-signed one made at start-up (kept in that directory when
+    one is named, else in memory only).
     """
-    if not settings.metrics_secure:
-        return {}
-    return serving_pair(settings.metrics_cert_dir, "pykueue-metrics-")
+    return serving_context(settings.metrics_cert_dir) if settings.metrics_secure else None
 
 
-def serving_pair(cert_dir: str | None, prefix: str) -> dict[str, str]:
-    """``cert_file``/``key_file``: tls.crt and tls.key of ``cert_dir`` when there, else a
-    self-signed pair written there (or into a private temporary directory)."""
-    directory = Path(cert_dir or tempfile.mkdtemp(prefix=prefix))
+def serving_context(cert_dir: str | None) -> ssl.SSLContext:
+    """A server context presenting tls.crt and tls.key of ``cert_dir`` when there, else a
+    self-signed pair: written into ``cert_dir`` when one is named (a restart keeps it), held
+    in memory when not (nothing of it outlives the process)."""
+    context = tls_policy.server_context()
+    if cert_dir is None:
+        serving = self_signed_serving_certificate(("localhost", socket.gethostname()))
+        tls_policy.load_pair(context, serving.cert_pem, serving.key_pem)
+        return context
+    directory = Path(cert_dir)
     cert, key = directory / "tls.crt", directory / "tls.key"
     if not (cert.exists() and key.exists()):
         serving = self_signed_serving_certificate(("localhost", socket.gethostname()))
@@ -187,7 +191,8 @@ def serving_pair(cert_dir: str | None, prefix: str) -> dict[str, str]:
         cert.write_bytes(serving.cert_pem)
         key.touch(mode=0o600)
         key.write_bytes(serving.key_pem)
-    return {"cert_file": str(cert), "key_file": str(key)}
+    context.load_cert_chain(str(cert), str(key))
+    return context
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -230,17 +235,15 @@ async def run_manager(settings: Settings, stop: asyncio.Event, extras: tuple[Ext
         with starting("serving metrics and probes"):
             host, port = split_address(settings.metrics_address)
             health_host, health_port = split_address(settings.health_address)
-            tls = metrics_tls_files(settings)
+            tls = metrics_tls(settings)
             guard = cluster_metrics_guard(reviewers)
             if (host, port) == (health_host, health_port):
                 runner, _ = await start_site(build_app(metrics, health, metrics_guard=guard), host, port,
-                                             cert_file=tls.get("cert_file"), key_file=tls.get("key_file"),
-                                             limits=METRICS_LIMITS)
+                                             ssl_context=tls, limits=METRICS_LIMITS)
                 runners.append(runner)
             else:
                 runner, bound = await start_site(build_app(metrics, metrics_guard=guard), host, port,
-                                                 cert_file=tls.get("cert_file"), key_file=tls.get("key_file"),
-                                                 limits=METRICS_LIMITS)
+                                                 ssl_context=tls, limits=METRICS_LIMITS)
                 runners.append(runner)
                 log.info("metrics on %s://%s:%d/metrics", "https" if tls else "http", host, bound)
                 runner, bound = await start_site(build_app(health=health), health_host, health_port)

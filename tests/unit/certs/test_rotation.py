@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 
 from pykueue.certs.authority import CA_PREVIOUS_CRT, join_pem
@@ -90,6 +92,25 @@ async def test_a_rotation_publishes_both_cas_before_this_replica_serves_the_new_
     assert secret_written < webhooks_trust < crd_trusts < served
     assert log[served][1].encode() == rotated.tls_crt
     assert (tmp_path / "a" / "ca.crt").read_bytes() == rotated.trusted_cas
+
+
+async def test_without_a_cert_dir_no_key_is_left_on_disk(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extender's and the visibility server's rotators keep the pair in memory: the files
+    the ssl module needs exist only while a pair is loaded, at start and at each rotation."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    api, clock = _apiserver(), Clock(T0)
+    rotator = CertRotator(client=api, namespace=NAMESPACE, secret_name=SECRET,  # type: ignore[arg-type]
+                          dns_names=("svc.ns.svc",), ip_addresses=("127.0.0.1",),
+                          context=recording_context(api.log), validating=(VALIDATING,), clock=clock)
+    first = await rotator.reconcile()
+    clock.now = _late(api)
+    rotated = await rotator.reconcile()
+    loads = [pem for verb, pem in api.log if verb == "load"]
+    assert loads == [first.tls_crt.decode(), rotated.tls_crt.decode()]
+    assert list(scratch.iterdir()) == []
 
 
 async def test_other_replicas_take_the_rotated_secret_without_writing_anything(tmp_path: Path) -> None:

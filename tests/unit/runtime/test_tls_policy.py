@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ssl
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,3 +110,16 @@ def test_the_manager_reads_the_section_unless_the_gate_is_off(tmp_path: Path) ->
     assert cli.settings_from(_args("--config", str(path))).tls.min_version is ssl.TLSVersion.TLSv1_3
     path.write_text("tls: {minVersion: VersionTLS13}\nfeatureGates: {TLSOptions: false}\n")
     assert cli.settings_from(_args("--config", str(path))).tls == TlsPolicy()
+
+
+def test_a_self_signed_pair_without_a_cert_dir_leaves_no_key_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: None) -> None:
+    """Secure metrics (and an exposed dashboard) without a cert dir: the pair is made at start
+    and served, and nothing of it stays in the temporary directory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    server = cli.serving_context(None)
+    assert _handshake(server, _client(ssl.TLSVersion.TLSv1_3)) is not None
+    assert list(tmp_path.iterdir()) == []
+    kept = tmp_path / "certs"
+    cli.serving_context(str(kept))  # a named directory keeps the pair for the next start
+    assert sorted(p.name for p in kept.iterdir()) == ["tls.crt", "tls.key"]

@@ -12,9 +12,7 @@ Secret-kept pair from :mod:`certs.rotation`, loaded into :func:`client_verifying
 from __future__ import annotations
 
 import datetime
-import os
 import ssl
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -73,13 +71,5 @@ def client_verifying_context(client_ca_pem: str | None) -> ssl.SSLContext:
 def server_ssl_context(serving: ServingCertificate, client_ca_pem: str | None) -> ssl.SSLContext:
     """TLS for the server presenting ``serving``, as :func:`client_verifying_context`."""
     context = client_verifying_context(client_ca_pem)
-    # The ssl module loads key material only from files; keep them for the duration of the call.
-    with tempfile.TemporaryDirectory() as directory:
-        cert_path = os.path.join(directory, "tls.crt")
-        key_path = os.path.join(directory, "tls.key")
-        with open(cert_path, "wb") as cert_file:
-            cert_file.write(serving.cert_pem)
-        with open(os.open(key_path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as key_file:
-            key_file.write(serving.key_pem)
-        context.load_cert_chain(cert_path, key_path)
+    tls_policy.load_pair(context, serving.cert_pem, serving.key_pem)
     return context
