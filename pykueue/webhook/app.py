@@ -309,7 +309,7 @@ def make_app(deps: WebhookDeps) -> web.Application:
     app.router.add_post(CONVERT_PATH, _converter(deps))
 
     async def stop_workers(_: web.Application) -> None:
-        deps.lane.close()
+        await deps.lane.close()
 
     app.on_cleanup.append(stop_workers)
 

@@ -67,10 +67,13 @@ class WorkerLane:
                                                   initializer=_lower_priority)
         return await asyncio.get_running_loop().run_in_executor(self._processes, fn, body)
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Stop the workers. The process pool is waited for (off the loop): left running, its
+        manager thread may close its wake-up pipe while the interpreter's exit hook writes to
+        it, an EBADF traceback at exit (CPython's ProcessPoolExecutor, 3.11)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
         if self._processes is not None:
-            self._processes.shutdown(wait=False, cancel_futures=True)
-            self._processes = None
+            processes, self._processes = self._processes, None
+            await asyncio.to_thread(processes.shutdown, wait=True, cancel_futures=True)

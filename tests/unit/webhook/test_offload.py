@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from pykueue.webhook.offload import THRESHOLD_BYTES, WorkerLane
 
 
@@ -18,8 +20,10 @@ async def test_large_work_runs_in_a_lower_priority_process_and_small_work_inline
         large = (await lane.run_apart(THRESHOLD_BYTES, pid_and_nice, b"x" * THRESHOLD_BYTES)).split()
         again = (await lane.run_apart(THRESHOLD_BYTES, pid_and_nice, b"y")).split()
     finally:
-        lane.close()
+        await lane.close()
     assert int(small[0]) == os.getpid()
     assert int(large[0]) != os.getpid() and int(large[1]) > os.nice(0)
     assert int(large[2]) == THRESHOLD_BYTES
     assert again[0] == large[0]  # one worker, kept
+    with pytest.raises(ProcessLookupError):  # closing waited for the worker to exit
+        os.kill(int(large[0]), 0)
