@@ -50,6 +50,7 @@ from .kueue_perf_config import (
     workload_name,
     workload_object,
 )
+from .webhook_latency import percentile
 
 CONFIGS = Path(__file__).parent / "configs" / "kueue_perf"
 LATENCIES_MS = (0, 50, 100, 150, 200, 300, 500, 1000)
@@ -134,6 +135,8 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
     first_admitted: dict[str, int] = {}
     admissions: dict[str, int] = {}
     end_ms = finished = withdrawn = 0
+    evicted_at_ms: list[int] = []  # when each eviction was decided
+    seen_evictions: dict[str, int] = {}
     while events or core.next_deadline() is not None:
         due = core.next_deadline()
         if due is not None and (not events or due * 1000 < events[0].at_ms):
@@ -160,6 +163,11 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
                 core.finish(ev.key)  # not when evicted since: that admission ended already
                 end_ms, finished = now_ms, finished + 1
         for d in core.run_until_idle():
+            for target in d.targets:  # a published reservation taken back is an eviction
+                count = len(_record(core, target).evictions)
+                if count > seen_evictions.get(target, 0):
+                    evicted_at_ms.append(now_ms)
+                seen_evictions[target] = count
             rec = core.workload(d.key)
             if d.outcome != "Admit" or rec is None or rec.status != ADMITTED:
                 continue
@@ -185,6 +193,9 @@ def simulate(config: GeneratorConfig, plans: list[QueuePlan], latency_ms: int,
         "withdrawn": withdrawn,
         "evicted_workloads": sum(1 for n in per_workload.values() if n),
         "most_evictions_of_one": max(per_workload.values(), default=0),
+        # When, from the first creation, the evictions came (a start-up wave or all along).
+        "evicted_at_s": {f"p{int(q * 100)}": round(percentile(evicted_at_ms, q) / 1000, 2)
+                         for q in (0.1, 0.5, 0.9)} if evicted_at_ms else None,
         "finished": finished,
         "end_s": round(end_ms / 1000, 3),
         "tta_ms": {c: round(sum(v) / len(v)) for c, v in sorted(tta.items())},
@@ -228,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             print(f"settle {settle} ms, latency {latency} ms: {run['evictions']} evictions of "
                   f"{run['evicted_workloads']} workloads (at most {run['most_evictions_of_one']} of one), "
-                  f"{run['withdrawn']} withdrawn, last finish at {run['end_s']} s, "
+                  f"{run['withdrawn']} withdrawn, evicted at {run['evicted_at_s']}, "
+                  f"last finish at {run['end_s']} s, "
                   f"core CPU {run['core_cpu_s']} s",
                   file=sys.stderr)
     workloads = sum(ws.count * len(ws.workloads) for p in plans for ws in p.queues.workloads_sets)

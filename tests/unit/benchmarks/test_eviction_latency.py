@@ -38,6 +38,16 @@ def test_holding_quota_until_the_next_one_comes_evicts_each_at_most_once() -> No
     assert run["finished"] == 2 * (70 + 20 + 8)
     assert run["most_evictions_of_one"] <= 1
     assert run["tta_ms"]["large"] > 0  # the next large one waits for the quota instead
+    # What is left is the first large ones' wave, when they find the quota filled.
+    assert run["evicted_at_s"] == {"p10": 1.2, "p50": 1.2, "p90": 1.2}
+
+
+def test_eviction_times_show_gaps_refilled_all_along() -> None:
+    """Without the hold-over, each large one (every 1.2 s) evicts what filled its
+    predecessor's gap: the evictions spread over the whole run (the last large at 9.6 s)."""
+    config = parse_config(_shape())
+    times = simulate(config, queue_plans(config), latency_ms=0)["evicted_at_s"]
+    assert times["p10"] <= 2.4 and times["p90"] >= 8.4
 
 
 def test_settling_reservations_withdraws_the_gap_fillers_instead_of_evicting_them() -> None:
