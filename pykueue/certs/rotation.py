@@ -160,26 +160,31 @@ class CertRotator:
         """One pass of the steps in the module docstring; ``secret`` is the Secret as just
         read, saving a GET (None: read it)."""
         bundle, seen = await self._sync_secret(secret)
-        if self.context is None:  # not serving yet: nothing can see the pair before the caBundles
+        fresh = self.context is None  # not serving yet: its pair is loaded below, quietly
+        if self.context is None:
             self.context = tls_policy.server_context()
-            self._load(bundle)
         if self.client_ca:
             self._trust_client_cas(self.context, bundle)
         for secret_name, common_name in self.clients.items():
             await self._sync_client_secret(secret_name, common_name, bundle)
         await self.inject(bundle.trusted_cas)
-        if self.cert_dir is not None:
+        if self.cert_dir is not None:  # (ca.crt follows the trusted CAs even when the pair stays)
             write_pair(self.cert_dir, bundle)
         if self._loaded != (bundle.tls_crt, bundle.tls_key):
             self._load(bundle)
-            log.info("serving certificate of Secret %s/%s loaded", self.namespace, self.secret_name)
+            if not fresh:
+                log.info("serving certificate of Secret %s/%s loaded", self.namespace, self.secret_name)
         self.bundle, self._seen = bundle, seen
         self.ready = True
         return bundle
 
     def _load(self, bundle: CertBundle) -> None:
+        """Into the live context: from the cert directory's files just written, else from memory."""
         assert self.context is not None
-        tls_policy.load_pair(self.context, bundle.tls_crt, bundle.tls_key)
+        if self.cert_dir is not None:
+            self.context.load_cert_chain(str(self.cert_dir / TLS_CRT), str(self.cert_dir / TLS_KEY))
+        else:
+            tls_policy.load_pair(self.context, bundle.tls_crt, bundle.tls_key)
         self._loaded = (bundle.tls_crt, bundle.tls_key)
 
     def _trust_client_cas(self, context: ssl.SSLContext, bundle: CertBundle) -> None:

@@ -179,19 +179,18 @@ def serving_context(cert_dir: str | None) -> ssl.SSLContext:
     self-signed pair: written into ``cert_dir`` when one is named (a restart keeps it), held
     in memory when not (nothing of it outlives the process)."""
     context = tls_policy.server_context()
-    if cert_dir is None:
-        serving = self_signed_serving_certificate(("localhost", socket.gethostname()))
-        tls_policy.load_pair(context, serving.cert_pem, serving.key_pem)
+    directory = None if cert_dir is None else Path(cert_dir)
+    if directory is not None and (directory / "tls.crt").exists() and (directory / "tls.key").exists():
+        context.load_cert_chain(str(directory / "tls.crt"), str(directory / "tls.key"))
         return context
-    directory = Path(cert_dir)
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    if not (cert.exists() and key.exists()):
-        serving = self_signed_serving_certificate(("localhost", socket.gethostname()))
+    serving = self_signed_serving_certificate(("localhost", socket.gethostname()))
+    if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-        cert.write_bytes(serving.cert_pem)
+        (directory / "tls.crt").write_bytes(serving.cert_pem)
+        key = directory / "tls.key"
         key.touch(mode=0o600)
         key.write_bytes(serving.key_pem)
-    context.load_cert_chain(str(cert), str(key))
+    tls_policy.load_pair(context, serving.cert_pem, serving.key_pem)
     return context
 
 
